@@ -1,0 +1,15 @@
+"""tracework: evidence-backed reports about other people's code.
+
+The library behind the ``tracework`` command.  Stages, in pipeline order:
+:mod:`~tracework.subjects` (subjects and mirrors), :mod:`~tracework.blobs` (reading
+the object store), :mod:`~tracework.register` and :mod:`~tracework.models` (the
+source register), :mod:`~tracework.evidence` (adding files and quotes),
+:mod:`~tracework.drift` (relocating quotes) and :mod:`~tracework.checks`.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("tracework")
+except PackageNotFoundError:  # running from a source tree without installation
+    __version__ = "0.0.0"

@@ -1,0 +1,370 @@
+"""Reading a mirror's object store: commits, trees and blobs, never a work tree.
+
+Nothing here checks anything out, so no checkout filter, hook, LFS smudge or
+symlink is ever applied or followed.  Trees come from one ``git ls-tree -r -z`` and
+blobs from one ``git cat-file --batch`` pass per request, which is what keeps a
+check of thousands of files fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Literal
+
+from .errors import CommitNotFound, GitError, PathNotFound, UnsafeInput, UnsupportedRepository
+from .gitenv import git_message, hardened_env, run_git
+from .hashing import sha256_hex
+
+HEX_PREFIX = re.compile(r"[0-9a-fA-F]{4,40}")
+FULL_OID = re.compile(r"[0-9a-f]{40}")
+
+#: Files larger than this are registered by hash (streamed) but not quoted.
+DEFAULT_SIZE_CAP = 4 * 1024 * 1024
+
+EntryKind = Literal["file", "symlink", "submodule"]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEntry:
+    """One path in a commit's tree."""
+
+    path: str
+    mode: str
+    oid: str
+
+    @property
+    def kind(self) -> EntryKind:
+        if self.mode == "120000":
+            return "symlink"
+        if self.mode == "160000":
+            return "submodule"
+        return "file"
+
+
+@dataclass(frozen=True, slots=True)
+class CommitInfo:
+    """A commit's id, committer date (ISO 8601) and subject line."""
+
+    oid: str
+    date: str
+    subject: str
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """Paths renamed (old → new) and paths added or modified (new names) between commits."""
+
+    renamed: dict[str, str]
+    touched: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Blob:
+    """A blob's size and hash; ``data`` is None when it was larger than the cap.
+
+    ``head`` always holds the first 8000 bytes, enough to tell binary from text.
+    """
+
+    oid: str
+    size: int
+    sha256: str
+    data: bytes | None
+    head: bytes
+
+
+def decode_path(raw: bytes) -> str:
+    """Git path bytes as text; names that are not UTF-8 keep their bytes as escapes."""
+    return raw.decode("utf-8", errors="surrogateescape")
+
+
+def check_commit_text(text: str) -> str:
+    """Refuse anything but a hex object id or prefix (no refs, ``HEAD~2``, ``:/x``)."""
+    if text.startswith("-") or not HEX_PREFIX.fullmatch(text):
+        raise UnsafeInput(
+            f"'{text}' is not a commit id: give 4 to 40 hex digits of a commit",
+            hint="refs, HEAD~N, :/text and values starting with '-' are refused; "
+            "use `git log` in the mirror to find the id",
+        )
+    return text.lower()
+
+
+class Mirror:
+    """A bare repository read through its object store."""
+
+    def __init__(self, git_dir: Path, *, size_cap: int = DEFAULT_SIZE_CAP) -> None:
+        self.git_dir = git_dir
+        self.size_cap = size_cap
+        if not (git_dir / "objects").is_dir():
+            raise GitError(
+                f"no mirror at {git_dir}", hint="run `tracework fetch NAME` to create it"
+            )
+        fmt = self._git("rev-parse", "--show-object-format").stdout.decode().strip()
+        if fmt != "sha1":
+            raise UnsupportedRepository(
+                f"{git_dir} uses the {fmt} object format; tracework reads SHA-1 repositories only",
+            )
+        self._trees: dict[str, dict[str, TreeEntry]] = {}
+
+    def _git(self, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        return run_git(self.git_dir, args, input=input)
+
+    # -- commits -----------------------------------------------------------------
+
+    def object_types(self, oids: Iterable[str]) -> dict[str, str]:
+        """Type of each object id (``missing`` when absent), via one batch-check."""
+        wanted = list(oids)
+        out = self._git(
+            "cat-file",
+            "--batch-check=%(objectname) %(objecttype)",
+            input="".join(f"{o}\n" for o in wanted).encode(),
+        ).stdout.decode()
+        types: dict[str, str] = {}
+        for oid, line in zip(wanted, out.splitlines(), strict=False):
+            parts = line.split()
+            types[oid] = parts[1] if len(parts) == 2 and parts[1] != "missing" else "missing"
+        return types
+
+    def resolve_commit(self, text: str) -> str:
+        """A full 40-hex commit id from an id or a unique object-id prefix.
+
+        A prefix is matched against object ids only (``rev-parse --disambiguate``),
+        never against ref names, so a branch named like a hex prefix is ignored.
+        """
+        text = check_commit_text(text)
+        if len(text) == 40:
+            candidates = [text]
+        else:
+            out = self._git("rev-parse", f"--disambiguate={text}").stdout.decode()
+            candidates = sorted(set(out.split()))
+        commits = [o for o, t in self.object_types(candidates).items() if t == "commit"]
+        if not commits:
+            raise CommitNotFound(
+                f"no commit {text} in {self.git_dir.name}",
+                hint="run `tracework fetch NAME` if the subject has new commits",
+            )
+        if len(commits) > 1:
+            raise CommitNotFound(
+                f"commit prefix {text} is ambiguous: " + ", ".join(c[:12] for c in commits),
+                hint="give more hex digits",
+            )
+        oid = commits[0]
+        if not FULL_OID.fullmatch(oid):
+            raise CommitNotFound(f"{text} did not resolve to a full commit id")
+        return oid
+
+    def commit_info(self, oid: str) -> CommitInfo:
+        """Committer date and subject line of a resolved commit."""
+        out = self._git(
+            "show", "-s", "--no-show-signature", "--format=%H%x00%cI%x00%s", "--end-of-options", oid
+        ).stdout.decode("utf-8", errors="replace")
+        full, date, subject = out.rstrip("\n").split("\x00", 2)
+        return CommitInfo(full, date, subject)
+
+    def head_of(self, ref: str) -> str:
+        """The commit a ref of the mirror points at (refs come from subject config)."""
+        if ref.startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/-]+", ref):
+            raise UnsafeInput(f"'{ref}' is not a ref name tracework accepts")
+        out = self._git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+        return out.stdout.decode().strip()
+
+    # -- trees -------------------------------------------------------------------
+
+    def tree(self, commit: str) -> dict[str, TreeEntry]:
+        """Every path in the commit's tree (recursively), cached per commit."""
+        if commit not in self._trees:
+            proc = run_git(
+                self.git_dir,
+                ["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit],
+                check=False,
+            )
+            if proc.returncode != 0:
+                raise GitError(
+                    f"cannot read the tree of {commit[:12]} in {self.git_dir.name}: "
+                    f"{git_message(proc.stderr)}",
+                    hint="the object store may be damaged or the tree malformed; re-fetch",
+                )
+            entries: dict[str, TreeEntry] = {}
+            for record in proc.stdout.split(b"\0"):
+                if not record:
+                    continue
+                meta, _, raw_path = record.partition(b"\t")
+                mode, _type, oid = meta.decode().split(" ")
+                path = decode_path(raw_path)
+                entries[path] = TreeEntry(path, mode, oid)
+            self._trees[commit] = entries
+        return self._trees[commit]
+
+    def entry(self, commit: str, path: str) -> TreeEntry:
+        """The tree entry of ``path`` at ``commit``, or a clear error."""
+        entry = self.tree(commit).get(path)
+        if entry is None:
+            raise PathNotFound(
+                f"{path} is not in the tree at {commit[:12]}",
+                hint="paths are relative to the repository root, with '/' separators",
+            )
+        return entry
+
+    # -- blobs -------------------------------------------------------------------
+
+    def read_blobs(self, oids: Iterable[str]) -> dict[str, Blob]:
+        """Read many blobs in one ``cat-file --batch`` pass.
+
+        The size comes from each object's header before its content is read; a blob
+        over the size cap is streamed into the hash and its bytes are not kept.
+        """
+        wanted = sorted(set(oids))
+        if not wanted:
+            return {}
+        cmd = ["git", f"--git-dir={self.git_dir}", "cat-file", "--batch"]
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=hardened_env(),
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        feeder = threading.Thread(target=_feed, args=(proc.stdin, wanted), daemon=True)
+        feeder.start()
+        blobs: dict[str, Blob] = {}
+        try:
+            for oid in wanted:
+                blobs[oid] = self._read_one(proc.stdout, oid)
+        finally:
+            feeder.join()
+            proc.stdout.close()
+            proc.wait()
+        return blobs
+
+    def _read_one(self, stream: IO[bytes], oid: str) -> Blob:
+        header = stream.readline().decode(errors="replace").split()
+        if len(header) != 3:
+            raise GitError(
+                f"object {oid[:12]} is missing or unreadable in {self.git_dir.name}",
+                hint="the mirror may be incomplete; run `tracework fetch NAME` again",
+            )
+        _oid, kind, size_text = header
+        size = int(size_text)
+        if kind != "blob":
+            _drain(stream, size + 1)
+            raise GitError(f"object {oid[:12]} is a {kind}, not a file")
+        if size <= self.size_cap:
+            data = _read_exact(stream, size)
+            stream.read(1)
+            return Blob(oid, size, sha256_hex(data), data, data[:8000])
+        head = _read_exact(stream, 8000)
+        digest = _hash_stream(stream, size - len(head), hashlib.sha256(head))
+        stream.read(1)
+        return Blob(oid, size, digest, None, head)
+
+    def read_blob(self, oid: str) -> Blob:
+        """One blob (see :meth:`read_blobs`)."""
+        return self.read_blobs([oid])[oid]
+
+    def stream_blob(self, oid: str) -> Iterator[bytes]:
+        """A blob's bytes in chunks, without holding it whole (for huge files)."""
+        proc = subprocess.Popen(
+            ["git", f"--git-dir={self.git_dir}", "cat-file", "blob", "--end-of-options", oid],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=hardened_env(),
+        )
+        assert proc.stdout is not None
+        try:
+            while chunk := proc.stdout.read(1 << 20):
+                yield chunk
+        finally:
+            proc.stdout.close()
+            proc.wait()
+
+    # -- history -----------------------------------------------------------------
+
+    def changes(self, old: str, new: str) -> Changes:
+        """What changed between two commits: renames (git's detection) and touched paths."""
+        out = self._git(
+            "diff",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--find-renames",
+            "--name-status",
+            "-z",
+            "--end-of-options",
+            old,
+            new,
+        ).stdout
+        fields = out.split(b"\0")
+        renamed: dict[str, str] = {}
+        touched: set[str] = set()
+        i = 0
+        while i < len(fields) and fields[i]:
+            status = fields[i].decode()
+            if status.startswith(("R", "C")):
+                if status.startswith("R"):
+                    renamed[decode_path(fields[i + 1])] = decode_path(fields[i + 2])
+                touched.add(decode_path(fields[i + 2]))
+                i += 3
+            else:
+                if not status.startswith("D"):
+                    touched.add(decode_path(fields[i + 1]))
+                i += 2
+        return Changes(renamed, frozenset(touched))
+
+    def line_hunks(self, old_blob: str, new_blob: str) -> list[tuple[int, int, int, int]]:
+        """``git diff -U0`` hunks between two blobs: (old_start, old_len, new_start, new_len)."""
+        out = self._git(
+            "diff",
+            "--no-ext-diff",
+            "--no-textconv",
+            "-U0",
+            "--no-color",
+            "--end-of-options",
+            old_blob,
+            new_blob,
+        ).stdout.decode("utf-8", errors="replace")
+        hunks = []
+        for m in re.finditer(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", out, re.M):
+            a, alen, b, blen = m.groups()
+            hunks.append(
+                (int(a), 1 if alen is None else int(alen), int(b), 1 if blen is None else int(blen))
+            )
+        return hunks
+
+
+def _feed(stdin: IO[bytes], oids: list[str]) -> None:
+    try:
+        for start in range(0, len(oids), 512):
+            stdin.write("".join(f"{o}\n" for o in oids[start : start + 512]).encode())
+        stdin.close()
+    except BrokenPipeError:  # git died; the reader reports it
+        pass
+
+
+def _read_exact(stream: IO[bytes], size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) != size:
+        raise GitError("git cat-file ended early while reading a blob")
+    return data
+
+
+def _drain(stream: IO[bytes], size: int) -> None:
+    while size > 0:
+        chunk = stream.read(min(size, 1 << 20))
+        if not chunk:
+            return
+        size -= len(chunk)
+
+
+def _hash_stream(stream: IO[bytes], size: int, digest: hashlib._Hash) -> str:
+    while size > 0:
+        chunk = stream.read(min(size, 1 << 20))
+        if not chunk:
+            raise GitError("git cat-file ended early while streaming a blob")
+        digest.update(chunk)
+        size -= len(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,318 @@
+"""The ``tracework`` command: parse options, call the library, format the result.
+
+Every :class:`~tracework.errors.TraceworkError` becomes one message on stderr and
+exit code 2 here, in one place.  Check results exit 0 when everything holds and 1
+otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from .errors import TraceworkError
+
+
+class Cli(click.Group):
+    """A group that turns library errors into one clear message and exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TraceworkError as exc:
+            _fail(exc)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+
+
+def _fail(exc: TraceworkError) -> NoReturn:
+    from .highlight import visible
+
+    click.echo(f"tracework: error: {visible(str(exc))}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def _json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=True))
+
+
+def _workspace() -> Any:
+    from .workspace import Workspace
+
+    return Workspace.find()
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+@click.group(cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tracework")
+def main() -> None:
+    """Evidence-backed reports about other people's code."""
+
+
+@main.command()
+@click.argument("directory", required=False, default=".", type=click.Path(file_okay=False))
+def init(directory: str) -> None:
+    """Make DIR (default: here) a workspace: tracework.toml and its four folders."""
+    from .workspace import Workspace
+
+    ws = Workspace.init(Path(directory))
+    click.echo(f"workspace ready at {ws.root}")
+
+
+# -- subjects ---------------------------------------------------------------------------
+
+
+@main.group()
+def subject() -> None:
+    """Declare subjects: git repositories under analysis."""
+
+
+@subject.command("add")
+@click.argument("name")
+@click.argument("url")
+@click.option("--track", default="HEAD", show_default=True, help="Ref to follow for new commits.")
+def subject_add(name: str, url: str, track: str) -> None:
+    """Write sources/NAME.toml for the repository at URL (https, ssh or a local path)."""
+    from .subjects import add_subject
+
+    ws = _workspace()
+    subj = add_subject(ws, name, url, track)
+    click.echo(f"subject {subj.name}: {subj.url} ({subj.kind}), tracking {subj.track}")
+    click.echo(f"next: tracework fetch {subj.name}")
+
+
+@main.command()
+@click.argument("name")
+def fetch(name: str) -> None:
+    """Create or update the bare mirror of subject NAME (the only command using the network)."""
+    from .subjects import fetch as do_fetch
+
+    ws = _workspace()
+    result = do_fetch(ws, name)
+    verb = "created" if result.created else "updated"
+    head = f", {result.head[:12]} at its tracked ref" if result.head else ""
+    click.echo(f"mirror {verb}: {result.mirror.relative_to(ws.root)}{head}")
+
+
+# -- registers --------------------------------------------------------------------------
+
+
+@main.group()
+def register() -> None:
+    """Create registers and add sources and files to them."""
+
+
+@register.command("new")
+@click.argument("register_name", metavar="REGISTER")
+def register_new(register_name: str) -> None:
+    """Create registers/REGISTER.yaml, empty."""
+    from . import register as reg
+    from .workspace import check_name
+
+    ws = _workspace()
+    path = ws.register_file(register_name)
+    reg.create(path, check_name(path.stem, "register"))
+    click.echo(f"register created: {path.relative_to(ws.root)}")
+
+
+@register.command("add-source")
+@click.argument("register_name", metavar="REGISTER")
+@click.argument("source_id", metavar="SRC-ID")
+@click.option("--subject", "subject_name", required=True, help="Subject name.")
+@click.option("--commit", required=True, help="Commit id or unique prefix (hex only).")
+def register_add_source(register_name: str, source_id: str, subject_name: str, commit: str) -> None:
+    """Pin subject NAME at COMMIT as source SRC-ID."""
+    from .evidence import add_source
+
+    ws = _workspace()
+    src = add_source(ws, ws.register_file(register_name), source_id, subject_name, commit)
+    click.echo(f"{source_id}: {src.subject} @ {src.commit} ({src.date})")
+
+
+@register.command("add-file")
+@click.argument("register_name", metavar="REGISTER")
+@click.argument("source_id", metavar="SRC-ID")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--expect-sha256", default=None, help="The SHA-256 an outside dossier expects.")
+def register_add_file(
+    register_name: str, source_id: str, paths: tuple[str, ...], expect_sha256: str | None
+) -> None:
+    """Register files (paths, folders or globs over the tree) with their SHA-256."""
+    from .evidence import add_files
+    from .highlight import visible
+
+    ws = _workspace()
+    added = add_files(ws, ws.register_file(register_name), source_id, list(paths), expect_sha256)
+    new = sum(1 for a in added if a.new)
+    for item in added[:50]:
+        kind = (
+            ""
+            if item.entry.kind == "file" and not item.entry.binary
+            else (" (binary)" if item.entry.binary else f" ({item.entry.kind})")
+        )
+        click.echo(f"  {item.entry.sha256[:12]}  {visible(item.path)}{kind}")
+    if len(added) > 50:
+        click.echo(f"  … and {len(added) - 50} more")
+    click.echo(f"{len(added)} files, {new} newly registered")
+
+
+# -- quotes -----------------------------------------------------------------------------
+
+
+def _line_range(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    first, sep, last = value.partition("-")
+    try:
+        a = int(first)
+        b = int(last) if sep else a
+    except ValueError:
+        raise click.BadParameter("expected A-B, e.g. 10-14", param_hint="--lines") from None
+    return a, b
+
+
+@main.command()
+@click.argument("register_name", metavar="REGISTER")
+@click.argument("source_id", metavar="SRC-ID")
+@click.argument("path")
+@click.option("--lines", "lines", default=None, metavar="A-B", help="Line range, 1-based.")
+@click.option("--symbol", default=None, metavar="QUALNAME", help="Python Class.method etc.")
+@click.option("--match", default=None, metavar="TEXT", help="Substring on exactly one line.")
+@click.option("--context", default=0, type=click.IntRange(0, 200), help="Lines around --match.")
+@click.option("--id", "quote_id", default=None, help="Quote id (default derived from the span).")
+def quote(
+    register_name: str,
+    source_id: str,
+    path: str,
+    lines: str | None,
+    symbol: str | None,
+    match: str | None,
+    context: int,
+    quote_id: str | None,
+) -> None:
+    """Quote a span of PATH at the source's pin and add it to the register."""
+    from .evidence import QuoteRequest, add_quote
+    from .highlight import terminal_lines, visible
+
+    if sum(x is not None for x in (lines, symbol, match)) != 1:
+        raise click.UsageError("give exactly one of --lines, --symbol or --match")
+    ws = _workspace()
+    request = QuoteRequest(_line_range(lines), symbol, match, context)
+    qid, q = add_quote(ws, ws.register_file(register_name), source_id, path, request, quote_id)
+    color = sys.stdout.isatty()
+    click.echo(f"{qid}  {visible(q.path)}:{q.lines[0]}-{q.lines[1]}  sha256 {q.sha256}")
+    click.echo(terminal_lines(q.text, q.lines[0], q.path, color=color))
+
+
+# -- check ------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("register_name", metavar="REGISTER")
+@click.option("--at", "at", default=None, metavar="COMMIT", help="Report drift at this commit.")
+@click.option("--source", "only", default=None, metavar="SRC-ID", help="Check one source only.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--record", is_flag=True, help="Append this check to the register's history.")
+@click.option(
+    "--date", default=None, metavar="YYYY-MM-DD", help="Date for --record (default today)."
+)
+def check(
+    register_name: str,
+    at: str | None,
+    only: str | None,
+    as_json: bool,
+    record: bool,
+    date: str | None,
+) -> None:
+    """Verify every registered file and quote (exit 0 all hold, 1 otherwise)."""
+    from . import register as reg
+    from .checks import check_register, record_check
+
+    ws = _workspace()
+    path = ws.register_file(register_name)
+    report = check_register(ws, reg.load(path), at=at, only=only)
+    if record:
+        record_check(path, report, date)
+    if as_json:
+        _json(report.as_json())
+    else:
+        _print_check(report)
+    sys.exit(0 if report.ok else 1)
+
+
+def _print_check(report: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .highlight import visible
+
+    console = _console()
+    for src in report.sources:
+        where = "its pin" if src.commit == src.pin else f"{src.commit[:12]} (pin {src.pin[:12]})"
+        table = Table(
+            title=Text(f"{report.register} · {src.source} {src.subject} at {where}"),
+            title_justify="left",
+        )
+        for col in ("kind", "id", "state", "where now", "detail"):
+            table.add_column(col)
+        for item in src.items:
+            if item.kind == "file" and item.state == "verified":
+                continue
+            now = ""
+            if item.new_path or item.new_lines:
+                lines = f":{item.new_lines[0]}-{item.new_lines[1]}" if item.new_lines else ""
+                now = f"{item.new_path or item.path}{lines}"
+            if item.candidates:
+                now = "; ".join(f"{a}-{b}" for a, b in item.candidates)
+            table.add_row(
+                item.kind,
+                Text(visible(item.id)),
+                item.state,
+                Text(visible(now)),
+                Text(visible(item.detail)),
+            )
+        if table.row_count:
+            console.print(table)
+        for item in src.items:
+            if item.diff:
+                console.print(Text(f"\n{item.id} changed:", style="bold"))
+                console.print(Text(visible(item.diff)))
+    files, quotes = report.counts("file"), report.counts("quote")
+
+    def fmt(c: dict[str, int]) -> str:
+        return ", ".join(f"{n} {state}" for state, n in sorted(c.items())) or "none"
+
+    console.print(Text(f"files: {fmt(files)}; quotes: {fmt(quotes)}"))
+    if not report.items:
+        console.print(Text("nothing to check: the register has no files or quotes", style="red"))
+    console.print(Text("ok" if report.ok else "NOT OK", style="green" if report.ok else "red"))
+
+
+# -- schema -----------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--write", is_flag=True, help="Write schemas/register.schema.json in the workspace.")
+def schema(write: bool) -> None:
+    """Print (or write) the register's JSON Schema, generated from the models."""
+    from .schema import register_schema_text
+
+    text = register_schema_text()
+    if write:
+        from .fsio import write_atomic
+
+        target = _workspace().root / "schemas" / "register.schema.json"
+        write_atomic(target, text)
+        click.echo(f"wrote {target}")
+    else:
+        click.echo(text, nl=False)

@@ -1,0 +1,226 @@
+"""Where did a quote go?  Relocating a span at another commit, cheapest layer first.
+
+1. the same bytes at the same lines (``verified``; in a renamed file, ``moved``);
+2. the same bytes elsewhere in the file or its renamed successor (``moved``; several
+   places and none the original: ``ambiguous``);
+3. the anchor — a Python symbol or a unique substring — found again (``changed``);
+4. the same bytes in another file the commits touched (``moved``);
+5. for quotes without an anchor, ``git diff``'s line mapping carries the range over
+   (``changed``), as code review tools port comments across patch sets;
+6. otherwise ``missing``.
+
+Drift is data: a frozen :class:`QuoteDrift` per quote.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from .blobs import Changes, TreeEntry
+from .hashing import Lines, display_text, is_binary
+from .models import Quote
+from .spans import find_match_lines, find_symbol
+
+QuoteState = Literal["verified", "moved", "changed", "ambiguous", "missing"]
+Hunk = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class QuoteDrift:
+    """What happened to one quote at the target commit."""
+
+    quote_id: str
+    state: QuoteState
+    new_path: str | None = None
+    new_lines: tuple[int, int] | None = None
+    candidates: tuple[tuple[int, int], ...] | None = None
+    diff: str | None = None
+    how: str = ""
+
+
+@dataclass
+class Target:
+    """Everything relocation needs about the target commit, read once for all quotes."""
+
+    commit: str
+    tree: dict[str, TreeEntry]
+    changes: Changes
+    lines_of: Callable[[str], Lines | None]  # path at target -> its lines, None if unreadable
+    hunks: Callable[[str, str], list[Hunk]]  # (old path, new path) -> git diff -U0 hunks
+    pin: str = ""
+
+
+def relocate(qid: str, quote: Quote, target: Target) -> QuoteDrift:
+    """Find ``quote`` (taken at its pin) in the target commit."""
+    needle = quote.span_bytes()
+    path = quote.path
+    new_path = path if path in target.tree else target.changes.renamed.get(path)
+    renamed = new_path is not None and new_path != path
+    lines = target.lines_of(new_path) if new_path is not None else None
+
+    if lines is not None and new_path is not None:
+        a, b = quote.lines
+        if b <= len(lines) and lines.span(a, b) == needle:
+            if renamed:
+                return QuoteDrift(qid, "moved", new_path, (a, b), how="renamed file")
+            return QuoteDrift(qid, "verified", new_lines=(a, b), how="same lines")
+        hits = lines.find_span(needle)
+        if len(hits) == 1:
+            return QuoteDrift(
+                qid,
+                "moved",
+                new_path if renamed else None,
+                hits[0],
+                how="same bytes" + (" in renamed file" if renamed else ""),
+            )
+        if len(hits) > 1:
+            return QuoteDrift(
+                qid,
+                "ambiguous",
+                new_path if renamed else None,
+                candidates=tuple(hits),
+                how="same bytes at several places",
+            )
+        if quote.anchor is not None:
+            spans = _anchor_spans(quote, lines, new_path)
+            if len(spans) == 1:
+                return _changed(qid, quote, new_path, renamed, spans[0], lines, "anchor", target)
+            if len(spans) > 1:
+                return QuoteDrift(
+                    qid,
+                    "ambiguous",
+                    new_path if renamed else None,
+                    candidates=tuple(spans),
+                    how="anchor found several times",
+                )
+
+    moved = _elsewhere(needle, path, new_path, target)
+    if moved is not None:
+        other, hits = moved
+        if len(hits) == 1:
+            return QuoteDrift(qid, "moved", other, hits[0], how="same bytes in another file")
+        return QuoteDrift(
+            qid,
+            "ambiguous",
+            other,
+            candidates=tuple(hits),
+            how="same bytes at several places in another file",
+        )
+
+    if lines is not None and new_path is not None and quote.anchor is None:
+        mapped = map_range(*quote.lines, target.hunks(path, new_path))
+        if mapped is not None and mapped[1] <= len(lines):
+            return _changed(qid, quote, new_path, renamed, mapped, lines, "diff mapping", target)
+
+    if new_path is None:
+        how = "file deleted"
+    elif lines is None:
+        how = "file no longer readable as text"
+    elif quote.anchor is not None:
+        how = "anchor gone"
+    else:
+        how = "lines deleted"
+    return QuoteDrift(qid, "missing", new_path if renamed else None, how=how)
+
+
+def _anchor_spans(quote: Quote, lines: Lines, path: str) -> list[tuple[int, int]]:
+    anchor = quote.anchor
+    assert anchor is not None
+    if anchor.symbol:
+        return [(s.first, s.last) for s in find_symbol(lines, anchor.symbol, path)]
+    assert anchor.match is not None
+    # keep the span's shape around the matching line (it may have been clipped at an edge)
+    offset = next((i for i, ln in enumerate(quote.text.split("\n")) if anchor.match in ln), 0)
+    before, after = offset, quote.lines[1] - quote.lines[0] - offset
+    return [
+        (max(1, n - before), min(len(lines), n + after))
+        for n in find_match_lines(lines, anchor.match)
+    ]
+
+
+def _elsewhere(
+    needle: bytes, path: str, new_path: str | None, target: Target
+) -> tuple[str, list[tuple[int, int]]] | None:
+    """The same bytes in one other file the commits touched (first by path order)."""
+    for other in sorted(target.changes.touched):
+        if other in (path, new_path):
+            continue
+        lines = target.lines_of(other)
+        if lines is not None and needle in lines.data:
+            hits = lines.find_span(needle)
+            if hits:
+                return other, hits
+    return None
+
+
+def _changed(
+    qid: str,
+    quote: Quote,
+    new_path: str,
+    renamed: bool,
+    span: tuple[int, int],
+    lines: Lines,
+    how: str,
+    target: Target,
+) -> QuoteDrift:
+    new_text = display_text(lines.span(*span))
+    diff = unified_diff(quote, new_text, new_path, span, target)
+    return QuoteDrift(qid, "changed", new_path if renamed else None, span, diff=diff, how=how)
+
+
+def unified_diff(
+    quote: Quote, new_text: str, new_path: str, span: tuple[int, int], target: Target
+) -> str:
+    """A unified diff of the quoted text against the text now at the relocated span."""
+    old_label = f"{quote.path}:{quote.lines[0]}-{quote.lines[1]} @ {target.pin[:12]}"
+    new_label = f"{new_path}:{span[0]}-{span[1]} @ {target.commit[:12]}"
+    return "".join(
+        difflib.unified_diff(
+            _keepends(quote.text), _keepends(new_text), old_label, new_label, n=len(quote.text)
+        )
+    )
+
+
+def _keepends(text: str) -> list[str]:
+    parts = text.split("\n")
+    out = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1] + "\n\\ No newline at end of span\n")
+    return out
+
+
+def map_range(first: int, last: int, hunks: list[Hunk]) -> tuple[int, int] | None:
+    """Carry an old line range across ``git diff -U0`` hunks; None when wholly deleted."""
+    new_first = _map_line(first, hunks, start=True)
+    new_last = _map_line(last, hunks, start=False)
+    if new_first > new_last:
+        return None
+    return new_first, new_last
+
+
+def _map_line(line: int, hunks: list[Hunk], *, start: bool) -> int:
+    delta = 0
+    for old_start, old_len, new_start, new_len in hunks:
+        if old_len == 0:  # pure insertion after old_start
+            if line <= old_start:
+                break
+            delta += new_len
+            continue
+        if line < old_start:
+            break
+        if line < old_start + old_len:  # inside a replaced or deleted block
+            if new_len == 0:  # deleted: new_start is the line before the gap
+                return new_start + 1 if start else new_start
+            return new_start if start else new_start + new_len - 1
+        delta += new_len - old_len
+    return line + delta
+
+
+def readable_lines(entry: TreeEntry | None, data: bytes | None) -> Lines | None:
+    """Lines of a tree entry's blob if it is a quotable text file, else None."""
+    if entry is None or entry.kind != "file" or data is None or is_binary(data[:8000]):
+        return None
+    return Lines(data)

@@ -1,0 +1,74 @@
+"""One error hierarchy for the whole workbench.
+
+Every problem caused by input (a bad argument, a malformed file, a commit that is
+not in the mirror) is a :class:`TraceworkError`.  The CLI maps them to one message
+and exit code 2 in a single place; the library never calls ``sys.exit``.
+"""
+
+from __future__ import annotations
+
+
+class TraceworkError(Exception):
+    """Base class: a clear, user-facing problem with a remedy."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+
+
+class WorkspaceNotFound(TraceworkError):
+    """No ``tracework.toml`` in the current directory or any parent."""
+
+
+class SubjectError(TraceworkError):
+    """A subject definition or URL that cannot be used."""
+
+
+class UnsafeInput(TraceworkError):
+    """A value shaped like an option, a transport or a revision expression."""
+
+
+class GitError(TraceworkError):
+    """Git refused or failed; carries the command's own words."""
+
+
+class UnsupportedRepository(TraceworkError):
+    """The repository uses a format tracework cannot read (e.g. SHA-256 objects)."""
+
+
+class CommitNotFound(TraceworkError):
+    """A commit id or prefix that does not name exactly one commit in the mirror."""
+
+
+class PathNotFound(TraceworkError):
+    """A path that is not in the tree at the commit."""
+
+
+class NotQuotable(TraceworkError):
+    """A file that can be registered and hashed but not quoted (binary, link, too big)."""
+
+
+class SpanError(TraceworkError):
+    """Lines out of range, an absent or ambiguous match, or a symbol not found."""
+
+
+class RegisterError(TraceworkError):
+    """A malformed register, an unknown source, or a duplicate id."""
+
+
+class QuoteHashMismatch(TraceworkError):
+    """A stored quote whose text does not hash to its recorded SHA-256."""
+
+    def __init__(self, quote_id: str, path: str, expected: str, actual: str) -> None:
+        super().__init__(
+            f"quote {quote_id} ({path}): stored text hashes to {actual[:12]}…, "
+            f"register says {expected[:12]}…",
+            hint="the register was edited by hand; restore it from version control",
+        )
+        self.quote_id, self.path, self.expected, self.actual = quote_id, path, expected, actual

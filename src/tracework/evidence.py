@@ -1,0 +1,305 @@
+"""Adding evidence to a register: sources, registered files and quotes.
+
+Each function validates everything first (subject, commit, paths, span), then
+changes the register in one locked, atomic edit, so bad input leaves it unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import register as reg
+from .blobs import Blob, Mirror, TreeEntry
+from .errors import NotQuotable, PathNotFound, RegisterError, SpanError
+from .hashing import Lines, display_text, is_binary, sha256_hex
+from .models import QUOTE_ID, Anchor, FileEntry, GitSource, Quote
+from .spans import Span, by_lines, by_match, by_symbol
+from .subjects import open_mirror
+from .workspace import Workspace
+
+
+def add_source(
+    ws: Workspace, register_path: Path, sid: str, subject: str, commit: str
+) -> GitSource:
+    """Pin a subject at a commit as source ``sid`` (``SRC-<n>``)."""
+    if not re.fullmatch(r"SRC-[0-9]+", sid):
+        raise RegisterError(f"'{sid}' is not a source id", hint="source ids look like SRC-1")
+    mirror = open_mirror(ws, subject)
+    oid = mirror.resolve_commit(commit)
+    info = mirror.commit_info(oid)
+    source = GitSource(subject=subject, commit=oid, date=info.date)
+    with reg.edit(register_path) as doc:
+        sources = reg.section(doc, "sources")
+        if sid in sources:
+            raise RegisterError(
+                f"{register_path.name}: source {sid} already exists",
+                hint="sources are pinned once; add another id for another commit",
+            )
+        sources[sid] = reg.source_node(source)
+    return source
+
+
+# -- files -----------------------------------------------------------------------------
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A tree glob: ``*`` and ``?`` stay within a folder, ``**`` crosses folders."""
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
+                out.append(f"[{'^' if body.startswith('!') else ''}{body.lstrip('!')}]")
+                i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return re.compile("".join(out), re.S)
+
+
+def expand_paths(tree: dict[str, TreeEntry], patterns: list[str], commit: str) -> list[str]:
+    """Paths of the tree named by plain paths, folders or globs; each must name something."""
+    chosen: dict[str, None] = {}
+    for pattern in patterns:
+        pattern = pattern.strip("/") if pattern not in ("", "/") else pattern
+        if _GLOB_CHARS.search(pattern):
+            rx = glob_regex(pattern)
+            hits = [p for p in tree if rx.fullmatch(p)]
+        elif pattern in tree:
+            hits = [pattern]
+        else:
+            hits = [p for p in tree if p.startswith(pattern + "/")]
+        if not hits:
+            raise PathNotFound(
+                f"{pattern} matches nothing in the tree at {commit[:12]}",
+                hint="paths are relative to the repository root; globs use * ? [..] and **",
+            )
+        chosen.update(dict.fromkeys(sorted(hits)))
+    return list(chosen)
+
+
+def file_entry(entry: TreeEntry, blob: Blob | None, expect_sha256: str | None = None) -> FileEntry:
+    """The register entry for a tree entry (submodules are hashed as their commit id)."""
+    if entry.kind == "submodule" or blob is None:
+        return FileEntry(
+            sha256=sha256_hex(entry.oid.encode()),
+            kind="submodule",
+            size=0,
+            target=entry.oid,
+            expect_sha256=expect_sha256,
+        )
+    target = display_text(blob.head) if entry.kind == "symlink" else None
+    return FileEntry(
+        sha256=blob.sha256,
+        kind=entry.kind,
+        size=blob.size,
+        binary=entry.kind == "file" and is_binary(blob.head),
+        target=target,
+        expect_sha256=expect_sha256,
+    )
+
+
+def read_entries(mirror: Mirror, entries: list[TreeEntry]) -> dict[str, Blob]:
+    """Blobs of the non-submodule entries, in one batch."""
+    return mirror.read_blobs(e.oid for e in entries if e.kind != "submodule")
+
+
+@dataclass(frozen=True)
+class AddedFile:
+    path: str
+    entry: FileEntry
+    new: bool
+
+
+def add_files(
+    ws: Workspace,
+    register_path: Path,
+    sid: str,
+    patterns: list[str],
+    expect_sha256: str | None = None,
+) -> list[AddedFile]:
+    """Register every file the paths or globs name, with its SHA-256 at the source's pin."""
+    source = reg.load(register_path).git_source(sid)
+    if expect_sha256 is not None:
+        if len(patterns) != 1 or _GLOB_CHARS.search(patterns[0]):
+            raise RegisterError("--expect-sha256 goes with exactly one path (no globs)")
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", expect_sha256):
+            raise RegisterError(f"'{expect_sha256}' is not a 64-hex SHA-256")
+        expect_sha256 = expect_sha256.lower()
+    mirror = open_mirror(ws, source.subject)
+    tree = mirror.tree(source.commit)
+    paths = expand_paths(tree, patterns, source.commit)
+    _refuse_undecodable(paths)
+    blobs = read_entries(mirror, [tree[p] for p in paths])
+    added: list[AddedFile] = []
+    with reg.edit(register_path) as doc:
+        files = reg.section(doc["sources"][sid], "files")
+        for path in paths:
+            entry = file_entry(tree[path], blobs.get(tree[path].oid), expect_sha256)
+            new = path not in files or FileEntry.model_validate(dict(files[path])) != entry
+            if new:
+                files[path] = reg.file_node(entry)
+            added.append(AddedFile(path, entry, new))
+    return added
+
+
+def _refuse_undecodable(paths: list[str]) -> None:
+    for path in paths:
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            raise PathNotFound(
+                f"{path.encode('utf-8', 'surrogateescape')!r} is not a UTF-8 file name",
+                hint="registers store UTF-8 names; such files cannot be registered yet",
+            ) from None
+
+
+# -- quotes ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuoteRequest:
+    """How to find the span: exactly one of lines, symbol or match."""
+
+    lines: tuple[int, int] | None = None
+    symbol: str | None = None
+    match: str | None = None
+    context: int = 0
+
+    def locate(self, data: Lines, path: str) -> tuple[Span, Anchor | None]:
+        chosen = [x for x in (self.lines, self.symbol, self.match) if x is not None]
+        if len(chosen) != 1:
+            raise SpanError("give exactly one of lines, symbol or match")
+        if self.lines is not None:
+            return by_lines(data, *self.lines, path), None
+        if self.symbol is not None:
+            return by_symbol(data, self.symbol, path), Anchor(symbol=self.symbol)
+        assert self.match is not None
+        return (
+            by_match(data, self.match, self.context, path),
+            Anchor(match=self.match, context=self.context),
+        )
+
+
+def quotable_lines(mirror: Mirror, entry: TreeEntry, path: str) -> Lines:
+    """The file's lines, or :class:`NotQuotable` for links, submodules, binaries, huge files."""
+    if entry.kind == "symlink":
+        target = display_text(mirror.read_blob(entry.oid).head)
+        raise NotQuotable(
+            f"{path} is a symlink to {target!r} (links are never followed)",
+            hint="quote the file it points to instead",
+        )
+    if entry.kind == "submodule":
+        raise NotQuotable(
+            f"{path} is a submodule (commit {entry.oid[:12]}), not a file",
+            hint="add the submodule's repository as a subject of its own",
+        )
+    blob = mirror.read_blob(entry.oid)
+    if blob.data is None:
+        raise NotQuotable(
+            f"{path} is {blob.size:,} bytes, over the {mirror.size_cap:,}-byte quoting limit",
+            hint="it can still be registered by hash with `tracework register add-file`",
+        )
+    if is_binary(blob.head):
+        raise NotQuotable(f"{path} is binary; it can be registered and hashed but not quoted")
+    return Lines(blob.data)
+
+
+def make_quote(sid: str, path: str, data: Lines, span: Span, anchor: Anchor | None) -> Quote:
+    """A quote for a located span: exact text (or base64 bytes) and the span hash."""
+    raw = data.span(span.first, span.last)
+    try:
+        text, raw_b64 = raw.decode("utf-8"), None
+    except UnicodeDecodeError:
+        text, raw_b64 = display_text(raw), base64.b64encode(raw).decode()
+    return Quote(
+        source=sid,
+        path=path,
+        lines=(span.first, span.last),
+        anchor=anchor,
+        sha256=sha256_hex(raw),
+        text=text,
+        raw_b64=raw_b64,
+    )
+
+
+def default_quote_id(quote: Quote) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", quote.path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    stem = stem.strip("-") or "file"
+    if quote.anchor is not None and quote.anchor.symbol:
+        return f"Q-{stem}-{quote.anchor.symbol}"
+    return f"Q-{stem}-{quote.lines[0]}-{quote.lines[1]}"
+
+
+def same_evidence(a: Quote, b: Quote) -> bool:
+    return (a.source, a.path, a.lines, a.sha256) == (b.source, b.path, b.lines, b.sha256)
+
+
+def add_quote(
+    ws: Workspace,
+    register_path: Path,
+    sid: str,
+    path: str,
+    request: QuoteRequest,
+    quote_id: str | None = None,
+) -> tuple[str, Quote]:
+    """Locate a span at the source's pin and add it to the register.
+
+    Adding the same span again under the same id is a no-op; an id already used for
+    other evidence is an error.  The file is registered too if it was not yet.
+    """
+    if quote_id is not None and not QUOTE_ID.fullmatch(quote_id):
+        raise RegisterError(
+            f"'{quote_id}' is not a valid quote id",
+            hint="letters, digits, '.', '_', ':' and '-', starting with a letter",
+        )
+    source = reg.load(register_path).git_source(sid)
+    mirror = open_mirror(ws, source.subject)
+    entry = mirror.entry(source.commit, path)
+    data = quotable_lines(mirror, entry, path)
+    span, anchor = request.locate(data, path)
+    quote = make_quote(sid, path, data, span, anchor)
+    with reg.edit(register_path) as doc:
+        quotes = reg.section(doc, "quotes")
+        qid = quote_id or default_quote_id(quote)
+        if qid in quotes:
+            existing = Quote.model_validate(dict(quotes[qid]))
+            if same_evidence(existing, quote):
+                return qid, existing
+            if quote_id is not None:
+                raise RegisterError(
+                    f"{register_path.name}: quote id {qid} is already used for "
+                    f"{existing.path}:{existing.lines[0]}-{existing.lines[1]}",
+                    hint="choose another --id",
+                )
+            n = 2
+            while f"{qid}-{n}" in quotes:
+                n += 1
+            qid = f"{qid}-{n}"
+        files = reg.section(doc["sources"][sid], "files")
+        if path not in files:
+            blob = mirror.read_blob(entry.oid)
+            files[path] = reg.file_node(file_entry(entry, blob))
+        quotes[qid] = reg.quote_node(quote)
+    return qid, quote

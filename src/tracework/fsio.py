@@ -1,0 +1,39 @@
+"""Atomic writes and file locks: nothing half-written, nothing lost to a race."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from filelock import FileLock
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write ``data`` to ``path`` through a temp file in the same folder and a rename.
+
+    A reader sees the old file or the new one, never a mix; a crash leaves the old
+    file in place (and at worst a stray ``.tmp`` file beside it).
+    """
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def locked(path: Path, timeout: float = 60.0) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (a ``.NAME.lock`` file beside it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path.parent / f".{path.name}.lock"), timeout=timeout):
+        yield

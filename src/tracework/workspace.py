@@ -1,0 +1,100 @@
+"""Workspaces: the folder holding ``tracework.toml`` and its four subfolders."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import TraceworkError, WorkspaceNotFound
+from .fsio import write_atomic
+
+MARKER = "tracework.toml"
+FOLDERS = ("sources", "registers", "notebooks", "reports")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+_MARKER_TEXT = """\
+# tracework workspace: notebooks/, sources/, registers/ and reports/ beside this file.
+[workspace]
+version = 1
+"""
+
+_GITIGNORE = """\
+/sources/.mirrors/
+/registers/.*.lock
+/reports/*
+"""
+
+
+def check_name(name: str, what: str) -> str:
+    """Refuse names that could escape a folder or look like options."""
+    if not NAME.fullmatch(name) or name.endswith((".yaml", ".toml", ".lock")):
+        raise TraceworkError(
+            f"'{name}' is not a valid {what} name",
+            hint="use letters, digits, '.', '_' and '-', starting with a letter or digit",
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Paths of one workspace."""
+
+    root: Path
+
+    @property
+    def sources(self) -> Path:
+        return self.root / "sources"
+
+    @property
+    def mirrors(self) -> Path:
+        return self.root / "sources" / ".mirrors"
+
+    @property
+    def registers(self) -> Path:
+        return self.root / "registers"
+
+    @property
+    def notebooks(self) -> Path:
+        return self.root / "notebooks"
+
+    @property
+    def reports(self) -> Path:
+        return self.root / "reports"
+
+    def subject_file(self, name: str) -> Path:
+        return self.sources / f"{check_name(name, 'subject')}.toml"
+
+    def mirror_dir(self, name: str) -> Path:
+        return self.mirrors / f"{check_name(name, 'subject')}.git"
+
+    def register_file(self, name_or_path: str) -> Path:
+        """A register by name (``demo``) or by path (``registers/demo.yaml``)."""
+        if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
+            path = Path(name_or_path)
+            return path if path.is_absolute() else (self.root / path)
+        return self.registers / f"{check_name(name_or_path, 'register')}.yaml"
+
+    @classmethod
+    def find(cls, start: Path | None = None) -> Workspace:
+        """The nearest workspace walking up from ``start`` (default: the current folder)."""
+        here = (start or Path.cwd()).resolve()
+        for folder in (here, *here.parents):
+            if (folder / MARKER).is_file():
+                return cls(folder)
+        raise WorkspaceNotFound(
+            f"no {MARKER} in {here} or any folder above it",
+            hint="run `tracework init DIR` to make a workspace, then work inside it",
+        )
+
+    @classmethod
+    def init(cls, root: Path) -> Workspace:
+        """Create (or complete) a workspace at ``root``; existing files are kept."""
+        root.mkdir(parents=True, exist_ok=True)
+        if not (root / MARKER).exists():
+            write_atomic(root / MARKER, _MARKER_TEXT)
+        for folder in FOLDERS:
+            (root / folder).mkdir(exist_ok=True)
+        if not (root / ".gitignore").exists():
+            write_atomic(root / ".gitignore", _GITIGNORE)
+        return cls(root.resolve())
