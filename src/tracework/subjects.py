@@ -189,7 +189,8 @@ def fetch(ws: Workspace, name: str) -> FetchResult:
                     shutil.rmtree(tmp, ignore_errors=True)
             else:
                 repo = Repo(mirror)
-                repo.git.update_environment(**env)
+                # GIT_DIR makes the bare repository explicit (safe.bareRepository=explicit)
+                repo.git.update_environment(**env, GIT_DIR=str(mirror))
                 repo.git.fetch("--prune", "--no-write-fetch-head", "origin")
         except GitCommandError as exc:
             stderr = exc.stderr if isinstance(exc.stderr, str) else str(exc.stderr)

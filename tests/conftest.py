@@ -1,0 +1,146 @@
+"""Shared fixtures: real tiny git repositories with fixed dates, and a workspace.
+
+Repositories are built with plain git in temp folders (never the network); commit
+dates are fixed and increase by one hour per commit, so commit ids are stable.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tracework.cli import main
+from tracework.workspace import Workspace
+
+BASE_EPOCH = 1767225600  # 2026-01-01T00:00:00Z
+
+
+def git(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None
+) -> str:
+    """Run git in ``cwd`` with a neutral config and return stdout as text."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    full_env.update(
+        {
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_AUTHOR_NAME": "Fixture",
+            "GIT_AUTHOR_EMAIL": "fixture@example.invalid",
+            "GIT_COMMITTER_NAME": "Fixture",
+            "GIT_COMMITTER_EMAIL": "fixture@example.invalid",
+        }
+    )
+    full_env.update(env or {})
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True, check=True
+    )
+    return proc.stdout.decode("utf-8", errors="surrogateescape")
+
+
+@dataclass
+class Repo:
+    """A small git repository built step by step; ``commit`` returns the full id."""
+
+    path: Path
+    commits: list[str] = field(default_factory=list)
+
+    def write(self, rel: str, content: bytes | str) -> Repo:
+        target = self.path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+        return self
+
+    def symlink(self, rel: str, points_to: str) -> Repo:
+        target = self.path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(points_to)
+        return self
+
+    def remove(self, rel: str) -> Repo:
+        git(self.path, "rm", "-q", "-r", "--", rel)
+        return self
+
+    def move(self, old: str, new: str) -> Repo:
+        (self.path / new).parent.mkdir(parents=True, exist_ok=True)
+        git(self.path, "mv", "--", old, new)
+        return self
+
+    def commit(self, message: str = "change") -> str:
+        when = f"@{BASE_EPOCH + 3600 * len(self.commits)} +0000"
+        git(self.path, "add", "-A")
+        git(
+            self.path,
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            message,
+            env={"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when},
+        )
+        sha = git(self.path, "rev-parse", "HEAD").strip()
+        self.commits.append(sha)
+        return sha
+
+    def git(self, *args: str) -> str:
+        return git(self.path, *args)
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[[str], Repo]:
+    """Factory: ``make_repo("subject")`` creates an empty repository under tmp_path."""
+
+    def factory(name: str = "subject") -> Repo:
+        path = tmp_path / name
+        path.mkdir()
+        git(path, "init", "-q", "-b", "main")
+        return Repo(path)
+
+    return factory
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    """A fresh workspace, made the current directory."""
+    ws = Workspace.init(tmp_path / "ws")
+    monkeypatch.chdir(ws.root)
+    return ws
+
+
+@pytest.fixture
+def tw(workspace: Workspace) -> Callable[..., Result]:
+    """Run the ``tracework`` CLI in-process inside the workspace: ``tw("check", "demo")``."""
+    runner = CliRunner()
+
+    def run(*args: str) -> Result:
+        return runner.invoke(main, list(args), catch_exceptions=False)
+
+    return run
+
+
+@pytest.fixture
+def pinned(make_repo: Callable[[str], Repo], tw: Callable[..., Result]) -> Callable[..., Repo]:
+    """Factory: build a subject with ``files``, fetch it, and pin its first commit as SRC-1
+    of register ``demo``.  Returns the Repo (more commits can follow; re-fetch with tw)."""
+
+    def factory(files: dict[str, bytes | str], name: str = "toy") -> Repo:
+        repo = make_repo(name)
+        for rel, content in files.items():
+            repo.write(rel, content)
+        first = repo.commit("first")
+        for args in (
+            ("subject", "add", name, str(repo.path)),
+            ("fetch", name),
+            ("register", "new", "demo"),
+            ("register", "add-source", "demo", "SRC-1", "--subject", name, "--commit", first),
+        ):
+            result = tw(*args)
+            assert result.exit_code == 0, result.output
+        return repo
+
+    return factory
