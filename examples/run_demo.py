@@ -1,0 +1,50 @@
+"""The demo: build the Larkspur subject, then show the workbench on it.
+
+Run by ``make demo`` from a fresh clone.  Each step is a real ``tracework``
+command, printed before it runs, in this repository's own workspace:
+
+1. build the subject repository (three commits with fixed dates, so fixed ids);
+2. declare it (``sources/larkspur.toml`` is committed) and fetch its mirror;
+3. check the committed register ``registers/larkspur.yaml`` at its pin;
+4. check it at the newest commit: moved, changed and missing evidence, with diffs.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+
+from build_subject import build  # noqa: E402
+
+
+def tracework(*args: str, expect: tuple[int, ...] = (0,)) -> None:
+    """Run one tracework command in the repository's workspace, echoing it first."""
+    print(f"\n$ tracework {shlex.join(args)}", flush=True)
+    proc = subprocess.run([sys.executable, "-m", "tracework", *args], cwd=ROOT, check=False)
+    if proc.returncode not in expect:
+        sys.exit(f"demo step failed (exit {proc.returncode}): tracework {shlex.join(args)}")
+
+
+def main() -> None:
+    commits = build()
+    print("built the demo subject examples/build/larkspur:")
+    for n, commit in enumerate(commits, 1):
+        print(f"  commit {n}: {commit}")
+    pin, newest = commits[0], commits[-1]
+    tracework("fetch", "larkspur")
+    tracework("check", "larkspur")
+    tracework("check", "larkspur", "--at", newest[:12], expect=(1,))
+    print(
+        f"\nThe register pins {pin[:12]}; at {newest[:12]} the check above names every quote "
+        "that moved, changed (with a diff) or went missing, and exits 1.\n"
+        "Open registers/larkspur.yaml to see the register itself."
+    )
+
+
+if __name__ == "__main__":
+    main()
