@@ -4,9 +4,11 @@ Run by ``make demo`` from a fresh clone.  Each step is a real ``tracework``
 command, printed before it runs, in this repository's own workspace:
 
 1. build the subject repository (three commits with fixed dates, so fixed ids);
-2. declare it (``sources/larkspur.toml`` is committed) and fetch its mirror;
+2. fetch its mirror (``sources/larkspur.toml`` is committed);
 3. check the committed register ``registers/larkspur.yaml`` at its pin;
-4. check it at the newest commit: moved, changed and missing evidence, with diffs.
+4. render ``notebooks/larkspur.ipynb`` at the pin: every check holds;
+5. check and render at the newest commit: moved, changed and missing evidence, a
+   broken evidenced absence, and the records that need re-review.
 """
 
 from __future__ import annotations
@@ -38,12 +40,16 @@ def main() -> None:
     pin, newest = commits[0], commits[-1]
     tracework("fetch", "larkspur")
     tracework("check", "larkspur")
+    tracework("render", "larkspur")
     tracework("check", "larkspur", "--at", newest[:12], expect=(1,))
-    print(
-        f"\nThe register pins {pin[:12]}; at {newest[:12]} the check above names every quote "
-        "that moved, changed (with a diff) or went missing, and exits 1.\n"
-        "Open registers/larkspur.yaml to see the register itself."
-    )
+    tracework("render", "larkspur", "--commit", newest[:12])
+    reports = ROOT / "reports" / "larkspur"
+    print("\nReports (open them in a browser, straight from disk):")
+    for commit, what in (
+        (pin, "at the pin, every check holds"),
+        (newest, "at the newest commit, with drift"),
+    ):
+        print(f"  {reports / commit[:12] / 'report.html'}  ({what})")
 
 
 if __name__ == "__main__":

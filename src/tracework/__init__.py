@@ -13,3 +13,12 @@ try:
     __version__ = version("tracework")
 except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0"
+
+
+def __getattr__(name: str) -> object:
+    """``tw.open`` and friends, imported on first use so the CLI starts fast."""
+    if name in ("open", "Workbench"):
+        from . import notebook
+
+        return getattr(notebook, name)
+    raise AttributeError(f"module 'tracework' has no attribute {name!r}")

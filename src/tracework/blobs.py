@@ -97,9 +97,9 @@ def check_commit_text(text: str) -> str:
 class Mirror:
     """A bare repository read through its object store."""
 
-    def __init__(self, git_dir: Path, *, size_cap: int = DEFAULT_SIZE_CAP) -> None:
+    def __init__(self, git_dir: Path, *, size_cap: int | None = None) -> None:
         self.git_dir = git_dir
-        self.size_cap = size_cap
+        self.size_cap = DEFAULT_SIZE_CAP if size_cap is None else size_cap
         if not (git_dir / "objects").is_dir():
             raise GitError(
                 f"no mirror at {git_dir}", hint="run `tracework fetch NAME` to create it"
@@ -258,7 +258,7 @@ class Mirror:
             data = _read_exact(stream, size)
             stream.read(1)
             return Blob(oid, size, sha256_hex(data), data, data[:8000])
-        head = _read_exact(stream, 8000)
+        head = _read_exact(stream, min(size, 8000))
         digest = _hash_stream(stream, size - len(head), hashlib.sha256(head))
         stream.read(1)
         return Blob(oid, size, digest, None, head)

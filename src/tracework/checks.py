@@ -228,6 +228,7 @@ def _check_file(
             sid,
             path,
             "changed",
+            new_path=new_path,
             detail=f"differs from the expected {expected.expect_sha256[:12]}…",
         )
     if new_path:

@@ -264,7 +264,8 @@ def _print_check(report: Any) -> None:
             title_justify="left",
         )
         for col in ("kind", "id", "state", "where now", "detail"):
-            table.add_column(col)
+            # fold, never cut: a long path or quote id is what the reader has to act on
+            table.add_column(col, overflow="fold")
         for item in src.items:
             if item.kind == "file" and item.state == "verified":
                 continue
@@ -316,3 +317,58 @@ def schema(write: bool) -> None:
         click.echo(f"wrote {target}")
     else:
         click.echo(text, nl=False)
+
+
+# -- reports ----------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("name")
+@click.option("--subject", "subject_name", required=True, help="Subject to analyse.")
+@click.option("--commit", required=True, help="Commit to pin (hex id or unique prefix).")
+def new(name: str, subject_name: str, commit: str) -> None:
+    """Create notebooks/NAME.ipynb (clean, with a parameters cell) and registers/NAME.yaml."""
+    from .scaffold import new_report
+
+    ws = _workspace()
+    notebook, register_path = new_report(ws, name, subject_name, commit)
+    click.echo(f"created {notebook.relative_to(ws.root)} and {register_path.relative_to(ws.root)}")
+    click.echo(f"next: open the notebook in JupyterLab, then `tracework render {name}`")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--commit", default=None, help="Render at this commit (default: the pin).")
+@click.option(
+    "--analysis-date",
+    default=None,
+    metavar="YYYY-MM-DD",
+    help="Override the notebook's analysis_date parameter.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def render(name: str, commit: str | None, analysis_date: str | None, as_json: bool) -> None:
+    """Execute notebooks/NAME.ipynb with papermill and export reports/NAME/<commit12>/."""
+    from .pipeline import render as do_render
+
+    ws = _workspace()
+    result = do_render(ws, name, commit, analysis_date)
+    summary = result.summary
+    if as_json:
+        _json(
+            {
+                "ok": summary["ok"],
+                "name": result.name,
+                "commit": result.commit,
+                "directory": str(result.directory.relative_to(ws.root)),
+                "checks": summary,
+            }
+        )
+        return
+    click.echo(f"rendered {result.directory.relative_to(ws.root)}/report.html")
+    for check_name_, check in summary["checks"].items():
+        mark = "holds" if check["ok"] else "FAILS"
+        click.echo(f"  {check_name_:<9} {mark:<6} {check['detail']}")
+    for problem in summary["problems"][:20]:
+        from .highlight import visible
+
+        click.echo(f"  - {visible(problem)}")

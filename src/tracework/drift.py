@@ -4,7 +4,8 @@
 2. the same bytes elsewhere in the file or its renamed successor (``moved``; several
    places and none the original: ``ambiguous``);
 3. the anchor — a Python symbol or a unique substring — found again (``changed``);
-4. the same bytes in another file the commits touched (``moved``);
+4. the same bytes in another file the commits touched (``moved``; in several files,
+   ``ambiguous``);
 5. for quotes without an anchor, ``git diff``'s line mapping carries the range over
    (``changed``), as code review tools port comments across patch sets;
 6. otherwise ``missing``.
@@ -97,9 +98,9 @@ def relocate(qid: str, quote: Quote, target: Target) -> QuoteDrift:
                     how="anchor found several times",
                 )
 
-    moved = _elsewhere(needle, path, new_path, target)
-    if moved is not None:
-        other, hits = moved
+    found = _elsewhere(needle, path, new_path, target)
+    if len(found) == 1:
+        other, hits = found[0]
         if len(hits) == 1:
             return QuoteDrift(qid, "moved", other, hits[0], how="same bytes in another file")
         return QuoteDrift(
@@ -109,6 +110,10 @@ def relocate(qid: str, quote: Quote, target: Target) -> QuoteDrift:
             candidates=tuple(hits),
             how="same bytes at several places in another file",
         )
+    if found:
+        # candidates are line pairs of one file, so the places are named in ``how``
+        places = ", ".join(f"{other}:{a}-{b}" for other, hits in found for a, b in hits)
+        return QuoteDrift(qid, "ambiguous", how=f"same bytes in several other files: {places}")
 
     if lines is not None and new_path is not None and quote.anchor is None:
         mapped = map_range(*quote.lines, target.hunks(path, new_path))
@@ -143,8 +148,13 @@ def _anchor_spans(quote: Quote, lines: Lines, path: str) -> list[tuple[int, int]
 
 def _elsewhere(
     needle: bytes, path: str, new_path: str | None, target: Target
-) -> tuple[str, list[tuple[int, int]]] | None:
-    """The same bytes in one other file the commits touched (first by path order)."""
+) -> list[tuple[str, list[tuple[int, int]]]]:
+    """Every other file the commits touched that holds the same bytes, by path order.
+
+    All of them, not the first: bytes copied into two files are ``ambiguous``, and
+    calling them ``moved`` to whichever file sorts first would pass the check.
+    """
+    found = []
     for other in sorted(target.changes.touched):
         if other in (path, new_path):
             continue
@@ -152,8 +162,8 @@ def _elsewhere(
         if lines is not None and needle in lines.data:
             hits = lines.find_span(needle)
             if hits:
-                return other, hits
-    return None
+                found.append((other, hits))
+    return found
 
 
 def _changed(

@@ -72,3 +72,21 @@ class QuoteHashMismatch(TraceworkError):
             hint="the register was edited by hand; restore it from version control",
         )
         self.quote_id, self.path, self.expected, self.actual = quote_id, path, expected, actual
+
+
+class RecordError(TraceworkError):
+    """A record that cannot be declared: bad id, duplicate, bad status, dangling reference."""
+
+
+class QuoteNotInRegister(TraceworkError):
+    """In render mode, a quote the register does not hold (render never writes to it)."""
+
+
+class ChecksFailed(TraceworkError):
+    """The report's checks do not hold at the register's pin, so it must not render."""
+
+    exit_code = 1
+
+
+class RenderError(TraceworkError):
+    """A render that could not run or finish (its previous good output is kept)."""

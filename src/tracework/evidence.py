@@ -139,7 +139,11 @@ def add_files(
     patterns: list[str],
     expect_sha256: str | None = None,
 ) -> list[AddedFile]:
-    """Register every file the paths or globs name, with its SHA-256 at the source's pin."""
+    """Register every file the paths or globs name, with its SHA-256 at the source's pin.
+
+    A file registered again without ``expect_sha256`` keeps the expectation it was
+    given before: re-adding a folder must not silently drop a dossier's hash.
+    """
     source = reg.load(register_path).git_source(sid)
     if expect_sha256 is not None:
         if len(patterns) != 1 or _GLOB_CHARS.search(patterns[0]):
@@ -156,7 +160,10 @@ def add_files(
     with reg.edit(register_path) as doc:
         files = reg.section(doc["sources"][sid], "files")
         for path in paths:
-            entry = file_entry(tree[path], blobs.get(tree[path].oid), expect_sha256)
+            expected = expect_sha256
+            if expected is None and path in files:
+                expected = files[path].get("expect_sha256")
+            entry = file_entry(tree[path], blobs.get(tree[path].oid), expected)
             new = path not in files or FileEntry.model_validate(dict(files[path])) != entry
             if new:
                 files[path] = reg.file_node(entry)

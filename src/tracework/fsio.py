@@ -21,6 +21,8 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates 0600; give the file the mode it had, or what open() would give
+        os.chmod(tmp, _mode_for(path))
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()
@@ -29,6 +31,15 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 @contextmanager

@@ -91,8 +91,14 @@ def run_git(
 
 
 def git_message(stderr: bytes) -> str:
-    """Git's stderr as one readable line (control characters made harmless)."""
+    """Git's stderr as one readable line (control characters made harmless).
+
+    The first ``error:``/``fatal:`` lines carry the cause (fsck's ``hasDotdot: contains
+    '..'`` comes before the ``fatal:`` lines that merely follow from it); progress and
+    ``Cloning into…`` lines are left out when there are such lines.
+    """
     text = stderr.decode("utf-8", errors="replace").strip()
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    msg = "; ".join(lines[-3:]) if lines else "no message"
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith(("error:", "fatal:"))]
+    msg = "; ".join(errors[:3] if errors else lines[-3:]) or "no message"
     return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in msg)

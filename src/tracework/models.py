@@ -52,8 +52,20 @@ class FileEntry(Frozen):
     )
 
 
+def _tag_required(schema: dict[str, Any]) -> None:
+    """Mark ``kind`` required in the JSON Schema, as the model is when it reads a file.
+
+    It is the union's discriminator: a source without it is refused, so the schema
+    must not present it as optional with a default.
+    """
+    schema["properties"]["kind"].pop("default", None)
+    schema["required"] = ["kind", *(k for k in schema.get("required", []) if k != "kind")]
+
+
 class GitSource(Frozen):
     """A subject pinned at one full commit."""
+
+    model_config = ConfigDict(json_schema_extra=_tag_required)
 
     kind: Literal["git"] = "git"
     subject: str = Field(description="subject name (sources/NAME.toml)")
@@ -64,6 +76,8 @@ class GitSource(Frozen):
 
 class DocumentSource(Frozen):
     """A plain document cited as evidence (a path or URL) with its SHA-256."""
+
+    model_config = ConfigDict(json_schema_extra=_tag_required)
 
     kind: Literal["document"] = "document"
     location: str

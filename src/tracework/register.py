@@ -18,8 +18,9 @@ from typing import Any
 from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import YAMLError
-from ruamel.yaml.scalarstring import LiteralScalarString
+from ruamel.yaml.error import CommentMark, MarkedYAMLError, YAMLError
+from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
+from ruamel.yaml.tokens import CommentToken
 
 from .errors import RegisterError
 from .fsio import locked, write_atomic
@@ -68,9 +69,22 @@ def _parse(text: str, path: Path, yaml: YAML) -> Any:
         return yaml.load(text)
     except YAMLError as exc:
         raise RegisterError(
-            f"{path}: not valid YAML ({' '.join(str(exc).split())[:300]})",
+            f"{path}: not valid YAML ({_yaml_problem(exc)})",
             hint="fix the syntax or restore the file from version control",
         ) from None
+
+
+def _yaml_problem(exc: YAMLError) -> str:
+    """The parser's problem and its line, without its notes for programmers.
+
+    A duplicate key's note tells how to switch the check off, which is the wrong
+    advice for a register, and the full text names ``<unicode string>``, not the file.
+    """
+    if isinstance(exc, MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        return f"{' '.join(exc.problem.split())[:300]}{where}"
+    return " ".join(str(exc).split())[:300]
 
 
 def load(path: Path) -> Register:
@@ -111,8 +125,74 @@ def edit(path: Path) -> Iterator[CommentedMap]:
             )
         doc = _parse(path.read_text(encoding="utf-8"), path, _rt_yaml())
         _validate(doc, path)
+        _lift_trailing_comments(doc, None)
         yield doc
         _write(path, doc)
+
+
+def _lift_trailing_comments(node: Any, following: tuple[CommentedMap, Any] | None) -> None:
+    """Re-attach comment lines that introduce the next key to that key.
+
+    ruamel hangs the comment lines written above a key (``# no checks yet`` above
+    ``checks:``) on the last value before it, often a nested one; an entry appended
+    there would then land between the comment and the key it introduces.  Moving
+    them to the key they precede keeps them in place; the dump is unchanged.
+    """
+    if isinstance(node, CommentedMap):
+        keys = list(node)
+        for i, key in enumerate(keys):
+            if _is_block(node[key]):
+                _lift_trailing_comments(
+                    node[key], (node, keys[i + 1]) if i + 1 < len(keys) else following
+                )
+        if keys and following is not None:
+            _lift_one(node, keys[-1], 2, following)
+    elif isinstance(node, CommentedSeq) and len(node):
+        for i, child in enumerate(node):
+            if _is_block(child):
+                _lift_trailing_comments(child, following if i == len(node) - 1 else None)
+        if following is not None:
+            _lift_one(node, len(node) - 1, 0, following)
+
+
+def _is_block(value: Any) -> bool:
+    return (
+        isinstance(value, CommentedMap | CommentedSeq)
+        and len(value) > 0
+        and not value.fa.flow_style()
+    )
+
+
+def _lift_one(owner: Any, slot: Any, index: int, following: tuple[CommentedMap, Any]) -> None:
+    entry = owner.ca.items.get(slot)
+    token = entry[index] if entry else None
+    if not isinstance(token, CommentToken):
+        return
+    text, value = token.value, owner[slot]
+    # a comment on the value's own line stays there; the lines after it move
+    eol = (
+        text.startswith("#")
+        and token.column > 0
+        and not isinstance(value, LiteralScalarString | FoldedScalarString)
+    )
+    cut = text.find("\n") + 1 if eol else 0
+    rest = text[cut:]
+    if not eol and rest.startswith("\n"):
+        rest = rest[1:]  # the line break that ends the value itself
+    if (eol and cut == 0) or not rest.strip():
+        return
+    if eol:
+        token.value = text[:cut]
+        lifted = CommentToken(rest, CommentMark(0))
+    else:
+        entry[index] = None
+        shared = getattr(value, "ca", None)
+        if shared is not None and shared.comment and shared.comment[0] is token:
+            shared.comment[0] = None  # a flow collection holds the same token
+        lifted = token if rest == text else CommentToken(rest, CommentMark(token.column))
+    mapping, key = following
+    before = mapping.ca.items.setdefault(key, [None, None, None, None])
+    before[1] = [lifted, *(before[1] or [])]
 
 
 def _write(path: Path, doc: CommentedMap, header: str = "") -> Register:

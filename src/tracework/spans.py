@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import SpanError
 from .hashing import Lines, display_text
 
 _LONE_CR = re.compile(rb"\r(?!\n)")
+_PY_LINE_END = re.compile(rb"\r\n?|\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,11 @@ def by_symbol(lines: Lines, qualname: str, path: str) -> Span:
     The span starts at the first decorator and ends at the definition's last line.
     """
     spans = find_symbol(lines, qualname, path)
+    if not spans and _parse(lines, path) is None:
+        raise SpanError(
+            f"{path}: not valid Python, so {qualname} cannot be found by name",
+            hint="quote it with --lines or --match",
+        )
     if not spans:
         raise SpanError(
             f"{path}: no function, class or assignment named {qualname}",
@@ -87,16 +94,17 @@ def by_symbol(lines: Lines, qualname: str, path: str) -> Span:
 
 def find_symbol(lines: Lines, qualname: str, path: str) -> list[Span]:
     """Every definition of ``qualname`` in the file (empty when it does not parse)."""
-    tree = parse_python(lines.data, path)
-    if tree is None:
+    parsed = _parse(lines, path)
+    if parsed is None:
         return []
+    tree, to_git = parsed
     scopes: list[list[ast.stmt]] = [tree.body]
     parts = qualname.split(".")
     for depth, part in enumerate(parts):
         last = depth == len(parts) - 1
         matches = [node for body in scopes for node in _named(body, part, allow_assign=last)]
         if last:
-            return [_node_span(node) for node in matches]
+            return [_node_span(node, to_git) for node in matches]
         scopes = [
             node.body
             for node in matches
@@ -108,13 +116,37 @@ def find_symbol(lines: Lines, qualname: str, path: str) -> list[Span]:
 def parse_python(data: bytes, path: str) -> ast.Module | None:
     """Parse Python source, or None when it is not valid Python (never raises).
 
-    A lone CR ends a line for Python's tokenizer but not for git; it is blanked first
-    so that ast's line numbers are git's line numbers.
+    The source is parsed as Python itself reads it (a lone CR ends a line), so what is
+    found is what the interpreter would define; :func:`_parse` maps the line numbers
+    back to git's.  A leading UTF-8 BOM, which Python accepts in a file but ``ast.parse``
+    refuses in a string, is dropped (it is not a line, so numbering is unchanged).
     """
     try:
-        return ast.parse(display_text(_LONE_CR.sub(b" ", data)), filename=path)
+        return ast.parse(display_text(data).removeprefix("\ufeff"), filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def _parse(lines: Lines, path: str) -> tuple[ast.Module, Callable[[int], int]] | None:
+    """The syntax tree and a map from its line numbers to git's, or None.
+
+    Python ends a line at a lone CR, git does not, so the numbers are mapped back
+    through the offsets of Python's line starts.  When a lone CR makes the file invalid
+    for Python (one inside a quoted string), the CRs are blanked instead and the tree's
+    lines are git's as they are.
+    """
+    tree = parse_python(lines.data, path)
+    if _LONE_CR.search(lines.data) is None:
+        return None if tree is None else (tree, _same_line)
+    if tree is not None:
+        starts = [0, *(m.end() for m in _PY_LINE_END.finditer(lines.data))]
+        return tree, lambda n: lines.line_of_offset(starts[min(n, len(starts)) - 1])
+    tree = parse_python(_LONE_CR.sub(b" ", lines.data), path)
+    return None if tree is None else (tree, _same_line)
+
+
+def _same_line(line: int) -> int:
+    return line
 
 
 def _flatten(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -124,7 +156,7 @@ def _flatten(body: list[ast.stmt]) -> list[ast.stmt]:
         out.append(node)
         if isinstance(node, ast.If | ast.With | ast.AsyncWith):
             out += _flatten(node.body) + _flatten(getattr(node, "orelse", []))
-        elif isinstance(node, ast.Try):
+        elif isinstance(node, ast.Try | ast.TryStar):
             out += _flatten(node.body) + _flatten(node.orelse) + _flatten(node.finalbody)
             for handler in node.handlers:
                 out += _flatten(handler.body)
@@ -150,8 +182,8 @@ def _named(body: list[ast.stmt], name: str, *, allow_assign: bool) -> list[ast.s
     return found
 
 
-def _node_span(node: ast.stmt) -> Span:
+def _node_span(node: ast.stmt, to_git: Callable[[int], int]) -> Span:
     first = node.lineno
     for deco in getattr(node, "decorator_list", []):
         first = min(first, deco.lineno)
-    return Span(first, node.end_lineno or node.lineno)
+    return Span(to_git(first), to_git(node.end_lineno or node.lineno))

@@ -30,8 +30,10 @@ UrlKind = Literal["https", "ssh", "local"]
 
 _HOST = r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?"
 _HTTPS = re.compile(rf"https://(?:[^@/\s]+@)?{_HOST}(?::\d+)?/[^\s]*")
-_SSH_URL = re.compile(rf"ssh://(?:[A-Za-z0-9._-]+@)?{_HOST}(?::\d+)?/[^\s]*")
-_SCP = re.compile(rf"(?:[A-Za-z0-9._-]+@)?{_HOST}:(?!//)[^\s]+")
+# A user name or a scp-like path starting with '-' would reach ssh as an option.
+_USER = r"[A-Za-z0-9_][A-Za-z0-9._-]*"
+_SSH_URL = re.compile(rf"ssh://(?:{_USER}@)?{_HOST}(?::\d+)?/[^\s]*")
+_SCP = re.compile(rf"(?:{_USER}@)?{_HOST}:(?!//)(?!-)[^\s]+")
 _REF = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]*")
 
 
@@ -42,7 +44,8 @@ def classify_url(url: str) -> UrlKind:
         hint="use an https:// or ssh:// URL, user@host:path, or a local path to a git "
         "repository; other transports (ext::, fd::, git://, http://) are refused",
     )
-    if not url or url.startswith("-") or any(ord(c) < 32 for c in url):
+    # C0 and C1 controls and DEL: they would reach git, ssh and the terminal raw
+    if not url or url.startswith("-") or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in url):
         raise refused
     if "::" in url.split("/", 1)[0] or url.startswith(("ext:", "fd:")):
         raise refused
@@ -52,8 +55,11 @@ def classify_url(url: str) -> UrlKind:
         return "ssh"
     if "://" in url:
         raise refused
-    if _SCP.fullmatch(url) and not url.startswith(("/", ".", "~")) and "/" not in url.split(":")[0]:
-        return "ssh"
+    if ":" in url and not url.startswith(("/", ".", "~")) and "/" not in url.split(":")[0]:
+        # git reads a colon before any slash as scp-like ssh, so this is no local path
+        if _SCP.fullmatch(url):
+            return "ssh"
+        raise refused
     return "local"
 
 
@@ -167,7 +173,7 @@ def fetch(ws: Workspace, name: str) -> FetchResult:
     transport and its fsck rather than being hard-linked unchecked.
     """
     from git import Repo
-    from git.exc import GitCommandError
+    from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
     subject = load_subject(ws, name)
     url = subject.git_url(ws.root)
@@ -188,12 +194,24 @@ def fetch(ws: Workspace, name: str) -> FetchResult:
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
             else:
-                repo = Repo(mirror)
+                try:
+                    repo = Repo(mirror)
+                except (InvalidGitRepositoryError, NoSuchPathError):
+                    # a folder left by hand or a crash: say so rather than crash in turn
+                    raise GitError(
+                        f"{mirror.relative_to(ws.root)} is not a git repository",
+                        hint=f"remove that folder and run `tracework fetch {name}` again",
+                    ) from None
                 # GIT_DIR makes the bare repository explicit (safe.bareRepository=explicit)
                 repo.git.update_environment(**env, GIT_DIR=str(mirror))
+                # the URL checked above, not whatever the mirror was cloned from: a
+                # subject re-added with a new URL must be fetched from the new one
+                repo.git.config("--end-of-options", "remote.origin.url", url)
                 repo.git.fetch("--prune", "--no-write-fetch-head", "origin")
         except GitCommandError as exc:
             stderr = exc.stderr if isinstance(exc.stderr, str) else str(exc.stderr)
+            # GitPython wraps git's words as "\n  stderr: '…'"; keep only git's words
+            stderr = stderr.strip().removeprefix("stderr: '").removesuffix("'")
             raise GitError(
                 f"fetching subject {name} failed: {git_message(stderr.encode())}",
                 hint="git's fsck refuses malformed trees (entries named '..', '.git', "
@@ -225,4 +243,4 @@ def open_mirror(ws: Workspace, name: str) -> Mirror:
         raise SubjectError(
             f"subject {name} has no mirror yet", hint=f"run `tracework fetch {name}`"
         )
-    return Mirror(mirror)
+    return Mirror(mirror, size_cap=ws.quote_size_cap)

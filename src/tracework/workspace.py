@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,10 @@ _MARKER_TEXT = """\
 # tracework workspace: notebooks/, sources/, registers/ and reports/ beside this file.
 [workspace]
 version = 1
+
+[limits]
+# files larger than this (bytes) are registered by hash, streamed, but not quoted
+quote_size_cap = 4194304
 """
 
 _GITIGNORE = """\
@@ -41,6 +46,27 @@ class Workspace:
     """Paths of one workspace."""
 
     root: Path
+
+    @property
+    def quote_size_cap(self) -> int | None:
+        """``[limits] quote_size_cap`` from tracework.toml: bytes above which files are
+        hashed by streaming but not quoted (None: the default, 4 MiB)."""
+        limits = self.settings().get("limits", {})
+        cap = limits.get("quote_size_cap") if isinstance(limits, dict) else None
+        if cap is None:
+            return None
+        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+            raise TraceworkError(
+                f"{self.root / MARKER}: limits.quote_size_cap must be a positive integer"
+            )
+        return cap
+
+    def settings(self) -> dict[str, object]:
+        """The parsed tracework.toml (a clear error when it is malformed)."""
+        try:
+            return tomllib.loads((self.root / MARKER).read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+            raise TraceworkError(f"{self.root / MARKER}: not valid TOML ({exc})") from None
 
     @property
     def sources(self) -> Path:

@@ -1,0 +1,776 @@
+"""The notebook API: ``wb = tw.open(register)``, quotes, records, ``wb.done()``.
+
+One :class:`Workbench` per report.  In ``author`` mode (the default when a notebook
+is opened by hand) a new quote is added to the register at the pin; in ``render``
+mode (what ``tracework render`` passes through papermill) the register is never
+written and a quote it does not hold is an error.  Every mistake raises one
+:class:`~tracework.errors.TraceworkError` in the cell that made it, shown as a
+short message rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import ValidationError
+
+from . import __version__
+from . import register as reg
+from .absences import AbsenceResult, search
+from .checks import CheckItem, CheckReport, check_register
+from .errors import (
+    ChecksFailed,
+    QuoteNotInRegister,
+    RecordError,
+    RegisterError,
+    TraceworkError,
+)
+from .evidence import QuoteRequest, add_quote, make_quote, quotable_lines, same_evidence
+from .execution import RECORDS_MIME
+from .fsio import write_atomic
+from .models import GitSource, Register
+from .records import (
+    KINDS,
+    VOCABULARIES,
+    Absence,
+    Annotation,
+    AuthorityPath,
+    Claim,
+    Component,
+    Guarantee,
+    OperativeObject,
+    Record,
+    ReviewStamp,
+    Route,
+    kind_of,
+)
+from .subjects import load_subject, open_mirror
+from .views import QuoteInfo, quote_html, record_html, records_section, summary_html
+from .workspace import Workspace
+
+Mode = Literal["author", "render"]
+R = TypeVar("R", bound=Record)
+DRIFTED = {"changed", "ambiguous", "missing"}
+
+
+class Html:
+    """An object that JupyterLab shows as HTML (and a terminal as its text)."""
+
+    def __init__(self, markup: str, text: str) -> None:
+        self.markup, self.text = markup, text
+
+    def _repr_html_(self) -> str:
+        return self.markup
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class QuoteView:
+    """A quote as the notebook sees it: register entry, state at the commit, display."""
+
+    id: str
+    info: QuoteInfo
+
+    @property
+    def state(self) -> str:
+        return self.info.state
+
+    @property
+    def text(self) -> str:
+        return self.info.quote.text
+
+    @property
+    def sha256(self) -> str:
+        return self.info.quote.sha256
+
+    def _repr_html_(self) -> str:
+        return quote_html(self.info)
+
+    def __repr__(self) -> str:
+        return f"<quote {self.id} {self.info.location()} @ {self.info.pin[:12]} {self.state}>"
+
+
+class SourceHandle:
+    """A git source of the register, for quoting: ``wb.source("SRC-1").quote(...)``."""
+
+    def __init__(self, wb: Workbench, sid: str) -> None:
+        self.wb, self.id = wb, sid
+
+    def quote(
+        self,
+        path: str,
+        lines: tuple[int, int] | None = None,
+        *,
+        symbol: str | None = None,
+        match: str | None = None,
+        context: int = 0,
+        id: str | None = None,
+    ) -> QuoteView:
+        """Quote a span at the pin by lines, ``symbol=`` or ``match=`` (with ``context=``)."""
+        request = QuoteRequest(tuple(lines) if lines else None, symbol, match, context)  # type: ignore[arg-type]
+        return self.wb._quote(self.id, path, request, id)
+
+    def __repr__(self) -> str:
+        src = self.wb.register.git_source(self.id)
+        return f"<source {self.id}: {src.subject} @ {src.commit[:12]}>"
+
+
+class Workbench:
+    """One report's register, opened at a commit, collecting records and checking them."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        register_path: Path,
+        *,
+        commit: str | None,
+        mode: Mode,
+        analysis_date: str | None,
+        output_dir: Path | None,
+    ) -> None:
+        self.ws, self.register_path, self.mode = ws, register_path, mode
+        self.analysis_date = analysis_date
+        self.register: Register = reg.load(register_path)
+        gits = [(sid, s) for sid, s in self.register.sources.items() if isinstance(s, GitSource)]
+        if not gits:
+            raise RegisterError(
+                f"register {self.register.name} has no git source",
+                hint="add one with `tracework register add-source`",
+            )
+        self.primary, source = gits[0]
+        self.subject = load_subject(ws, source.subject)
+        self.pin = source.commit
+        mirror = open_mirror(ws, source.subject)
+        self.commit = mirror.resolve_commit(commit) if commit else self.pin
+        self.commit_info = mirror.commit_info(self.commit)
+        self.pin_info = mirror.commit_info(self.pin)
+        self.output_dir = output_dir or ws.reports / self.register.name / "draft"
+        self._records: dict[str, Record] = {}
+        self._cells: dict[str, str | None] = {}
+        self._quotes: dict[str, QuoteInfo] = {}
+        self._absences: dict[str, AbsenceResult] = {}
+        self._checks: dict[str, CheckReport] = {}
+        self._records_shown = False
+        _install_error_display()
+
+    # -- sources and quotes ------------------------------------------------------------
+
+    @property
+    def at_pin(self) -> bool:
+        return self.commit == self.pin
+
+    def source(self, sid: str) -> SourceHandle:
+        """A git source of the register by id (``SRC-1``)."""
+        self.register.git_source(sid)
+        return SourceHandle(self, sid)
+
+    def _commit_for(self, sid: str) -> str:
+        src = self.register.git_source(sid)
+        return self.commit if src.subject == self.subject.name else src.commit
+
+    def _check(self, sid: str) -> CheckReport:
+        if sid not in self._checks:
+            commit = self._commit_for(sid)
+            at = commit if commit != self.register.git_source(sid).commit else None
+            self._checks[sid] = check_register(self.ws, self.register, at=at, only=sid)
+        return self._checks[sid]
+
+    def _info(self, qid: str) -> QuoteInfo:
+        quote = self.register.quotes[qid]
+        items = {i.id: i for i in self._check(quote.source).items if i.kind == "quote"}
+        return QuoteInfo(
+            qid,
+            quote,
+            self.register.git_source(quote.source).commit,
+            self._commit_for(quote.source),
+            self._url(quote.source),
+            items.get(qid),
+        )
+
+    def _url(self, sid: str) -> str:
+        subject = self.register.git_source(sid).subject
+        return (
+            self.subject.url if subject == self.subject.name else load_subject(self.ws, subject).url
+        )
+
+    def _quote(self, sid: str, path: str, request: QuoteRequest, qid: str | None) -> QuoteView:
+        if self.mode == "author":
+            qid, _ = add_quote(self.ws, self.register_path, sid, path, request, qid)
+            self.register = reg.load(self.register_path)
+            self._checks.clear()
+        else:
+            qid = self._find_in_register(sid, path, request, qid)
+        info = self._info(qid)
+        self._quotes[qid] = info
+        return QuoteView(qid, info)
+
+    def _find_in_register(self, sid: str, path: str, request: QuoteRequest, qid: str | None) -> str:
+        src = self.register.git_source(sid)
+        mirror = open_mirror(self.ws, src.subject)
+        data = quotable_lines(mirror, mirror.entry(src.commit, path), path)
+        span, anchor = request.locate(data, path)
+        wanted = make_quote(sid, path, data, span, anchor)
+        candidates = [qid] if qid else list(self.register.quotes)
+        for cid in candidates:
+            have = self.register.quotes.get(cid)
+            if have is not None and same_evidence(have, wanted):
+                return cid
+        where = f"{path}:{span.first}-{span.last}"
+        raise QuoteNotInRegister(
+            f"{qid or 'the quote'} ({where} at {src.commit[:12]}) is not in register "
+            f"{self.register.name}",
+            hint="open the notebook in author mode (JupyterLab) to add it; render mode "
+            "never writes to the register",
+        )
+
+    def _evidence(self, refs: Iterable[Any], record_id: str) -> tuple[str, ...]:
+        out: list[str] = []
+        for ref in refs:
+            if isinstance(ref, QuoteView):
+                out.append(ref.id)
+                continue
+            if not isinstance(ref, str):
+                raise RecordError(f"{record_id}: evidence must be quotes, quote ids or SRC ids")
+            if re.fullmatch(r"SRC-[0-9]+", ref):
+                if ref not in self.register.sources:
+                    raise RecordError(
+                        f"{record_id}: evidence {ref} is not a source of the register"
+                    )
+            elif ref in self.register.quotes:
+                self._quotes.setdefault(ref, self._info(ref))
+            else:
+                raise RecordError(
+                    f"{record_id}: evidence {ref!r} is not a quote in register "
+                    f"{self.register.name}",
+                    hint="quote it first with wb.source(...).quote(...)",
+                )
+            out.append(ref)
+        return tuple(out)
+
+    # -- records -----------------------------------------------------------------------
+
+    def _declare(
+        self,
+        cls: type[R],
+        record_id: str,
+        evidence: Sequence[Any],
+        reviewed: Any,
+        fields: dict[str, Any],
+    ) -> R:
+        expected = kind_of(record_id)
+        if expected is not cls:
+            raise RecordError(
+                f"{record_id!r} is not a {cls.kind} id",
+                hint=f"{cls.kind} ids start with {cls.prefix}",
+            )
+        cell = _cell_id()
+        if record_id in self._records and (cell is None or self._cells.get(record_id) != cell):
+            raise RecordError(
+                f"{record_id} is declared twice", hint="every record id must be unique in a report"
+            )
+        for key in ("implementation", "operation", "strength"):
+            value = fields.get(key)
+            if value is not None and value not in VOCABULARIES[key]:
+                raise RecordError(
+                    f"{record_id}: {key} status {value!r} is not one of "
+                    + ", ".join(VOCABULARIES[key])
+                )
+        try:
+            record = cls(
+                id=record_id,
+                evidence=self._evidence(evidence, record_id),
+                reviewed_at=self._stamp(reviewed, record_id),
+                **fields,
+            )
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "record"
+            raise RecordError(f"{record_id}: {where}: {err['msg']}") from None
+        for field_name, ref in record.references().items():
+            if ref not in self._records or ref == record_id:
+                raise RecordError(
+                    f"{record_id}: {field_name} names {ref!r}, which is not declared above",
+                    hint="declare the record it refers to first",
+                )
+        self._records[record_id] = record
+        self._cells[record_id] = cell
+        return record
+
+    def _stamp(self, reviewed: Any, record_id: str) -> ReviewStamp | None:
+        if reviewed is None:
+            return None
+        try:
+            if isinstance(reviewed, str):
+                return ReviewStamp(commit=self.pin, date=reviewed)
+            if isinstance(reviewed, dict):
+                return ReviewStamp(**reviewed)
+            commit, date = reviewed
+            full = open_mirror(self.ws, self.subject.name).resolve_commit(commit)
+            return ReviewStamp(commit=full, date=date)
+        except (ValidationError, TypeError, ValueError):
+            raise RecordError(
+                f"{record_id}: reviewed= takes a date 'YYYY-MM-DD' (against the pin) or "
+                "(commit, date)"
+            ) from None
+
+    def _view(self, record: Record) -> Html:
+        titles = {r.id: r.label for r in self._records.values()}
+        absence = self._absences.get(record.id)
+        markup = record_html(
+            record,
+            self._quotes,
+            titles,
+            absence=absence,
+            drifted=self._drifted().get(record.id, ()),
+        )
+        return Html(markup, f"<{record.kind} {record.id}: {record.label}>")
+
+    def component(
+        self,
+        id: str,
+        *,
+        label: str,
+        identity: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a component (``RT-CMP-…``): a part with a source-native identity."""
+        return self._view(
+            self._declare(
+                Component, id, evidence, reviewed, dict(label=label, identity=identity, **fields)
+            )
+        )
+
+    def operative_object(
+        self,
+        id: str,
+        *,
+        label: str,
+        description: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare an operative object (``RT-OBJ-…``): retained material code acts on."""
+        return self._view(
+            self._declare(
+                OperativeObject,
+                id,
+                evidence,
+                reviewed,
+                dict(label=label, description=description, **fields),
+            )
+        )
+
+    def route(
+        self,
+        id: str,
+        *,
+        label: str,
+        progression: str,
+        implementation: str,
+        operation: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a route (``RT-RTE-…``) with its implementation and operation statuses."""
+        return self._view(
+            self._declare(
+                Route,
+                id,
+                evidence,
+                reviewed,
+                dict(
+                    label=label,
+                    progression=progression,
+                    implementation=implementation,
+                    operation=operation,
+                    **fields,
+                ),
+            )
+        )
+
+    def claim(
+        self,
+        id: str,
+        *,
+        label: str,
+        claim: str,
+        assessment: str,
+        operation: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a claim (``RT-CLM-…``): what the subject says and what the source shows."""
+        return self._view(
+            self._declare(
+                Claim,
+                id,
+                evidence,
+                reviewed,
+                dict(
+                    label=label, claim=claim, assessment=assessment, operation=operation, **fields
+                ),
+            )
+        )
+
+    def absence(
+        self,
+        id: str,
+        *,
+        statement: str,
+        scope: Sequence[str],
+        patterns: Sequence[str],
+        label: str = "",
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare an evidenced absence (``RT-ABS-…``) and search the scope for the patterns."""
+        record = self._declare(
+            Absence,
+            id,
+            evidence,
+            reviewed,
+            dict(
+                label=label or statement.split(".")[0][:80],
+                statement=statement,
+                scope=tuple(scope),
+                patterns=tuple(patterns),
+                **fields,
+            ),
+        )
+        mirror = open_mirror(self.ws, self.subject.name)
+        try:
+            self._absences[id] = search(mirror, self.commit, record.scope, record.patterns)
+        except TraceworkError:
+            del self._records[id]
+            raise
+        return self._view(record)
+
+    def authority_path(
+        self,
+        id: str,
+        *,
+        consumer: str,
+        channel: str,
+        force: str,
+        horizon: str,
+        label: str = "",
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a behavioural-authority path (``RT-BAP-…``) from material to a consumer."""
+        return self._view(
+            self._declare(
+                AuthorityPath,
+                id,
+                evidence,
+                reviewed,
+                dict(
+                    label=label or consumer.split(".")[0][:80],
+                    consumer=consumer,
+                    channel=channel,
+                    force=force,
+                    horizon=horizon,
+                    **fields,
+                ),
+            )
+        )
+
+    def guarantee(
+        self,
+        id: str,
+        *,
+        owner: str,
+        enforcement_point: str,
+        strength: str,
+        covered_path: str,
+        label: str = "",
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a guarantee (``RT-GRT-…``): who enforces what, where and how strongly."""
+        return self._view(
+            self._declare(
+                Guarantee,
+                id,
+                evidence,
+                reviewed,
+                dict(
+                    label=label or covered_path.split(".")[0][:80],
+                    owner=owner,
+                    enforcement_point=enforcement_point,
+                    strength=strength,
+                    covered_path=covered_path,
+                    **fields,
+                ),
+            )
+        )
+
+    def annotate(
+        self,
+        id: str,
+        *,
+        on: str,
+        text: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Attach an annotation (``RT-ANN-…``) to a declared record."""
+        return self._view(
+            self._declare(Annotation, id, evidence, reviewed, dict(on=on, text=text, **fields))
+        )
+
+    # -- sections and the end ----------------------------------------------------------
+
+    def _drifted(self) -> dict[str, list[str]]:
+        """Per record, the cited evidence that no longer holds at the commit."""
+        out: dict[str, list[str]] = {}
+        for record in self._records.values():
+            bad = [
+                e for e in record.evidence if e in self._quotes and self._quotes[e].state in DRIFTED
+            ]
+            if record.id in self._absences and not self._absences[record.id].holds:
+                bad.append(record.id)
+            if bad:
+                out[record.id] = bad
+        return out
+
+    def records(self) -> None:
+        """Display the "Shared records" section: records by kind, then the quoted evidence."""
+        _display(
+            Html(
+                records_section(
+                    self._records.values(), self._quotes, self._absences, self._drifted()
+                ),
+                f"{len(self._records)} records",
+            )
+        )
+        self._records_shown = True
+
+    def summary(self) -> dict[str, Any]:
+        """Every check on this report at its commit, as data (the records.json "checks")."""
+        problems: list[str] = []
+        reports = [
+            self._check(sid) for sid, s in self.register.sources.items() if isinstance(s, GitSource)
+        ]
+        items = [i for r in reports for i in r.items]
+        allowed = {"verified"} if self.at_pin else {"verified", "moved"}
+        bad = [i for i in items if i.state not in allowed]
+        problems += [f"{i.kind} {i.id}: {i.state} ({i.detail})" for i in bad]
+        counts = {
+            k: dict(sorted(Counter(i.state for i in items if i.kind == k).items()))
+            for k in ("file", "quote")
+        }
+        if not self._records:
+            problems.append("no records declared")
+        broken = [rid for rid, res in self._absences.items() if not res.holds]
+        problems += [f"absence {rid}: the patterns now match" for rid in broken]
+        uncited = sorted(set(self.register.quotes) - set(self._quotes))
+        checks = {
+            "register": {
+                "ok": not bad and bool(items),
+                "detail": "; ".join(
+                    f"{kind}s: " + ", ".join(f"{n} {s}" for s, n in c.items())
+                    for kind, c in counts.items()
+                    if c
+                )
+                or "nothing registered",
+                "counts": counts,
+            },
+            "records": {
+                "ok": bool(self._records),
+                "detail": f"{len(self._records)} records; every reference resolves and every "
+                f"cited quote is in the register; {len(uncited)} register quotes not cited",
+                "counts": dict(Counter(r.kind for r in self._records.values())),
+            },
+            "absences": {
+                "ok": not broken,
+                "detail": f"{len(self._absences) - len(broken)} hold, {len(broken)} broken",
+            },
+        }
+        ok = all(c["ok"] for c in checks.values())
+        return {
+            "ok": ok,
+            "commit": self.commit,
+            "pin": self.pin,
+            "at_pin": self.at_pin,
+            "checks": checks,
+            "problems": problems,
+        }
+
+    def records_json(self) -> dict[str, Any]:
+        """Everything the report declares and checked, for records.json."""
+        drifted = self._drifted()
+        records = []
+        for kind in KINDS:
+            for record in self._records.values():
+                if type(record) is kind:
+                    data = record.model_dump(mode="json", exclude_none=True)
+                    data["kind"] = record.kind
+                    data["needs_review"] = drifted.get(record.id, [])
+                    records.append(data)
+        quotes = {}
+        for qid, info in sorted(self._quotes.items()):
+            q = info.quote
+            d = info.drift
+            quotes[qid] = {
+                "source": q.source,
+                "path": q.path,
+                "lines": list(q.lines),
+                "sha256": q.sha256,
+                "state": info.state,
+                "new_path": d.new_path if d else None,
+                "new_lines": list(d.new_lines) if d and d.new_lines else None,
+            }
+        absences = {
+            rid: {
+                "holds": res.holds,
+                "files": len(res.files),
+                "matches": [{"path": m.path, "line": m.line, "text": m.text} for m in res.matches],
+            }
+            for rid, res in self._absences.items()
+        }
+        return {
+            "format": "tracework.records/1",
+            "tracework": __version__,
+            "register": self.register.name,
+            "subject": self.subject.name,
+            "url": self.subject.url,
+            "pin": self.pin,
+            "pin_date": self.pin_info.date,
+            "commit": self.commit,
+            "commit_date": self.commit_info.date,
+            "analysis_date": self.analysis_date,
+            "mode": self.mode,
+            "records": records,
+            "quotes": quotes,
+            "absences": absences,
+            "checks": self.summary(),
+        }
+
+    def done(self) -> None:
+        """Write records.json, run every check and display the summary.
+
+        In render mode at the register's pin, a failing check raises
+        :class:`~tracework.errors.ChecksFailed` so that the render fails.
+        """
+        data = self.records_json()
+        if self.mode == "render":
+            # tracework render takes records.json from this output of the executed notebook
+            _display(
+                {RECORDS_MIME: data, "text/plain": f"records.json: {len(self._records)} records"},
+                raw=True,
+            )
+        else:
+            write_atomic(
+                self.output_dir / "records.json",
+                json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+            )
+        if not self._records_shown:
+            self.records()
+        summary = data["checks"]
+        _display(
+            Html(summary_html(summary), "checks hold" if summary["ok"] else "checks fail"),
+            metadata={"tracework": "summary"},
+        )
+        if self.mode == "render" and self.at_pin and not summary["ok"]:
+            raise ChecksFailed(
+                "checks fail at the register's pin: " + "; ".join(summary["problems"][:10]),
+                hint="fix the notebook or the register; the previous report is kept",
+            )
+
+
+def open(
+    register: str,
+    commit: str | None = None,
+    mode: str | None = None,
+    *,
+    analysis_date: str | None = None,
+    output_dir: str | None = None,
+) -> Workbench:
+    """Open a report's register at ``commit`` (None: the register's pin).
+
+    ``mode`` is ``"author"`` (the default by hand: new quotes are added to the register)
+    or ``"render"`` (the register is never written).
+    """
+    if mode is None:
+        mode = "author"
+    if mode not in ("author", "render"):
+        raise TraceworkError(f"mode {mode!r} is not 'author' or 'render'")
+    if analysis_date is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", analysis_date):
+        raise TraceworkError(f"analysis_date {analysis_date!r} is not YYYY-MM-DD")
+    ws = Workspace.find()
+    return Workbench(
+        ws,
+        ws.register_file(register),
+        commit=commit,
+        mode=mode,  # type: ignore[arg-type]
+        analysis_date=analysis_date,
+        output_dir=Path(output_dir) if output_dir else None,
+    )
+
+
+# -- Jupyter integration ---------------------------------------------------------------
+
+
+def _display(obj: Any, metadata: dict[str, Any] | None = None, raw: bool = False) -> None:
+    try:
+        from IPython.display import display
+    except ImportError:  # plain Python: print the text form
+        print(obj.get("text/plain") if raw else repr(obj))
+        return
+    display(obj, metadata=metadata, raw=raw)
+
+
+def _cell_id() -> str | None:
+    """The id of the JupyterLab cell running now, so re-running a cell may re-declare."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "get_parent"):
+        return None
+    parent = shell.get_parent() or {}
+    cell = parent.get("metadata", {}).get("cellId")
+    return str(cell) if cell else None
+
+
+def _install_error_display() -> None:
+    """Show a TraceworkError in a cell as its message, not a stack of library frames."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def handler(
+        shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None
+    ) -> list[str]:
+        # IPython does not show what a custom handler returns; publish it ourselves
+        stb = [f"\x1b[31m{etype.__name__}\x1b[0m: {value}"]
+        shell._showtraceback(etype, value, stb)
+        return stb
+
+    shell.set_custom_exc((TraceworkError,), handler)
+
+
+__all__ = ["CheckItem", "Html", "QuoteView", "SourceHandle", "Workbench", "open"]

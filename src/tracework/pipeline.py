@@ -1,0 +1,148 @@
+"""``tracework render``: the stages of one report, in order.
+
+1. validate the inputs before any kernel starts (notebook, register, commit, mode);
+2. execute the notebook with papermill in render mode, in a staging folder;
+3. take records.json from the executed notebook; write manifest.json;
+4. export report.html with nbconvert and the tracework template;
+5. replace ``reports/NAME/<commit12>/`` with the staging folder only when all
+   succeeded, so a failed render leaves the previous good report in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from . import register as reg
+from .errors import ChecksFailed, RenderError, TraceworkError
+from .execution import execute, extract_records, file_sha256, notebook_problems, read_notebook
+from .fsio import locked, write_atomic
+from .models import GitSource
+from .subjects import load_subject, open_mirror
+from .views import summary_html
+from .workspace import Workspace, check_name
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    """Where a report went and what its checks said."""
+
+    name: str
+    commit: str
+    directory: Path
+    summary: dict[str, Any]
+
+
+def lock_file_sha256(ws: Workspace) -> str | None:
+    """SHA-256 of the lock file pinning the environment (the workspace's, else ours)."""
+    for candidate in (ws.root / "uv.lock", Path(__file__).resolve().parents[2] / "uv.lock"):
+        digest = file_sha256(candidate)
+        if digest:
+            return digest
+    return None
+
+
+def _dump(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def render(
+    ws: Workspace, name: str, commit: str | None = None, analysis_date: str | None = None
+) -> RenderResult:
+    """Render report ``name`` at ``commit`` (default: the register's pin)."""
+    # 1. validate everything before a kernel starts
+    check_name(name, "report")
+    notebook = ws.notebooks / f"{name}.ipynb"
+    register_path = ws.registers / f"{name}.yaml"
+    nb = read_notebook(notebook)
+    register = reg.load(register_path)
+    sources = [s for s in register.sources.values() if isinstance(s, GitSource)]
+    if not sources:
+        raise TraceworkError(f"register {name} has no git source to render against")
+    subject = load_subject(ws, sources[0].subject)
+    full = open_mirror(ws, subject.name).resolve_commit(commit or sources[0].commit)
+    problems = notebook_problems(nb)
+    if problems:
+        raise ChecksFailed(f"{notebook.relative_to(ws.root)}: " + "; ".join(problems))
+    parameters: dict[str, Any] = {"register": name, "commit": full, "mode": "render"}
+    if analysis_date is not None:
+        parameters["analysis_date"] = analysis_date
+
+    out_root = ws.reports / name
+    out_root.mkdir(parents=True, exist_ok=True)
+    final = out_root / full[:12]
+    staging = Path(tempfile.mkdtemp(prefix=f".{full[:12]}.", suffix=".staging", dir=out_root))
+    try:
+        # 2. execute
+        executed = execute(notebook, staging / "report.ipynb", parameters, cwd=ws.root)
+        write_atomic(
+            staging / "report.ipynb",
+            json.dumps(executed, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+        )
+        # 3. records and manifest
+        records = extract_records(executed)
+        if records is None:
+            raise RenderError(
+                f"{notebook.name} never called wb.done()", hint="end the notebook with wb.done()"
+            )
+        write_atomic(staging / "records.json", _dump(records))
+        manifest = {
+            "subject": subject.name,
+            "url": subject.url,
+            "commit": full,
+            "notebook": f"notebooks/{name}.ipynb",
+            "notebook_sha256": file_sha256(notebook),
+            "register": f"registers/{name}.yaml",
+            "register_sha256": file_sha256(register_path),
+            "tracework": __version__,
+            "lock_sha256": lock_file_sha256(ws),
+            "parameters": parameters,
+        }
+        write_atomic(staging / "manifest.json", _dump(manifest))
+        # 4. HTML
+        from .rendering import export_html
+
+        page = export_html(executed, records, register, manifest, summary_html(records["checks"]))
+        write_atomic(staging / "report.html", page)
+        # 5. publish
+        _replace_dir(staging, final)
+    except TraceworkError as exc:
+        failed = out_root / f"failed-{full[:12]}"
+        if _keep_failed(staging, failed):
+            exc.hint = f"the executed notebook is kept in {failed.relative_to(ws.root)}/; " + (
+                "the previous good report is untouched" if final.exists() else "no report written"
+            )
+        raise
+    except BaseException:
+        _keep_failed(staging, out_root / f"failed-{full[:12]}")
+        raise
+    return RenderResult(name, full, final, records["checks"])
+
+
+def _keep_failed(staging: Path, target: Path) -> bool:
+    """Keep a failed run's notebook for diagnosis, beside (never over) the good report."""
+    if not staging.exists():
+        return False
+    if (staging / "report.ipynb").exists():
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(staging, target)
+        return True
+    shutil.rmtree(staging, ignore_errors=True)
+    return False
+
+
+def _replace_dir(staging: Path, final: Path) -> None:
+    """Swap the finished staging folder in for the old report (two renames under a lock)."""
+    with locked(final):
+        old = final.with_name(f".{final.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        if final.exists():
+            os.replace(final, old)
+        os.replace(staging, final)
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,272 @@
+"""Exporting an executed notebook to ``report.html`` with nbconvert and our template.
+
+The template (``templates/tracework``) extends nbconvert's ``lab`` template for cell
+rendering but replaces its head: no CDN scripts, a Content-Security-Policy, our
+stylesheet inline.  Inputs are hidden; the header, contents and register appendix
+are built here from records.json, the register and the manifest.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+from html.parser import HTMLParser
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from pygments.formatters import HtmlFormatter
+
+from . import __version__
+from .execution import RECORDS_MIME
+from .models import GitSource, Register
+from .views import badge, esc
+
+TEMPLATES = Path(str(files("tracework") / "templates"))
+
+#: No request may leave the page: everything it needs is inline or beside it.
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+    "script-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+def reader_notebook(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, str | None]:
+    """A copy for readers: machine outputs dropped, the first ``# title`` taken out."""
+    nb = copy.deepcopy(nb)
+    title = None
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.get("outputs", []) if _for_readers(o)]
+        elif cell.cell_type == "markdown" and title is None:
+            lines = cell.source.split("\n")
+            for i, line in enumerate(lines):
+                if line.startswith("# "):
+                    title = line[2:].strip()
+                    cell.source = "\n".join(lines[:i] + lines[i + 1 :])
+                    break
+                if line.strip():
+                    break
+    return nb, title
+
+
+def _for_readers(output: dict[str, Any]) -> bool:
+    """records.json, the in-notebook summary (shown in the appendix) and stderr are not."""
+    if RECORDS_MIME in output.get("data", {}):
+        return False
+    if output.get("metadata", {}).get("tracework") == "summary":
+        return False
+    return not (output.get("output_type") == "stream" and output.get("name") == "stderr")
+
+
+def header_html(records: dict[str, Any], summary_html: str, title: str) -> str:
+    url = records["url"]
+    link = (
+        f'<a href="{esc(url)}" rel="noopener">{esc(url)}</a>'
+        if url.startswith("https://")
+        else f"<code>{esc(url)}</code>"
+    )
+    rows = [
+        ("Subject", f"{esc(records['subject'])} · {link}"),
+        ("Commit", f"<code>{esc(records['commit'])}</code> · {esc(records['commit_date'])}"),
+    ]
+    if records["commit"] != records["pin"]:
+        rows.append(
+            ("Pinned at", f"<code>{esc(records['pin'])}</code> · {esc(records['pin_date'])}")
+        )
+    if records.get("analysis_date"):
+        rows.append(("Analysis date", esc(records["analysis_date"])))
+    rows.append(("Checks", summary_html))
+    meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
+    return (
+        '<header class="tw-header"><p class="tw-eyebrow">Runtime report</p>'
+        f'<h1 id="top">{esc(title)}</h1><dl class="tw-meta">{meta}</dl></header>'
+    )
+
+
+def header_summary(records: dict[str, Any]) -> str:
+    checks = records["checks"]
+    reg = checks["checks"]["register"]["counts"]
+    quotes = reg.get("quote", {})
+    total = sum(quotes.values())
+    verified = quotes.get("verified", 0)
+    state = "holds" if checks["ok"] else "fails"
+    parts = [
+        badge(state, "all checks hold" if checks["ok"] else "checks do not all hold"),
+        f"{verified}/{total} quotes verified",
+    ]
+    others = ", ".join(f"{n} {s}" for s, n in sorted(quotes.items()) if s != "verified")
+    if others:
+        parts.append(f"({esc(others)})")
+    parts.append('· <a href="#check-summary">details</a>')
+    return " ".join(parts)
+
+
+def appendix_html(register: Register, records: dict[str, Any], manifest: dict[str, Any]) -> str:
+    """The source register (sources, files, quotes, check history) and the provenance."""
+    out = [
+        '<section class="tw-appendix"><h2 id="source-register">Source register</h2>',
+        "<p>Every hash below can be re-computed with plain git: a file's is "
+        "<code>git show COMMIT:PATH | sha256sum</code>; a quote's covers its lines "
+        "including the last line's newline (<code>… | sed -n 'A,Bp' | sha256sum</code>).</p>",
+        '<h3 id="register-sources">Sources</h3><table><thead><tr><th>id</th><th>kind</th>'
+        "<th>what</th><th>commit or hash</th></tr></thead><tbody>",
+    ]
+    for sid, src in register.sources.items():
+        if isinstance(src, GitSource):
+            out.append(
+                f"<tr><td>{esc(sid)}</td><td>git</td><td>{esc(src.subject)}</td>"
+                f"<td><code>{esc(src.commit)}</code><br>{esc(src.date)}</td></tr>"
+            )
+        else:
+            out.append(
+                f"<tr><td>{esc(sid)}</td><td>document</td><td>{esc(src.location)}</td>"
+                f"<td><code>{esc(src.sha256)}</code></td></tr>"
+            )
+    out.append(
+        '</tbody></table><h3 id="register-files">Files</h3><table><thead><tr>'
+        "<th>source</th><th>path</th><th>kind</th><th>bytes</th><th>sha256</th></tr></thead><tbody>"
+    )
+    for sid, src in register.sources.items():
+        if isinstance(src, GitSource):
+            for path, entry in src.files.items():
+                kind = entry.kind + (" (binary)" if entry.binary else "")
+                out.append(
+                    f"<tr><td>{esc(sid)}</td><td>{esc(path)}</td><td>{esc(kind)}</td>"
+                    f"<td>{entry.size}</td><td><code>{esc(entry.sha256)}</code></td></tr>"
+                )
+    out.append(
+        '</tbody></table><h3 id="register-quotes">Quotes</h3><table><thead><tr><th>id</th>'
+        "<th>where</th><th>sha256</th><th>at this commit</th></tr></thead><tbody>"
+    )
+    states = records.get("quotes", {})
+    for qid, q in register.quotes.items():
+        cited = qid in states
+        ident = f'<a href="#{esc(qid)}">{esc(qid)}</a>' if cited else esc(qid)
+        state = badge(states[qid]["state"]) if cited else "not cited"
+        out.append(
+            f"<tr><td>{ident}</td><td>{esc(q.path)}:{q.lines[0]}–{q.lines[1]}</td>"
+            f"<td><code>{esc(q.sha256)}</code></td><td>{state}</td></tr>"
+        )
+    out.append('</tbody></table><h3 id="register-history">Check history</h3>')
+    if register.checks:
+        items = "".join(
+            f"<li>{esc(c.date)}: {esc(c.source)} at <code>{esc(c.commit[:12])}</code> — "
+            + esc(", ".join(f"{n} {s}" for s, n in sorted(c.counts.items())))
+            + "</li>"
+            for c in register.checks
+        )
+        out.append(f"<ul>{items}</ul>")
+    else:
+        out.append('<p class="tw-none">no recorded checks (tracework check --record adds one)</p>')
+    out.append(
+        '<h2 id="provenance">Provenance</h2><p>What produced this page '
+        "(also in <code>manifest.json</code> beside it):</p><table><tbody>"
+    )
+    for key in sorted(manifest):
+        value = manifest[key]
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v!r}" for k, v in sorted(value.items()))
+        out.append(f"<tr><th>{esc(key)}</th><td><code>{esc(value)}</code></td></tr>")
+    out.append("</tbody></table></section>")
+    return "".join(out)
+
+
+class _Headings(HTMLParser):
+    """Collects (level, id, text) of h2/h3 headings inside <main>."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[int, str, str]] = []
+        self._open: tuple[int, str] | None = None
+        self._text: list[str] = []
+        self._in_main = False
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "main":
+            self._in_main = True
+        elif self._in_main and tag in ("h2", "h3"):
+            ident = dict(attrs).get("id")
+            if ident:
+                self._open, self._text = (int(tag[1]), ident), []
+        elif self._open and tag == "a" and "anchor-link" in (dict(attrs).get("class") or ""):
+            self._skip += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._skip:
+            self._skip -= 1
+        elif self._open and tag == f"h{self._open[0]}":
+            self.found.append((self._open[0], self._open[1], "".join(self._text).strip()))
+            self._open = None
+
+    def handle_data(self, data: str) -> None:
+        if self._open and not self._skip:
+            self._text.append(data)
+
+
+def toc_html(page: str) -> str:
+    """A nested table of contents from the page's own h2/h3 ids."""
+    parser = _Headings()
+    parser.feed(page)
+    out = ['<nav class="tw-toc" aria-label="Contents"><h2>Contents</h2><ol>']
+    open_sub = False
+    for level, ident, text in parser.found:
+        link = f'<a href="#{html.escape(ident, quote=True)}">{html.escape(text)}</a>'
+        if level == 2:
+            out.append("</li></ol>" if open_sub else "</li>" if len(out) > 1 else "")
+            open_sub = False
+            out.append(f"<li>{link}")
+        else:
+            if not open_sub:
+                out.append("<ol>")
+                open_sub = True
+            out.append(f"<li>{link}</li>")
+    out.append("</ol></li>" if open_sub else "</li>" if len(out) > 1 else "")
+    out.append("</ol></nav>")
+    return "".join(out)
+
+
+def export_html(
+    nb: nbformat.NotebookNode,
+    records: dict[str, Any],
+    register: Register,
+    manifest: dict[str, Any],
+    summary_html: str,
+) -> str:
+    """The report page for an executed, normalised notebook."""
+    from nbconvert import HTMLExporter
+
+    reader, title = reader_notebook(nb)
+    title = title or f"{records['register']} runtime report"
+    css = (TEMPLATES / "tracework" / "report.css").read_text(encoding="utf-8")
+    css += HtmlFormatter(style="default").get_style_defs(".tw-hl")
+    summary_section = (
+        '<section id="check-summary-section"><h2 id="check-summary">Check summary</h2>'
+        f"{summary_html}</section>"
+    )
+    resources = {
+        "tracework": {
+            "title": title,
+            "csp": CSP,
+            "version": __version__,
+            "css": css,
+            "header_html": header_html(records, header_summary(records), title),
+            "appendix_html": summary_section + appendix_html(register, records, manifest),
+            "footer_html": (
+                f"Rendered by tracework {esc(__version__)} from "
+                f"<code>{esc(manifest['notebook'])}</code> at "
+                f"<code>{esc(records['commit'][:12])}</code>."
+            ),
+        }
+    }
+    exporter = HTMLExporter(
+        template_name="tracework",
+        extra_template_basedirs=[str(TEMPLATES)],
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+    )
+    body, _ = exporter.from_notebook_node(reader, resources=resources)
+    return str(body).replace("<!--tw-toc-->", toc_html(str(body)), 1)

@@ -1,0 +1,259 @@
+"""HTML fragments for quotes, records, absences and check summaries.
+
+The same fragments are a cell's rich display in JupyterLab and the body of the
+published report, so a record looks in the notebook as it will on the page.  Every
+piece of subject text is escaped here: code goes through pygments (which escapes),
+Markdown through markdown-it with raw HTML disabled, everything else through
+:func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from markdown_it import MarkdownIt
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import DiffLexer
+
+from .absences import AbsenceResult
+from .checks import CheckItem
+from .forge import upstream_url
+from .highlight import lexer_for, visible
+from .models import Quote
+from .records import KINDS, Absence, Record
+
+_MD = MarkdownIt("js-default", {"typographer": False})
+
+
+def esc(text: object) -> str:
+    """Escape for HTML text and attribute values, making control characters visible."""
+    return html.escape(visible(str(text)), quote=True)
+
+
+def markdown(text: str) -> str:
+    """Markdown to HTML with raw HTML disabled and unsafe link schemes refused."""
+    return str(_MD.render(visible(text)))
+
+
+def markdown_inline(text: str) -> str:
+    return str(_MD.renderInline(visible(text)))
+
+
+def code_block(text: str, path: str, first_line: int) -> str:
+    """Highlighted code with line numbers starting at ``first_line`` (pygments escapes it)."""
+    formatter = HtmlFormatter(
+        linenos="inline", linenostart=first_line, cssclass="tw-hl", wrapcode=True
+    )
+    return str(highlight(visible(text), lexer_for(path), formatter))
+
+
+def diff_block(diff: str) -> str:
+    formatter = HtmlFormatter(cssclass="tw-hl tw-diff", wrapcode=True)
+    return str(highlight(visible(diff), DiffLexer(stripnl=False), formatter))
+
+
+def badge(state: str, text: str | None = None) -> str:
+    cls = state.replace(" ", "-").replace("(", "").replace(")", "")
+    return f'<span class="tw-badge tw-{esc(cls)}">{esc(text or state)}</span>'
+
+
+@dataclass(frozen=True)
+class QuoteInfo:
+    """A quote as a report shows it: the register entry plus its state at the commit."""
+
+    quote_id: str
+    quote: Quote
+    pin: str
+    commit: str
+    url: str
+    drift: CheckItem | None = None
+
+    @property
+    def state(self) -> str:
+        return self.drift.state if self.drift else "verified"
+
+    def location(self) -> str:
+        a, b = self.quote.lines
+        return f"{self.quote.path}:{a}–{b}" if a != b else f"{self.quote.path}:{a}"
+
+
+def quote_html(info: QuoteInfo, *, anchor: bool = False) -> str:
+    """A quote: id, location, pin, short hash, state, upstream link and the code."""
+    q = info.quote
+    link = upstream_url(info.url, info.pin, q.path, q.lines)
+    ident = f' id="{esc(info.quote_id)}"' if anchor else ""
+    parts = [
+        f'<a class="tw-quote-id" href="#{esc(info.quote_id)}">{esc(info.quote_id)}</a>',
+        f'<span class="tw-path">{esc(info.location())}</span>',
+        f'<span class="tw-at">@ <code>{esc(info.pin[:12])}</code></span>',
+        f'<span class="tw-hash" title="sha256 {esc(q.sha256)}">sha256 {esc(q.sha256[:12])}</span>',
+        badge(info.state),
+    ]
+    if link:
+        parts.append(f'<a class="tw-upstream" href="{esc(link)}" rel="noopener">upstream</a>')
+    body = code_block(q.text, q.path, q.lines[0])
+    drift = info.drift
+    if drift is not None and drift.state != "verified":
+        where = drift.new_path or q.path
+        if drift.new_lines:
+            where += f":{drift.new_lines[0]}–{drift.new_lines[1]}"
+        note = f"at {esc(info.commit[:12])}: {esc(drift.state)} ({esc(drift.detail)})"
+        if drift.new_lines or drift.new_path:
+            note += f', now <span class="tw-path">{esc(where)}</span>'
+        if drift.candidates:
+            note += ", candidates " + esc(", ".join(f"{a}–{b}" for a, b in drift.candidates))
+        body += f'<p class="tw-drift-note">{note}</p>'
+        if drift.diff:
+            body += diff_block(drift.diff)
+    return (
+        f'<figure class="tw-quote tw-state-{esc(info.state)}"{ident}>'
+        f"<figcaption>{' '.join(parts)}</figcaption>{body}</figure>"
+    )
+
+
+def _value_html(name: str, value: Any, titles: dict[str, str]) -> str:
+    if isinstance(value, tuple | list):
+        return ", ".join(_ref_html(v, titles) for v in value)
+    if name.endswith("status") or name in ("Strength",):
+        return badge(str(value))
+    text = str(value)
+    if text in titles:
+        return _ref_html(text, titles)
+    return markdown(text)
+
+
+def _ref_html(ref: str, titles: dict[str, str]) -> str:
+    if ref in titles:
+        return f'<a class="tw-ref" href="#{esc(ref)}">{esc(ref)}</a>'
+    return f"<code>{esc(ref)}</code>"
+
+
+def record_html(
+    record: Record,
+    quotes: dict[str, QuoteInfo],
+    titles: dict[str, str],
+    *,
+    anchor: bool = False,
+    absence: AbsenceResult | None = None,
+    drifted: Sequence[str] = (),
+) -> str:
+    """A record card: id, label, fields, evidence (with the quoted code) and review stamp."""
+    ident = f' id="{esc(record.id)}"' if anchor else ""
+    head = (
+        f'<header><a class="tw-record-id" href="#{esc(record.id)}">{esc(record.id)}</a>'
+        f'<span class="tw-kind">{esc(record.kind)}</span>'
+    )
+    if drifted:
+        head += badge("needs re-review")
+    head += "</header>"
+    if record.label:
+        head += f'<p class="tw-label">{esc(record.label)}</p>'
+    rows = []
+    for title, value in record.fields():
+        if isinstance(record, Absence) and title in ("Scope", "Patterns"):
+            rendered = ", ".join(f"<code>{esc(v)}</code>" for v in value)
+        else:
+            rendered = _value_html(title, value, titles)
+        rows.append(f"<dt>{esc(title)}</dt><dd>{rendered}</dd>")
+    body = f'<dl class="tw-fields">{"".join(rows)}</dl>' if rows else ""
+    if absence is not None:
+        body += absence_html(absence)
+    if record.notes:
+        body += f'<div class="tw-notes">{markdown(record.notes)}</div>'
+    if record.evidence:
+        refs = ", ".join(_evidence_ref(e, quotes) for e in record.evidence)
+        body += f'<p class="tw-evidence">Evidence: {refs}</p>'
+        body += "".join(quote_html(quotes[e]) for e in record.evidence if e in quotes)
+    if record.reviewed_at:
+        stamp = record.reviewed_at
+        body += (
+            f'<p class="tw-reviewed">Reviewed against <code>{esc(stamp.commit[:12])}</code>'
+            f" on {esc(stamp.date)}</p>"
+        )
+    kind = esc(record.prefix[3:-1].lower())
+    return f'<article class="tw-record tw-kind-{kind}"{ident}>{head}{body}</article>'
+
+
+def _evidence_ref(ref: str, quotes: dict[str, QuoteInfo]) -> str:
+    if ref in quotes:
+        info = quotes[ref]
+        return (
+            f'<a class="tw-ref" href="#{esc(ref)}">{esc(ref)}</a> '
+            f'<span class="tw-path">({esc(info.location())})</span>'
+        )
+    return f"<code>{esc(ref)}</code>"
+
+
+def absence_html(result: AbsenceResult) -> str:
+    """The search behind an absence: how many files, and any line that breaks it."""
+    if result.holds:
+        return (
+            f'<p class="tw-absence">{badge("holds")} searched {len(result.files)} files at '
+            f"<code>{esc(result.commit[:12])}</code>: no match</p>"
+        )
+    items = "".join(
+        f'<li><span class="tw-path">{esc(m.path)}:{m.line}</span> <code>{esc(m.text)}</code></li>'
+        for m in result.matches
+    )
+    more = "<li>… more matches not shown</li>" if result.truncated else ""
+    return (
+        f'<div class="tw-absence">{badge("broken")} {len(result.matches)} match(es) in '
+        f"{len(result.files)} files at <code>{esc(result.commit[:12])}</code>:"
+        f"<ul>{items}{more}</ul></div>"
+    )
+
+
+def records_section(
+    records: Iterable[Record],
+    quotes: dict[str, QuoteInfo],
+    absences: dict[str, AbsenceResult],
+    drifted: dict[str, list[str]],
+) -> str:
+    """The "Shared records" section: records grouped by kind, then the quoted evidence."""
+    records = list(records)
+    titles = {r.id: r.label for r in records}
+    out = ['<section class="tw-records"><h2 id="shared-records">Shared records</h2>']
+    for kind in KINDS:
+        group = [r for r in records if isinstance(r, kind) and type(r) is kind]
+        out.append(f'<h3 id="records-{esc(kind.prefix[3:-1].lower())}">{esc(kind.title)}</h3>')
+        if not group:
+            out.append('<p class="tw-none">none declared</p>')
+        for record in group:
+            out.append(
+                record_html(
+                    record,
+                    quotes,
+                    titles,
+                    anchor=True,
+                    absence=absences.get(record.id),
+                    drifted=drifted.get(record.id, ()),
+                )
+            )
+    out.append('<h3 id="quoted-evidence">Quoted evidence</h3>')
+    for qid in sorted(quotes):
+        out.append(quote_html(quotes[qid], anchor=True))
+    out.append("</section>")
+    return "".join(out)
+
+
+def summary_html(summary: dict[str, Any]) -> str:
+    """The check summary as a compact table with one line per check."""
+    rows = []
+    for name, check in summary["checks"].items():
+        state = "holds" if check["ok"] else "fails"
+        rows.append(
+            f"<tr><th>{esc(name)}</th><td>{badge(state)}</td><td>{esc(check['detail'])}</td></tr>"
+        )
+    problems = "".join(f"<li>{esc(p)}</li>" for p in summary.get("problems", []))
+    verdict = "all checks hold" if summary["ok"] else "checks do not all hold"
+    return (
+        f'<section class="tw-summary"><p>{badge("holds" if summary["ok"] else "fails", verdict)} '
+        f"at <code>{esc(summary['commit'][:12])}</code></p>"
+        f'<table class="tw-checks">{"".join(rows)}</table>'
+        + (f'<ul class="tw-problems">{problems}</ul>' if problems else "")
+        + "</section>"
+    )

@@ -1,0 +1,348 @@
+"""``tracework check`` on the odd entries of a tree, and its human output.
+
+Symlinks (to /etc/passwd, to ``../..``, to a folder), a submodule gitlink, a binary
+file and a file over the size cap are registered and verified at the pin; nothing
+is followed.  Hashes are compared with what plain git and coreutils compute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import BASE_EPOCH, git
+from tracework import register as reg
+
+# -- helpers -------------------------------------------------------------------------
+
+
+def shell_sha256(repo_path: Path, *git_args: str) -> str:
+    """``git <args> | sha256sum`` with real git and coreutils."""
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "PATH": "/usr/bin:/bin"}
+    producer = subprocess.Popen(["git", *git_args], cwd=repo_path, stdout=subprocess.PIPE, env=env)
+    digest = subprocess.run(
+        ["sha256sum"], stdin=producer.stdout, capture_output=True, check=True
+    ).stdout.decode()
+    assert producer.stdout is not None
+    producer.stdout.close()
+    assert producer.wait() == 0
+    return digest.split()[0]
+
+
+def column(output: str, index: int) -> str:
+    """The text of one table column, its folded rows joined (body rows only)."""
+    cells = [
+        line.split("│")[index].strip()
+        for line in output.splitlines()
+        if line.startswith("│") and line.count("│") == 6
+    ]
+    return "".join(cells)
+
+
+def add_submodule(repo, rel: str) -> str:
+    """A nested repository at ``rel`` with one commit; the next commit records a gitlink."""
+    path = repo.path / rel
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "cog.txt").write_text("teeth: 12\n")
+    git(path, "add", "cog.txt")
+    when = f"@{BASE_EPOCH} +0000"
+    git(
+        path, "commit", "-q", "-m", "cog", env={"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    )
+    return git(path, "rev-parse", "HEAD").strip()
+
+
+BIG = 4 * 1024 * 1024 + 4096  # just over the default quoting cap
+
+
+@pytest.fixture
+def odd(make_repo, tw):
+    """A subject with links, a submodule, a binary and a big file, pinned as SRC-1."""
+    repo = make_repo("odd")
+    repo.write("pkg/tool.py", "def spin():\n    return 'round'\n")
+    repo.write("img/mark.bin", b"\x89MARK\x00\x01\x02\xff\xfe tail\n")
+    repo.write("data/huge.txt", b"0123456789abcdef\n" * (BIG // 17 + 1))
+    repo.symlink("links/passwd", "/etc/passwd")
+    repo.symlink("links/up", "../..")
+    repo.symlink("links/tools", "../pkg")
+    repo.symlink("links/tool.py", "../pkg/tool.py")
+    gear = add_submodule(repo, "vendor/gear")
+    first = repo.commit("odd entries")
+    assert repo.git("ls-tree", first, "vendor/gear").startswith("160000 commit " + gear)
+    for args in (
+        ("subject", "add", "odd", str(repo.path)),
+        ("fetch", "odd"),
+        ("register", "new", "demo"),
+        ("register", "add-source", "demo", "SRC-1", "--subject", "odd", "--commit", first),
+    ):
+        result = tw(*args)
+        assert result.exit_code == 0, result.output
+    repo.gear = gear
+    return repo
+
+
+def files_of(workspace) -> dict:
+    return reg.load(workspace.register_file("demo")).git_source("SRC-1").files
+
+
+# -- symlinks, submodules, binaries: registered and verified, never followed ---------------
+
+
+def test_register_and_check_links_submodule_binary_and_big_file(odd, tw, workspace):
+    result = tw(
+        "register", "add-file", "demo", "SRC-1", "links", "vendor/gear", "img/*", "data/huge.txt"
+    )
+    assert result.exit_code == 0, result.output
+    assert "(symlink)" in result.output and "(submodule)" in result.output
+    assert "(binary)" in result.output
+    assert "7 files, 7 newly registered" in result.output
+
+    first = odd.commits[0]
+    files = files_of(workspace)
+    for link, target in (
+        ("links/passwd", "/etc/passwd"),
+        ("links/up", "../.."),
+        ("links/tools", "../pkg"),
+        ("links/tool.py", "../pkg/tool.py"),
+    ):
+        entry = files[link]
+        assert entry.kind == "symlink"
+        assert entry.target == target
+        assert entry.size == len(target)
+        assert entry.sha256 == hashlib.sha256(target.encode()).hexdigest()
+        assert entry.sha256 == shell_sha256(odd.path, "show", f"{first}:{link}")
+        assert not entry.binary
+
+    gear = files["vendor/gear"]
+    assert gear.kind == "submodule"
+    assert gear.target == odd.gear
+    assert gear.sha256 == hashlib.sha256(odd.gear.encode()).hexdigest()
+
+    mark = files["img/mark.bin"]
+    assert mark.kind == "file" and mark.binary is True and mark.target is None
+    assert mark.sha256 == shell_sha256(odd.path, "show", f"{first}:img/mark.bin")
+
+    huge = files["data/huge.txt"]
+    assert huge.size > BIG and huge.binary is False
+    assert huge.sha256 == shell_sha256(odd.path, "show", f"{first}:data/huge.txt")
+
+    check = tw("check", "demo", "--json")
+    assert check.exit_code == 0, check.output
+    data = json.loads(check.output)
+    assert data["ok"] is True
+    assert {i["id"]: i["state"] for i in data["items"]} == {path: "verified" for path in files}
+    human = tw("check", "demo")
+    assert human.exit_code == 0
+    assert "files: 7 verified; quotes: none" in human.output
+
+
+def test_the_register_yaml_records_link_targets_and_kinds(odd, tw, workspace):
+    assert tw("register", "add-file", "demo", "SRC-1", "links/passwd", "vendor/gear").exit_code == 0
+    text = workspace.register_file("demo").read_text()
+    assert "kind: symlink" in text and "target: /etc/passwd" in text
+    assert "kind: submodule" in text and f"target: {odd.gear}" in text
+    # the content of /etc/passwd never reaches the register
+    passwd = Path("/etc/passwd")
+    if passwd.is_file():
+        first_line = passwd.read_text(errors="replace").splitlines()[0]
+        assert first_line not in text
+
+
+def test_links_submodules_and_binaries_cannot_be_quoted(odd, tw, workspace):
+    before = workspace.register_file("demo").read_text()
+    for path, words in (
+        ("links/passwd", "symlink"),
+        ("links/tools", "symlink"),
+        ("vendor/gear", "submodule"),
+        ("img/mark.bin", "binary"),
+        ("data/huge.txt", "quoting limit"),
+    ):
+        result = tw("quote", "demo", "SRC-1", path, "--lines", "1-1")
+        assert result.exit_code == 2, (path, result.output)
+        assert words in result.output
+        assert "Traceback" not in result.output
+    assert workspace.register_file("demo").read_text() == before
+
+
+def test_a_link_changed_to_a_file_with_the_same_bytes_is_changed(odd, tw):
+    assert tw("register", "add-file", "demo", "SRC-1", "links").exit_code == 0
+    (odd.path / "links" / "passwd").unlink()
+    odd.write("links/passwd", "/etc/passwd")  # a regular file holding the link's text
+    (odd.path / "links" / "up").unlink()
+    odd.symlink("links/up", "../../..")
+    head = odd.commit("links replaced")
+    assert tw("fetch", "odd").exit_code == 0
+    result = tw("check", "demo", "--at", head, "--json")
+    assert result.exit_code == 1
+    items = {i["id"]: i for i in json.loads(result.output)["items"]}
+    assert items["links/passwd"]["state"] == "changed"
+    assert "now a file (registered as a symlink)" in items["links/passwd"]["detail"]
+    assert items["links/up"]["state"] == "changed"
+    assert items["links/tools"]["state"] == "verified"
+
+
+def test_a_submodule_bump_is_a_changed_file(odd, tw):
+    assert tw("register", "add-file", "demo", "SRC-1", "vendor/gear").exit_code == 0
+    inner = odd.path / "vendor" / "gear"
+    (inner / "cog.txt").write_text("teeth: 14\n")
+    when = f"@{BASE_EPOCH + 60} +0000"
+    git(
+        inner,
+        "commit",
+        "-q",
+        "-am",
+        "more teeth",
+        env={"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when},
+    )
+    head = odd.commit("bump gear")
+    assert tw("fetch", "odd").exit_code == 0
+    result = tw("check", "demo", "--at", head, "--json")
+    assert result.exit_code == 1
+    (entry,) = json.loads(result.output)["items"]
+    assert (entry["id"], entry["state"]) == ("vendor/gear", "changed")
+
+
+# -- nothing to check ------------------------------------------------------------------
+
+
+def test_a_register_with_a_source_but_nothing_registered_fails(pinned, tw):
+    pinned({"a.txt": "alpha\n"})
+    human = tw("check", "demo")
+    assert human.exit_code == 1
+    assert "nothing to check" in human.output
+    assert "NOT OK" in human.output
+    as_json = tw("check", "demo", "--json")
+    assert as_json.exit_code == 1
+    data = json.loads(as_json.output)
+    assert data["ok"] is False and data["items"] == []
+
+
+def test_a_register_without_any_source_is_an_input_error(tw):
+    assert tw("register", "new", "empty").exit_code == 0
+    result = tw("check", "empty")
+    assert result.exit_code == 2
+    assert "has no git source to check" in result.output
+    assert "tracework register add-source" in result.output
+
+
+# -- the human output -------------------------------------------------------------------
+
+
+CAFE = (
+    "class Cafe:\n"
+    "    def brew(self, beans):\n"
+    "        grounds = beans.grind()\n"
+    "        return grounds.soak()\n"
+    "\n"
+    "    def serve(self):\n"
+    "        return 'cup'\n"
+)
+
+
+def test_human_output_at_the_pin(pinned, tw):
+    pinned({"cafe.py": CAFE})
+    assert tw("quote", "demo", "SRC-1", "cafe.py", "--symbol", "Cafe.brew").exit_code == 0
+    result = tw("check", "demo")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "demo · SRC-1 toy at its pin" in out
+    assert "Q-cafe-Cafe.brew" in out and "verified" in out
+    assert "files: 1 verified; quotes: 1 verified" in out
+    assert out.rstrip().endswith("ok")
+    assert "Traceback" not in out and "\x1b" not in out
+
+
+def test_human_output_with_drift_is_a_readable_table_and_diff(pinned, tw):
+    repo = pinned({"cafe.py": CAFE, "menu.txt": "espresso\nlatte\n"})
+    for args in (
+        ("cafe.py", "--symbol", "Cafe.brew", "--id", "Q-brew"),
+        ("cafe.py", "--lines", "6-7", "--id", "Q-serve"),
+        ("menu.txt", "--lines", "2-2", "--id", "Q-latte"),
+    ):
+        assert tw("quote", "demo", "SRC-1", *args).exit_code == 0
+    edited = CAFE.replace("beans.grind()", "beans.grind(fine=True)")
+    repo.write("cafe.py", "import time\n" + edited).write("menu.txt", "espresso\n")
+    head = repo.commit("finer grind")
+    assert tw("fetch", "toy").exit_code == 0
+
+    result = tw("check", "demo", "--at", head)
+    assert result.exit_code == 1
+    out = result.output
+    assert "Traceback" not in out
+    assert f"demo · SRC-1 toy at {head[:12]} (pin {repo.commits[0][:12]})" in out
+    for header in ("kind", "id", "state", "where now", "detail"):
+        assert header in out
+    assert "Q-brew changed:" in out
+    assert "-        grounds = beans.grind()" in out
+    assert "+        grounds = beans.grind(fine=True)" in out
+    assert "Q-serve" in out and "moved" in out and "cafe.py:7-8" in out
+    assert "Q-latte" in out and "missing" in out
+    assert "files: 2 changed; quotes: 1 changed, 1 missing, 1 moved" in out
+    assert out.rstrip().endswith("NOT OK")
+
+
+def test_human_output_neutralises_control_characters_in_paths(pinned, tw, monkeypatch):
+    name = "odd\x1b[31mred\x07.txt"
+    repo = pinned({name: "one\n", "plain.txt": "two\n"})
+    result = tw("register", "add-file", "demo", "SRC-1", "*.txt")
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "<U+001B>" in result.output
+    repo.write(name, "one and a half\n")
+    head = repo.commit("edit")
+    assert tw("fetch", "toy").exit_code == 0
+    human = tw("check", "demo", "--at", head)
+    assert human.exit_code == 1
+    assert "\x1b" not in human.output and "\x07" not in human.output
+    shown = "odd<U+001B>[31mred<U+0007>.txt"
+    # at the default width the long id is folded over several rows, never cut short
+    assert column(human.output, 2) == shown
+    monkeypatch.setenv("COLUMNS", "200")
+    wide = tw("check", "demo", "--at", head)
+    assert shown in wide.output
+    as_json = tw("check", "demo", "--at", head, "--json")
+    assert "\x1b" not in as_json.output  # escaped as \u001b by the JSON encoder
+    ids = {i["id"] for i in json.loads(as_json.output)["items"]}
+    assert name in ids
+
+
+def test_record_appends_a_dated_history_entry(pinned, tw, workspace):
+    repo = pinned({"a.txt": "alpha\n"})
+    assert tw("register", "add-file", "demo", "SRC-1", "a.txt").exit_code == 0
+    assert tw("check", "demo", "--record", "--date", "2026-02-03").exit_code == 0
+    repo.write("a.txt", "beta\n")
+    head = repo.commit("beta")
+    assert tw("fetch", "toy").exit_code == 0
+    assert tw("check", "demo", "--at", head, "--record", "--date", "2026-02-04").exit_code == 1
+    checks = reg.load(workspace.register_file("demo")).checks
+    assert [(c.date, c.source, c.commit, c.counts) for c in checks] == [
+        ("2026-02-03", "SRC-1", repo.commits[0], {"verified": 1}),
+        ("2026-02-04", "SRC-1", head, {"changed": 1}),
+    ]
+
+
+def test_an_unreadable_object_in_the_mirror_is_named_not_a_traceback(pinned, tw, workspace):
+    repo = pinned({"a.txt": "alpha\n", "b.txt": "beta\n"})
+    assert tw("register", "add-file", "demo", "SRC-1", "a.txt", "b.txt").exit_code == 0
+    blob = repo.git("rev-parse", f"{repo.commits[0]}:b.txt").strip()
+    mirror = workspace.mirrors / "toy.git"
+    # explode the pack into loose objects, then lose one blob
+    packs = sorted((mirror / "objects" / "pack").glob("*.pack"))
+    assert packs
+    for pack in packs:
+        moved = pack.parent.parent.parent / pack.name
+        pack.rename(moved)
+        git(mirror, "--git-dir=.", "unpack-objects", "-q", input=moved.read_bytes())
+        moved.unlink()
+        pack.with_suffix(".idx").unlink()
+    (mirror / "objects" / blob[:2] / blob[2:]).unlink()
+
+    result = tw("check", "demo")
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert f"object {blob[:12]} is missing or unreadable" in result.output
+    assert "tracework fetch" in result.output

@@ -1,0 +1,603 @@
+"""Drift: ``tracework check --at COMMIT --json`` relocates every quote and file.
+
+Each test pins ``kettle.py`` (and friends) at a first commit, quotes spans from it,
+makes one more commit that moves, renames, edits or deletes code, and asserts the
+exact JSON items the check reports.  ``map_range`` is tested on hand-written hunks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tracework.blobs import Mirror
+from tracework.drift import map_range
+
+CONTRACT = (
+    "kind",
+    "id",
+    "source",
+    "path",
+    "state",
+    "lines",
+    "new_lines",
+    "new_path",
+    "candidates",
+)
+
+KETTLE_LINES = [
+    '"""Helpers for a small tea kettle."""\n',  # 1
+    "\n",  # 2
+    "STEEP_SECONDS = 240\n",  # 3
+    "\n",  # 4
+    "\n",  # 5
+    "def boil(water):\n",  # 6
+    "    water.heat(100)\n",  # 7
+    "    return water\n",  # 8
+    "\n",  # 9
+    "\n",  # 10
+    "class Kettle:\n",  # 11
+    "    def pour(self, cup):\n",  # 12
+    "        cup.fill(self.volume)\n",  # 13
+    "        return cup\n",  # 14
+    "\n",  # 15
+    "    def whistle(self):\n",  # 16
+    '        return "tweet"\n',  # 17
+]
+KETTLE = "".join(KETTLE_LINES)
+WHISTLE = KETTLE_LINES[15] + KETTLE_LINES[16]
+BOIL = "".join(KETTLE_LINES[5:8])
+
+
+def text(lines: list[str]) -> str:
+    return "".join(lines)
+
+
+def item(
+    kind,
+    qid,
+    state,
+    *,
+    path="kettle.py",
+    lines=None,
+    new_lines=None,
+    new_path=None,
+    candidates=None,
+):
+    """An expected item, restricted to the keys of the JSON contract."""
+    return {
+        "kind": kind,
+        "id": qid,
+        "source": "SRC-1",
+        "path": path,
+        "state": state,
+        "lines": lines,
+        "new_lines": new_lines,
+        "new_path": new_path,
+        "candidates": candidates,
+    }
+
+
+def contract(data: dict) -> dict[str, dict]:
+    """Items by id, each cut down to the contract's keys (after checking the shape)."""
+    # the contract's keys plus one extension (each source's pin and checked commit)
+    assert set(data) == {"ok", "register", "commit", "items", "sources"}
+    assert re.fullmatch(r"[0-9a-f]{40}", data["commit"])
+    out = {}
+    for entry in data["items"]:
+        assert set(entry) == {*CONTRACT, "diff", "detail"}
+        out[entry["id"]] = {k: entry[k] for k in CONTRACT}
+    return out
+
+
+@pytest.fixture
+def kettle(pinned, tw):
+    """kettle.py pinned as SRC-1 of ``demo``, with four quotes:
+
+    Q-boil (symbol boil, 6-8), Q-steep (match, line 3), Q-pour (lines 12-14, no
+    anchor) and Q-whistle (lines 16-17, no anchor).
+    """
+    repo = pinned({"kettle.py": KETTLE, "notes.txt": "brew slowly\n"})
+    for args in (
+        ("kettle.py", "--symbol", "boil", "--id", "Q-boil"),
+        ("kettle.py", "--match", "STEEP_SECONDS =", "--id", "Q-steep"),
+        ("kettle.py", "--lines", "12-14", "--id", "Q-pour"),
+        ("kettle.py", "--lines", "16-17", "--id", "Q-whistle"),
+    ):
+        result = tw("quote", "demo", "SRC-1", *args)
+        assert result.exit_code == 0, result.output
+    return repo
+
+
+def drift(tw, repo, commit: str) -> tuple[int, dict, dict[str, dict]]:
+    assert tw("fetch", repo.path.name).exit_code == 0
+    result = tw("check", "demo", "--at", commit, "--json")
+    assert "Traceback" not in result.output
+    data = json.loads(result.output)
+    assert data["register"] == "demo"
+    assert data["commit"] == commit
+    assert data["ok"] is (result.exit_code == 0)
+    return result.exit_code, data, contract(data)
+
+
+def raw_items(data: dict) -> dict[str, dict]:
+    return {entry["id"]: entry for entry in data["items"]}
+
+
+# -- at the pin -----------------------------------------------------------------------
+
+
+def test_at_the_pin_everything_is_verified(kettle, tw):
+    result = tw("check", "demo", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["ok"] is True and data["commit"] == kettle.commits[0]
+    assert contract(data) == {
+        "kettle.py": item("file", "kettle.py", "verified"),
+        "Q-boil": item("quote", "Q-boil", "verified", lines=[6, 8]),
+        "Q-steep": item("quote", "Q-steep", "verified", lines=[3, 3]),
+        "Q-pour": item("quote", "Q-pour", "verified", lines=[12, 14]),
+        "Q-whistle": item("quote", "Q-whistle", "verified", lines=[16, 17]),
+    }
+    # --at the pin itself is the same answer
+    code, _, items = drift(tw, kettle, kettle.commits[0])
+    assert code == 0
+    assert {i["state"] for i in items.values()} == {"verified"}
+
+
+def test_an_unrelated_change_leaves_everything_verified(kettle, tw):
+    head = kettle.write("notes.txt", "brew slowly, then wait\n").commit("notes")
+    code, data, items = drift(tw, kettle, head)
+    assert code == 0
+    assert items["Q-pour"] == item("quote", "Q-pour", "verified", lines=[12, 14])
+    assert items["kettle.py"] == item("file", "kettle.py", "verified")
+    assert all(entry["diff"] is None for entry in data["items"])
+
+
+# -- moved ---------------------------------------------------------------------------
+
+
+def test_lines_shifted_by_an_insertion_above_are_moved(kettle, tw):
+    lines = [*KETTLE_LINES[:2], "import sys\n", "import time\n", *KETTLE_LINES[2:]]
+    head = kettle.write("kettle.py", text(lines)).commit("imports")
+    code, _, items = drift(tw, kettle, head)
+    assert code == 1  # the file itself changed
+    assert items == {
+        "kettle.py": item("file", "kettle.py", "changed"),
+        "Q-boil": item("quote", "Q-boil", "moved", lines=[6, 8], new_lines=[8, 10]),
+        "Q-steep": item("quote", "Q-steep", "moved", lines=[3, 3], new_lines=[5, 5]),
+        "Q-pour": item("quote", "Q-pour", "moved", lines=[12, 14], new_lines=[14, 16]),
+        "Q-whistle": item("quote", "Q-whistle", "moved", lines=[16, 17], new_lines=[18, 19]),
+    }
+
+
+def test_a_pure_rename_moves_everything_and_exits_0(kettle, tw):
+    kettle.move("kettle.py", "brew/kettle.py")
+    head = kettle.commit("rename")
+    code, data, items = drift(tw, kettle, head)
+    assert code == 0 and data["ok"] is True
+    new = "brew/kettle.py"
+    assert items == {
+        "kettle.py": item("file", "kettle.py", "moved", new_path=new),
+        "Q-boil": item("quote", "Q-boil", "moved", lines=[6, 8], new_lines=[6, 8], new_path=new),
+        "Q-steep": item("quote", "Q-steep", "moved", lines=[3, 3], new_lines=[3, 3], new_path=new),
+        "Q-pour": item(
+            "quote", "Q-pour", "moved", lines=[12, 14], new_lines=[12, 14], new_path=new
+        ),
+        "Q-whistle": item(
+            "quote", "Q-whistle", "moved", lines=[16, 17], new_lines=[16, 17], new_path=new
+        ),
+    }
+
+
+def test_renamed_file_with_a_small_edit_elsewhere(kettle, tw):
+    kettle.move("kettle.py", "brew/kettle.py")
+    lines = [*KETTLE_LINES]
+    lines[16] = '        return "toot"\n'  # the whistle changes; the rest is only renamed
+    head = kettle.write("brew/kettle.py", text(lines)).commit("rename and retune")
+    code, data, items = drift(tw, kettle, head)
+    assert code == 1
+    new = "brew/kettle.py"
+    assert items == {
+        "kettle.py": item("file", "kettle.py", "changed", new_path=new),
+        "Q-boil": item("quote", "Q-boil", "moved", lines=[6, 8], new_lines=[6, 8], new_path=new),
+        "Q-steep": item("quote", "Q-steep", "moved", lines=[3, 3], new_lines=[3, 3], new_path=new),
+        "Q-pour": item(
+            "quote", "Q-pour", "moved", lines=[12, 14], new_lines=[12, 14], new_path=new
+        ),
+        # no anchor: git's line mapping across the rename carries it over
+        "Q-whistle": item(
+            "quote", "Q-whistle", "changed", lines=[16, 17], new_lines=[16, 17], new_path=new
+        ),
+    }
+    whistle = raw_items(data)["Q-whistle"]
+    assert '-        return "tweet"\n' in whistle["diff"]
+    assert '+        return "toot"\n' in whistle["diff"]
+    assert f"+++ brew/kettle.py:16-17 @ {head[:12]}" in whistle["diff"]
+
+
+def test_code_moved_into_another_file(kettle, tw):
+    without_boil = [*KETTLE_LINES[:5], *KETTLE_LINES[10:]]  # lines 6-10 removed
+    kettle.write("kettle.py", text(without_boil))
+    kettle.write("stove.py", '"""The stove."""\n\n\n' + BOIL)
+    head = kettle.commit("boil moves to the stove")
+    code, data, items = drift(tw, kettle, head)
+    assert code == 1
+    assert items["Q-boil"] == item(
+        "quote", "Q-boil", "moved", lines=[6, 8], new_lines=[4, 6], new_path="stove.py"
+    )
+    assert raw_items(data)["Q-boil"]["detail"] == "same bytes in another file"
+    assert items["Q-pour"] == item("quote", "Q-pour", "moved", lines=[12, 14], new_lines=[7, 9])
+    assert items["Q-steep"] == item("quote", "Q-steep", "verified", lines=[3, 3])
+
+
+def test_unanchored_quote_moved_into_another_file_while_the_old_file_is_deleted(kettle, tw):
+    kettle.remove("kettle.py")
+    kettle.write("horn.py", "class Horn:\n" + WHISTLE)
+    head = kettle.commit("only the whistle survives")
+    code, _, items = drift(tw, kettle, head)
+    assert code == 1
+    assert items["Q-whistle"] == item(
+        "quote", "Q-whistle", "moved", lines=[16, 17], new_lines=[2, 3], new_path="horn.py"
+    )
+    assert items["Q-boil"] == item("quote", "Q-boil", "missing", lines=[6, 8])
+    assert items["kettle.py"] == item("file", "kettle.py", "missing")
+
+
+# -- changed -------------------------------------------------------------------------
+
+
+def test_changed_found_by_its_symbol_anchor_with_a_unified_diff(kettle, tw):
+    lines = [*KETTLE_LINES[:6], "    water.heat(97)\n", "    water.stir()\n", *KETTLE_LINES[7:]]
+    head = kettle.write("kettle.py", text(lines)).commit("gentler boil")
+    code, data, items = drift(tw, kettle, head)
+    assert code == 1
+    assert items == {
+        "kettle.py": item("file", "kettle.py", "changed"),
+        "Q-boil": item("quote", "Q-boil", "changed", lines=[6, 8], new_lines=[6, 9]),
+        "Q-steep": item("quote", "Q-steep", "verified", lines=[3, 3]),
+        "Q-pour": item("quote", "Q-pour", "moved", lines=[12, 14], new_lines=[13, 15]),
+        "Q-whistle": item("quote", "Q-whistle", "moved", lines=[16, 17], new_lines=[17, 18]),
+    }
+    boil = raw_items(data)["Q-boil"]
+    assert boil["detail"] == "anchor"
+    pin = kettle.commits[0]
+    assert boil["diff"] == (
+        f"--- kettle.py:6-8 @ {pin[:12]}\n"
+        f"+++ kettle.py:6-9 @ {head[:12]}\n"
+        "@@ -1,3 +1,4 @@\n"
+        " def boil(water):\n"
+        "-    water.heat(100)\n"
+        "+    water.heat(97)\n"
+        "+    water.stir()\n"
+        "     return water\n"
+    )
+
+
+def test_changed_found_by_its_match_anchor(kettle, tw):
+    lines = [*KETTLE_LINES]
+    lines[2] = "STEEP_SECONDS = 300  # a stronger cup\n"
+    head = kettle.write("kettle.py", text(lines)).commit("stronger")
+    code, data, items = drift(tw, kettle, head)
+    assert code == 1
+    assert items["Q-steep"] == item("quote", "Q-steep", "changed", lines=[3, 3], new_lines=[3, 3])
+    steep = raw_items(data)["Q-steep"]
+    assert steep["detail"] == "anchor"
+    assert "-STEEP_SECONDS = 240\n" in steep["diff"]
+    assert "+STEEP_SECONDS = 300  # a stronger cup\n" in steep["diff"]
+    assert items["Q-boil"]["state"] == "verified"
+
+
+def test_match_anchor_follows_the_line_when_it_moves_and_changes(kettle, tw):
+    lines = [
+        *KETTLE_LINES[:2],
+        "# tuned by taste\n",
+        "STEEP_SECONDS = 180\n",
+        *KETTLE_LINES[3:],
+    ]
+    head = kettle.write("kettle.py", text(lines)).commit("retune")
+    _, _, items = drift(tw, kettle, head)
+    assert items["Q-steep"] == item("quote", "Q-steep", "changed", lines=[3, 3], new_lines=[4, 4])
+
+
+def test_changed_through_git_diff_line_mapping_for_an_unanchored_quote(kettle, tw):
+    lines = [*KETTLE_LINES]
+    lines[12] = "        cup.fill(self.volume // 2)\n"
+    lines.insert(1, "# a second comment line\n")
+    head = kettle.write("kettle.py", text(lines)).commit("half cups")
+    code, data, items = drift(tw, kettle, head)
+    assert code == 1
+    assert items["Q-pour"] == item("quote", "Q-pour", "changed", lines=[12, 14], new_lines=[13, 15])
+    pour = raw_items(data)["Q-pour"]
+    assert pour["detail"] == "diff mapping"
+    assert "-        cup.fill(self.volume)\n" in pour["diff"]
+    assert "+        cup.fill(self.volume // 2)\n" in pour["diff"]
+    assert "     def pour(self, cup):\n" in pour["diff"]  # unchanged line as context
+    assert items["Q-whistle"] == item(
+        "quote", "Q-whistle", "moved", lines=[16, 17], new_lines=[17, 18]
+    )
+
+
+def test_diff_mapping_shrinks_a_partly_deleted_range(kettle, tw):
+    lines = [*KETTLE_LINES[:12], *KETTLE_LINES[14:]]  # lines 13-14 of pour deleted
+    head = kettle.write("kettle.py", text(lines)).commit("pour does nothing")
+    _, _, items = drift(tw, kettle, head)
+    assert items["Q-pour"] == item("quote", "Q-pour", "changed", lines=[12, 14], new_lines=[12, 12])
+
+
+# -- ambiguous -----------------------------------------------------------------------
+
+
+def test_ambiguous_when_the_bytes_are_duplicated_in_the_same_file(kettle, tw):
+    lines = [
+        *KETTLE_LINES[:14],  # up to the end of pour
+        "\n",
+        "\n",
+        "class Teapot:\n",  # 17
+        *WHISTLE.splitlines(keepends=True),  # 18-19
+        "\n",
+        "\n",
+        "class Samovar:\n",  # 22
+        *WHISTLE.splitlines(keepends=True),  # 23-24
+    ]
+    head = kettle.write("kettle.py", text(lines)).commit("two whistles")
+    code, data, items = drift(tw, kettle, head)
+    assert code == 1
+    assert items["Q-whistle"] == item(
+        "quote", "Q-whistle", "ambiguous", lines=[16, 17], candidates=[[18, 19], [23, 24]]
+    )
+    assert raw_items(data)["Q-whistle"]["detail"] == "same bytes at several places"
+    assert items["Q-pour"]["state"] == "verified"
+
+
+def test_ambiguous_when_the_bytes_are_duplicated_in_another_file(kettle, tw):
+    kettle.write("kettle.py", text(KETTLE_LINES[:14]))
+    kettle.write("chimes.py", "class High:\n" + WHISTLE + "\n\nclass Low:\n" + WHISTLE)
+    head = kettle.commit("whistles become chimes")
+    code, _, items = drift(tw, kettle, head)
+    assert code == 1
+    assert items["Q-whistle"] == item(
+        "quote",
+        "Q-whistle",
+        "ambiguous",
+        lines=[16, 17],
+        new_path="chimes.py",
+        candidates=[[2, 3], [7, 8]],
+    )
+
+
+def test_ambiguous_when_the_bytes_land_in_two_other_files(kettle, tw):
+    kettle.write("kettle.py", text(KETTLE_LINES[:14]))
+    kettle.write("horn.py", "class Horn:\n" + WHISTLE)
+    kettle.write("siren.py", '"""Loud."""\n\n\nclass Siren:\n' + WHISTLE)
+    head = kettle.commit("whistle copied twice")
+    code, data, items = drift(tw, kettle, head)
+    assert code == 1  # never "moved" to whichever file sorts first
+    assert items["Q-whistle"]["state"] == "ambiguous"
+    assert items["Q-whistle"]["new_path"] is None
+    detail = raw_items(data)["Q-whistle"]["detail"]
+    assert "horn.py:2-3" in detail and "siren.py:5-6" in detail
+
+
+# -- missing -------------------------------------------------------------------------
+
+
+def test_missing_when_the_file_is_deleted(kettle, tw):
+    kettle.remove("kettle.py")
+    head = kettle.commit("no more kettle")
+    code, data, items = drift(tw, kettle, head)
+    assert code == 1 and data["ok"] is False
+    assert items == {
+        "kettle.py": item("file", "kettle.py", "missing"),
+        "Q-boil": item("quote", "Q-boil", "missing", lines=[6, 8]),
+        "Q-steep": item("quote", "Q-steep", "missing", lines=[3, 3]),
+        "Q-pour": item("quote", "Q-pour", "missing", lines=[12, 14]),
+        "Q-whistle": item("quote", "Q-whistle", "missing", lines=[16, 17]),
+    }
+    assert raw_items(data)["Q-boil"]["detail"] == "file deleted"
+
+
+def test_missing_when_the_symbol_anchor_is_gone(kettle, tw):
+    lines = [*KETTLE_LINES[:5], *KETTLE_LINES[10:]]
+    head = kettle.write("kettle.py", text(lines)).commit("no boiling")
+    code, data, items = drift(tw, kettle, head)
+    assert code == 1
+    assert items["Q-boil"] == item("quote", "Q-boil", "missing", lines=[6, 8])
+    assert raw_items(data)["Q-boil"]["detail"] == "anchor gone"
+    assert items["Q-pour"] == item("quote", "Q-pour", "moved", lines=[12, 14], new_lines=[7, 9])
+
+
+def test_missing_when_the_match_anchor_is_gone(kettle, tw):
+    lines = [*KETTLE_LINES]
+    lines[2] = "BREW_TIME = 240\n"
+    head = kettle.write("kettle.py", text(lines)).commit("renamed constant")
+    _, data, items = drift(tw, kettle, head)
+    assert items["Q-steep"] == item("quote", "Q-steep", "missing", lines=[3, 3])
+    assert raw_items(data)["Q-steep"]["detail"] == "anchor gone"
+
+
+def test_missing_when_the_lines_are_deleted(kettle, tw):
+    lines = [*KETTLE_LINES[:11], *KETTLE_LINES[15:]]  # pour (12-14) and its blank line
+    head = kettle.write("kettle.py", text(lines)).commit("no pouring")
+    code, data, items = drift(tw, kettle, head)
+    assert code == 1
+    assert items["Q-pour"] == item("quote", "Q-pour", "missing", lines=[12, 14])
+    assert raw_items(data)["Q-pour"]["detail"] == "lines deleted"
+    assert items["Q-whistle"] == item(
+        "quote", "Q-whistle", "moved", lines=[16, 17], new_lines=[12, 13]
+    )
+
+
+def test_missing_when_the_file_becomes_binary(kettle, tw):
+    head = kettle.write("kettle.py", b"\x00\x01 not text any more\n").commit("binary")
+    _, data, items = drift(tw, kettle, head)
+    assert items["Q-pour"] == item("quote", "Q-pour", "missing", lines=[12, 14])
+    assert raw_items(data)["Q-pour"]["detail"] == "file no longer readable as text"
+    assert items["kettle.py"]["state"] == "changed"
+
+
+# -- files ----------------------------------------------------------------------------
+
+
+def test_file_states_verified_changed_missing_moved(pinned, tw):
+    repo = pinned(
+        {
+            "same.txt": "unchanged\n",
+            "edited.txt": "before\n",
+            "gone.txt": "soon deleted\n",
+            "old/name.txt": "renamed as is\n",
+        }
+    )
+    result = tw("register", "add-file", "demo", "SRC-1", "*.txt", "old")
+    assert result.exit_code == 0, result.output
+    repo.write("edited.txt", "after\n").remove("gone.txt").move("old/name.txt", "new/name.txt")
+    head = repo.commit("mixed")
+    code, _, items = drift(tw, repo, head)
+    assert code == 1
+    assert items == {
+        "edited.txt": item("file", "edited.txt", "changed", path="edited.txt"),
+        "gone.txt": item("file", "gone.txt", "missing", path="gone.txt"),
+        "old/name.txt": item(
+            "file", "old/name.txt", "moved", path="old/name.txt", new_path="new/name.txt"
+        ),
+        "same.txt": item("file", "same.txt", "verified", path="same.txt"),
+    }
+
+
+def test_only_verified_and_moved_files_exit_0_with_at(pinned, tw):
+    repo = pinned({"same.txt": "unchanged\n", "old/name.txt": "renamed as is\n"})
+    assert tw("register", "add-file", "demo", "SRC-1", "same.txt", "old/name.txt").exit_code == 0
+    repo.move("old/name.txt", "new/name.txt")
+    head = repo.commit("rename")
+    code, data, items = drift(tw, repo, head)
+    assert code == 0 and data["ok"] is True
+    assert items["old/name.txt"]["state"] == "moved"
+    # the same report at the pin is plain verified
+    assert tw("check", "demo").exit_code == 0
+
+
+def test_expected_sha256_that_differs_makes_the_file_changed(pinned, tw):
+    pinned({"dossier.txt": "as delivered\n", "other.txt": "x\n"})
+    wrong = "0" * 64
+    result = tw("register", "add-file", "demo", "SRC-1", "dossier.txt", "--expect-sha256", wrong)
+    assert result.exit_code == 0, result.output
+    check = tw("check", "demo", "--json")
+    assert check.exit_code == 1
+    entry = raw_items(json.loads(check.output))["dossier.txt"]
+    assert entry["state"] == "changed"
+    assert "expected 000000000000" in entry["detail"]
+
+
+# -- bad input -----------------------------------------------------------------------
+
+
+def test_unknown_register_and_unknown_commit_exit_2(kettle, tw):
+    unknown = tw("check", "nosuch", "--json")
+    assert unknown.exit_code == 2 and "no register at" in unknown.output
+    absent = "0123456789abcdef0123456789abcdef01234567"
+    result = tw("check", "demo", "--at", absent, "--json")
+    assert result.exit_code == 2 and f"no commit {absent}" in result.output
+    for bad in ("HEAD~1", "main", ":/kettle", "-x"):
+        result = tw("check", "demo", f"--at={bad}")
+        assert result.exit_code == 2, (bad, result.output)
+        assert "is not a commit id" in result.output
+    for result in (unknown,):
+        assert "Traceback" not in result.output
+
+
+def test_unknown_source_for_check(kettle, tw):
+    result = tw("check", "demo", "--source", "SRC-9")
+    assert result.exit_code == 2
+    assert "no git source SRC-9" in result.output
+
+
+# -- map_range on hand-written hunks ----------------------------------------------------
+# A hunk is git diff -U0's (old_start, old_len, new_start, new_len).  For a pure
+# insertion old_start is the line after which lines were inserted (0: at the top);
+# for a pure deletion new_start is the new line before the gap.
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "hunks", "expected"),
+    [
+        # no change at all
+        (5, 8, [], (5, 8)),
+        # insertions
+        (5, 8, [(0, 0, 1, 3)], (8, 11)),  # 3 lines at the very top
+        (5, 8, [(2, 0, 3, 2)], (7, 10)),  # 2 lines after line 2
+        (5, 8, [(4, 0, 5, 2)], (7, 10)),  # right before the range
+        (5, 8, [(5, 0, 6, 2)], (5, 10)),  # inside: after the first line
+        (5, 8, [(7, 0, 8, 1)], (5, 9)),  # inside: before the last line
+        (5, 8, [(8, 0, 9, 4)], (5, 8)),  # right after the range
+        (5, 8, [(20, 0, 21, 4)], (5, 8)),  # far below
+        # deletions
+        (5, 8, [(1, 2, 0, 0)], (3, 6)),  # lines 1-2 deleted
+        (5, 8, [(3, 2, 2, 0)], (3, 6)),  # lines 3-4, just above
+        (5, 8, [(6, 2, 5, 0)], (5, 6)),  # lines 6-7, inside
+        (5, 8, [(4, 2, 3, 0)], (4, 6)),  # lines 4-5: the first line goes
+        (5, 8, [(8, 3, 7, 0)], (5, 7)),  # lines 8-10: the last line goes
+        (5, 8, [(9, 3, 8, 0)], (5, 8)),  # just below
+        # replacements
+        (5, 8, [(2, 1, 2, 3)], (7, 10)),  # above, grows by 2
+        (5, 8, [(2, 3, 2, 1)], (3, 6)),  # above, shrinks by 2
+        (5, 8, [(6, 2, 6, 5)], (5, 11)),  # inside, grows by 3
+        (5, 8, [(6, 2, 6, 1)], (5, 7)),  # inside, shrinks by 1
+        (5, 8, [(4, 2, 4, 4)], (4, 10)),  # overlapping the start
+        (5, 8, [(8, 2, 8, 1)], (5, 8)),  # overlapping the end
+        (5, 8, [(9, 4, 9, 1)], (5, 8)),  # below
+        # several hunks, in git's order
+        (5, 8, [(1, 0, 2, 2), (6, 1, 8, 3), (12, 2, 15, 0)], (7, 12)),
+        (10, 12, [(2, 2, 1, 0), (5, 0, 4, 5), (11, 1, 14, 2)], (13, 16)),
+    ],
+)
+def test_map_range(first, last, hunks, expected):
+    assert map_range(first, last, hunks) == expected
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "hunks"),
+    [
+        (5, 8, [(5, 4, 4, 0)]),  # exactly the range deleted
+        (5, 8, [(3, 9, 2, 0)]),  # a larger block around it deleted
+        (1, 1, [(1, 1, 0, 0)]),  # the first line of the file
+        (5, 8, [(1, 0, 2, 3), (5, 4, 7, 0)]),  # after an insertion above
+    ],
+)
+def test_map_range_wholly_deleted_is_none(first, last, hunks):
+    assert map_range(first, last, hunks) is None
+
+
+def test_hand_written_hunk_shapes_match_what_git_produces(make_repo):
+    repo = make_repo("shapes")
+    base = [f"row {n}\n" for n in range(1, 13)]
+    repo.write("rows.txt", "".join(base)).commit()
+    new = [*base]
+    new[6:8] = []  # delete rows 7-8
+    new[2:2] = ["added a\n", "added b\n"]  # insert after row 2
+    new[10] = "row eleven\n"  # replace row 11 (index 10 after edits: 12 - 2 + 2 -> row 11)
+    repo.write("rows.txt", "".join(new)).commit()
+    mirror = Mirror(repo.path / ".git")
+    old_blob, new_blob = (repo.git("rev-parse", f"{c}:rows.txt").strip() for c in repo.commits)
+    hunks = mirror.line_hunks(old_blob, new_blob)
+    assert hunks == [(2, 0, 3, 2), (7, 2, 8, 0), (11, 1, 11, 1)]
+    assert map_range(3, 6, hunks) == (5, 8)
+    assert map_range(7, 8, hunks) is None
+    assert map_range(9, 12, hunks) == (9, 12)
+    assert new[8:12] == [base[8], base[9], "row eleven\n", base[11]]  # new lines 9-12
+
+
+def test_expected_sha256_checked_after_a_rename_keeps_the_new_path(pinned, tw):
+    repo = pinned({"dossier.txt": "as delivered\n"})
+    wrong = "f" * 64
+    result = tw("register", "add-file", "demo", "SRC-1", "dossier.txt", "--expect-sha256", wrong)
+    assert result.exit_code == 0, result.output
+    repo.move("dossier.txt", "archive/dossier.txt")
+    head = repo.commit("archive")
+    code, data, items = drift(tw, repo, head)
+    assert code == 1
+    assert items["dossier.txt"] == item(
+        "file", "dossier.txt", "changed", path="dossier.txt", new_path="archive/dossier.txt"
+    )
+    assert "expected ffffffffffff" in raw_items(data)["dossier.txt"]["detail"]

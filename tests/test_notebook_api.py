@@ -1,0 +1,155 @@
+"""The notebook API in-process: author and render modes, records, errors, records.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tracework
+from tracework.errors import QuoteNotInRegister, RecordError, TraceworkError
+
+STORE = (
+    "class Store:\n"
+    "    def put(self, key, value):\n"
+    "        self.items[key] = value\n"
+    "        return key\n"
+    "\n"
+    "\n"
+    "LIMIT = 3\n"
+)
+
+
+@pytest.fixture
+def wb(pinned):
+    pinned({"pkg/store.py": STORE, "pkg/util.py": "def helper():\n    return 1\n"})
+    return tracework.open("demo")
+
+
+def test_author_mode_adds_quotes_and_render_mode_finds_them(wb, workspace):
+    q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    assert q.id == "Q-store-Store.put" and q.state == "verified"
+    assert q.text.startswith("    def put")
+    register = (workspace.registers / "demo.yaml").read_text()
+    assert "Q-store-Store.put" in register
+
+    before = register
+    render = tracework.open("demo", mode="render")
+    again = render.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    assert again.id == q.id and again.sha256 == q.sha256
+    with pytest.raises(QuoteNotInRegister, match="not in register demo"):
+        render.source("SRC-1").quote("pkg/store.py", lines=(7, 7))
+    assert (workspace.registers / "demo.yaml").read_text() == before
+
+
+def test_quote_display_shows_location_hash_state_and_escaped_code(wb):
+    q = wb.source("SRC-1").quote("pkg/store.py", lines=(2, 3), id="Q-put")
+    html = q._repr_html_()
+    assert "pkg/store.py:2–3" in html
+    assert q.sha256[:12] in html
+    assert "verified" in html
+    assert repr(q).startswith("<quote Q-put pkg/store.py:2–3 @ ")
+
+
+def test_records_validate_ids_statuses_references_and_duplicates(wb):
+    q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    wb.component("RT-CMP-store", label="Store", identity="The `Store` class.", evidence=[q])
+    with pytest.raises(RecordError, match="declared twice"):
+        wb.component("RT-CMP-store", label="Store", identity="again")
+    with pytest.raises(RecordError, match="is not a route id"):
+        wb.route(
+            "RT-CMP-x", label="x", progression="p", implementation="wired", operation="observed"
+        )
+    with pytest.raises(RecordError, match="implementation status 'done' is not one of"):
+        wb.route(
+            "RT-RTE-put", label="x", progression="p", implementation="done", operation="observed"
+        )
+    with pytest.raises(RecordError, match="RT-CMP-missing"):
+        wb.route(
+            "RT-RTE-put",
+            label="x",
+            progression="p",
+            implementation="wired",
+            operation="observed",
+            passes_through=["RT-CMP-missing"],
+        )
+    with pytest.raises(RecordError, match="not a quote in register"):
+        wb.claim(
+            "RT-CLM-x",
+            label="x",
+            claim="c",
+            assessment="a",
+            operation="reported",
+            evidence=["Q-nope"],
+        )
+    with pytest.raises(RecordError, match="not declared above"):
+        wb.annotate("RT-ANN-x", on="RT-RTE-later", text="forward references are refused")
+    route = wb.route(
+        "RT-RTE-put",
+        label="Put",
+        progression="caller → `Store.put`",
+        implementation="wired",
+        operation="uninspected",
+        passes_through=["RT-CMP-store"],
+        evidence=[q],
+        reviewed="2026-01-05",
+    )
+    assert 'href="#RT-CMP-store"' in route._repr_html_()
+    assert "Reviewed against" in route._repr_html_()
+
+
+def test_absence_searches_the_scope_at_the_commit(wb):
+    holds = wb.absence(
+        "RT-ABS-net", statement="No network calls.", scope=["pkg/*.py"], patterns=[r"socket|urllib"]
+    )
+    assert "holds" in holds._repr_html_() and "searched 2 files" in holds._repr_html_()
+    broken = wb.absence(
+        "RT-ABS-limit", statement="No limits.", scope=["pkg/**"], patterns=[r"LIMIT"]
+    )
+    assert "broken" in broken._repr_html_() and "pkg/store.py:7" in broken._repr_html_()
+    with pytest.raises(TraceworkError, match="names no file"):
+        wb.absence("RT-ABS-none", statement="x", scope=["docs/*.md"], patterns=["x"])
+
+
+def test_done_writes_records_json_with_checks(wb, workspace):
+    q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q])
+    wb.done()
+    data = json.loads((workspace.reports / "demo" / "draft" / "records.json").read_text())
+    assert data["records"][0]["id"] == "RT-CMP-store"
+    assert data["quotes"][q.id]["state"] == "verified"
+    assert data["checks"]["ok"] is True
+    assert data["commit"] == data["pin"]
+
+
+def test_done_in_render_mode_at_the_pin_raises_when_checks_fail(pinned):
+    pinned({"pkg/store.py": STORE})
+    render = tracework.open("demo", mode="render")
+    with pytest.raises(TraceworkError, match="no records declared"):
+        render.done()
+
+
+def test_drift_at_a_newer_commit_marks_records_for_re_review(pinned, tw, workspace):
+    repo = pinned({"pkg/store.py": STORE})
+    wb = tracework.open("demo")
+    q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q])
+    repo.write("pkg/store.py", STORE.replace("return key", "return value"))
+    head = repo.commit("edit")
+    assert tw("fetch", "toy").exit_code == 0
+    later = tracework.open("demo", commit=head[:10], mode="render")
+    q2 = later.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    assert q2.state == "changed"
+    card = later.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q2])
+    assert "needs re-review" in card._repr_html_()
+    later.done()  # at a newer commit drift is reported, not raised
+    data = later.records_json()
+    assert data["records"][0]["needs_review"] == [q2.id]
+    assert data["checks"]["ok"] is False
+
+
+def test_open_refuses_a_bad_mode_and_date(wb):
+    with pytest.raises(TraceworkError, match="mode"):
+        tracework.open("demo", mode="publish")
+    with pytest.raises(TraceworkError, match="analysis_date"):
+        tracework.open("demo", analysis_date="yesterday")

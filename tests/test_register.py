@@ -1,0 +1,663 @@
+"""The source register: exact quote text, comments kept, clear errors, atomic locked writes.
+
+Everything goes through the CLI as an analyst would use it, then the YAML file is read
+back independently (ruamel's safe loader and hashlib) to see what really landed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from tracework import fsio
+from tracework import register as reg
+from tracework.errors import RegisterError
+from tracework.models import (
+    Anchor,
+    CheckEntry,
+    DocumentSource,
+    FileEntry,
+    GitSource,
+    Quote,
+    Register,
+)
+from tracework.schema import register_schema_text
+
+REGISTER = Path("registers/demo.yaml")
+PROJECT = Path(__file__).resolve().parents[1]
+SCHEMA_FILE = PROJECT / "schemas" / "register.schema.json"
+
+
+def raw_doc() -> dict[str, Any]:
+    """The register as plain data, read independently of tracework."""
+    data = YAML(typ="safe").load(REGISTER.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def ok(result) -> None:
+    assert result.exit_code == 0, result.output
+
+
+def no_temp_files() -> list[str]:
+    return sorted(p.name for p in REGISTER.parent.iterdir() if p.name.endswith(".tmp"))
+
+
+# -- comments ---------------------------------------------------------------------------------
+
+SUBJECT = {
+    "core/ledger.py": "def post(entry):\n    return entry\n\n\ndef void(entry):\n    return None\n",
+    "core/rates.py": "RATE = 0.2\n",
+    "docs/notes.txt": "first note\n",
+}
+
+
+def annotate(text: str) -> str:
+    """Add the comments an analyst might write by hand, in every kind of place."""
+    edits = [
+        ("version: 1\n", "# reviewed by the analyst on 2026-01-05\nversion: 1  # format\n"),
+        ("sources:\n", "sources:  # one pin per subject\n"),
+        ("  SRC-1:\n", "  # the toy subject at its first tagged release\n  SRC-1:\n"),
+        ("    files:\n", "    files:  # hashed at the pin\n"),
+        ("quotes:\n", "    # more files will follow\n# quotes back the report's claims\nquotes:\n"),
+        ("  Q-post:\n", "  # Q-post backs claim RT-CLM-1\n  Q-post:\n"),
+        ("    anchor: {symbol: post}\n", "    anchor: {symbol: post}  # stable name\n"),
+        ("checks: []\n", "# no checks recorded yet\nchecks: []\n# end of the register\n"),
+    ]
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+COMMENTS = [
+    "# reviewed by the analyst on 2026-01-05",
+    "version: 1  # format",
+    "sources:  # one pin per subject",
+    "  # the toy subject at its first tagged release",
+    "    files:  # hashed at the pin",
+    "    # more files will follow",
+    "# quotes back the report's claims",
+    "  # Q-post backs claim RT-CLM-1",
+    "    anchor: {symbol: post}  # stable name",
+    "# no checks recorded yet",
+    "# end of the register",
+]
+
+
+def test_hand_written_comments_survive_quote_and_add_file(pinned, tw):
+    pinned(SUBJECT)
+    ok(tw("quote", "demo", "SRC-1", "core/ledger.py", "--symbol", "post", "--id", "Q-post"))
+    REGISTER.write_text(annotate(REGISTER.read_text(encoding="utf-8")), encoding="utf-8")
+
+    ok(tw("quote", "demo", "SRC-1", "core/ledger.py", "--symbol", "void", "--id", "Q-void"))
+    ok(tw("register", "add-file", "demo", "SRC-1", "core/rates.py", "docs"))
+    ok(tw("quote", "demo", "SRC-1", "core/rates.py", "--match", "RATE", "--id", "Q-rate"))
+
+    text = REGISTER.read_text(encoding="utf-8")
+    rows = text.split("\n")
+    for comment in COMMENTS:
+        assert rows.count(comment) == 1, comment
+    # and in the same order as written
+    positions = [rows.index(c) for c in COMMENTS]
+    assert positions == sorted(positions)
+    # each comment still sits above the key it introduces, after the new entries
+    assert rows[rows.index("# no checks recorded yet") + 1] == "checks: []"
+    assert rows[rows.index("# quotes back the report's claims") + 1] == "quotes:"
+    assert rows[rows.index("  # Q-post backs claim RT-CLM-1") + 1] == "  Q-post:"
+    assert rows[rows.index("  # the toy subject at its first tagged release") + 1] == "  SRC-1:"
+    assert rows[-2:] == ["# end of the register", ""]
+    for new_key in ("  Q-void:", "  Q-rate:", "      core/rates.py: {", "      docs/notes.txt: {"):
+        assert any(r.startswith(new_key) for r in rows), new_key
+    files_end = max(i for i, r in enumerate(rows) if r.startswith("      docs/notes.txt: {"))
+    assert files_end < rows.index("    # more files will follow")
+    assert rows.index("  Q-rate:") < rows.index("# no checks recorded yet")
+    # the result is still a valid register that checks clean
+    doc = raw_doc()
+    assert set(doc["quotes"]) == {"Q-post", "Q-void", "Q-rate"}
+    ok(tw("check", "demo"))
+
+
+def test_an_edit_that_adds_nothing_leaves_the_text_byte_identical(pinned, tw):
+    pinned(SUBJECT)
+    ok(tw("quote", "demo", "SRC-1", "core/ledger.py", "--symbol", "post", "--id", "Q-post"))
+    REGISTER.write_text(annotate(REGISTER.read_text(encoding="utf-8")), encoding="utf-8")
+    before = REGISTER.read_bytes()
+    # the same quote again, and a file already registered: nothing to change
+    ok(tw("quote", "demo", "SRC-1", "core/ledger.py", "--symbol", "post", "--id", "Q-post"))
+    ok(tw("register", "add-file", "demo", "SRC-1", "core/ledger.py"))
+    assert REGISTER.read_bytes() == before
+
+
+LAYOUTS = {
+    # comment lines after a literal block, indented as for the next quote
+    "after_block": (
+        ("checks: []\n", "  # more quotes to come\nchecks: []\n"),
+        "  # more quotes to come",
+        "checks: []",
+        "  Q-b:",
+    ),
+    # an end-of-line comment followed by full-line comments and a blank line
+    "eol_then_lines": (
+        ("size: 22}\n", "size: 22}  # pinned by hand\n# quotes\n\n# start here\n"),
+        "# start here",
+        "quotes:",
+        "      b.txt: {",
+    ),
+    # a check history written as a block sequence, with a note after it
+    "block_history": (
+        (
+            "checks: []\n",
+            "checks:\n  - date: '2026-01-02'\n    source: SRC-1\n"
+            "    commit: COMMIT\n    counts:\n      verified: 2\n# end of history\n",
+        ),
+        "# end of history",
+        None,
+        "  Q-b:",
+    ),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_comment_layouts_round_trip_and_stay_above_their_key(pinned, tw, layout):
+    (old, new), comment, key_after, added = LAYOUTS[layout]
+    text = _good(pinned, tw)
+    commit = raw_doc()["sources"]["SRC-1"]["commit"]
+    assert text.count(old) == 1
+    REGISTER.write_text(text.replace(old, new.replace("COMMIT", commit)), encoding="utf-8")
+    before = REGISTER.read_bytes()
+    with reg.edit(REGISTER.resolve()):
+        pass  # load, re-attach comments, dump: the same bytes
+    assert REGISTER.read_bytes() == before
+    ok(tw("quote", "demo", "SRC-1", "b.txt", "--lines", "1-1", "--id", "Q-b"))
+    ok(tw("register", "add-file", "demo", "SRC-1", "a.py", "b.txt"))
+    rows = REGISTER.read_text(encoding="utf-8").split("\n")
+    at = rows.index(comment)
+    if key_after is not None:
+        assert rows[at + 1] == key_after
+    assert next(i for i, r in enumerate(rows) if r.startswith(added)) < at
+    for row in before.decode().split("\n"):
+        if row.lstrip().startswith("#"):
+            assert row in rows, row
+
+
+# -- exact quote text ----------------------------------------------------------------------
+
+AWKWARD_TEXT: dict[str, str] = {
+    "trailing_spaces.py": "value = 1   \nother = 2\t \n",
+    "tabs.mk": "build:\n\tcc -o out main.c\n\t@echo done\n",
+    "crlf.py": "a = 1\r\nb = 2\r\n",
+    "no_final_newline.py": "x = 1\ny = 2",
+    "leading_blank.py": "\n\n\ndef late():\n    return 0\n",
+    "indented.py": "    if ready:\n        go()\n",
+    "unicode.py": "greeting = 'Grüße, 世界 🌍'\nmath = '∀x ∈ ℝ'\n",
+    "separators.py": "s = 'one\u2028two'\nt = '\u2029'\nu = 'nel\x85'\n",
+    "bom.py": "\ufeffimport sys\nprint(sys.argv)\n",
+    "controls.py": "bell = '\x07'\nesc = '\x1b[2J\x1b]0;owned\x07'\ndel_ = '\x7f'\n"
+    "vt = '\x0b\x0c'\n",
+    "page.html": "<pre>\n</pre><script>alert('x')</script>\n",
+    "only_newline.txt": "\n",
+    "blank_tail.py": "z = 0\n\n\n",
+    "lone_cr.txt": "before\rafter\n",
+    "yamlish.txt": "key: value\n- item\n--- \n...\n# not a comment\n&anchor *alias !tag |\n",
+    "long_line.txt": ("lorem ipsum " * 600).rstrip() + "\n",
+    "spaces_only.txt": "   \n\t\n",
+}
+
+
+def test_quote_text_is_stored_exactly(pinned, tw):
+    pinned(AWKWARD_TEXT)
+    for name, text in AWKWARD_TEXT.items():
+        count = max(1, text.count("\n") + (0 if text.endswith("\n") else 1))
+        ok(tw("quote", "demo", "SRC-1", name, "--lines", f"1-{count}", "--id", f"Q-{name}"))
+
+    def verify() -> None:
+        doc = raw_doc()
+        for name, text in AWKWARD_TEXT.items():
+            stored = doc["quotes"][f"Q-{name}"]
+            assert stored["text"] == text, name
+            assert "raw_b64" not in stored, name
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            assert stored["sha256"] == digest, name
+            assert doc["sources"]["SRC-1"]["files"][name]["sha256"] == digest, name
+        register = reg.load(REGISTER)
+        assert all(q.text_intact() for q in register.quotes.values())
+
+    verify()
+    # another edit re-reads and re-writes every existing entry: still exact
+    ok(tw("register", "add-file", "demo", "SRC-1", "*.py"))
+    verify()
+    result = tw("check", "demo", "--json")
+    assert result.exit_code == 0, result.output
+    states = {i["id"]: i["state"] for i in json.loads(result.stdout)["items"]}
+    assert set(states.values()) == {"verified"}
+    assert len(states) == 2 * len(AWKWARD_TEXT)
+
+
+def test_a_span_that_is_not_utf8_keeps_its_bytes_in_base64(pinned, tw):
+    latin1 = b"# r\xe9sum\xe9 of the na\xefve parser\nNAME = 'caf\xe9'\nok = 1\n"
+    pinned({"legacy.py": latin1, "modern.py": "name = 'café'\n"})
+    ok(tw("quote", "demo", "SRC-1", "legacy.py", "--lines", "1-2", "--id", "Q-legacy"))
+    ok(tw("quote", "demo", "SRC-1", "legacy.py", "--lines", "3-3", "--id", "Q-ascii"))
+    ok(tw("quote", "demo", "SRC-1", "modern.py", "--lines", "1-1", "--id", "Q-modern"))
+    doc = raw_doc()
+    span = b"# r\xe9sum\xe9 of the na\xefve parser\nNAME = 'caf\xe9'\n"
+    legacy = doc["quotes"]["Q-legacy"]
+    assert base64.b64decode(legacy["raw_b64"]) == span
+    assert legacy["sha256"] == hashlib.sha256(span).hexdigest()
+    assert legacy["text"] == "# r\ufffdsum\ufffd of the na\ufffdve parser\nNAME = 'caf\ufffd'\n"
+    # valid UTF-8 spans, even of a latin-1 file, need no base64
+    assert "raw_b64" not in doc["quotes"]["Q-ascii"]
+    assert "raw_b64" not in doc["quotes"]["Q-modern"]
+    quote = Quote.model_validate(legacy)
+    assert quote.span_bytes() == span and quote.text_intact()
+    ok(tw("check", "demo"))
+
+
+# -- malformed registers ----------------------------------------------------------------------
+
+
+def _good(pinned, tw) -> str:
+    pinned({"a.py": "def f():\n    return 1\n", "b.txt": "plain\n"})
+    ok(tw("quote", "demo", "SRC-1", "a.py", "--symbol", "f", "--id", "Q-f"))
+    return REGISTER.read_text(encoding="utf-8")
+
+
+def _swap(old: str, new: str, count: int = 1):
+    def change(text: str) -> str:
+        assert old in text, old
+        return text.replace(old, new, count)
+
+    return change
+
+
+MALFORMED = {
+    "bad_yaml": (lambda t: "sources: [unclosed\n", "not valid YAML"),
+    "tab_indent": (lambda t: "name: demo\nsources:\n\tSRC-1: {}\n", "not valid YAML"),
+    "top_level_list": (lambda t: "- one\n- two\n", "not a register"),
+    "empty_file": (lambda t: "", "not a register"),
+    "lines_not_a_pair": (_swap("lines: [1, 2]", "lines: three"), "quotes.Q-f.lines"),
+    "lines_reversed": (_swap("lines: [1, 2]", "lines: [2, 1]"), "not a 1-based range"),
+    "name_not_text": (_swap("name: demo", "name: [demo]"), "at name"),
+    "sources_a_list": (
+        lambda t: re.sub(r"sources:\n(  .*\n)+", "sources: [SRC-1]\n", t),
+        "at sources",
+    ),
+    "unknown_key": (_swap("version: 1\n", "version: 1\ncolour: blue\n"), "colour"),
+    "short_sha": (
+        lambda t: re.sub(r"(\n    sha256: )[0-9a-f]{64}", r"\1ABC123", t),
+        "quotes.Q-f.sha256",
+    ),
+    "unregistered_file": (_swap("path: a.py", "path: b.txt"), "not registered under SRC-1"),
+    "unknown_source": (_swap("source: SRC-1", "source: SRC-9"), "SRC-9"),
+    "hand_edited_text": (_swap("return 1", "return 2"), "does not hash to its sha256"),
+    "duplicate_quote_key": (_swap("quotes:\n", "quotes:\n  Q-f: {source: SRC-1}\n"), "duplicate"),
+    "duplicate_top_key": (lambda t: t + "name: other\n", 'duplicate key "name"'),
+    "bad_source_id": (_swap("  SRC-1:\n", "  source-one:\n"), "source-one"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_register_is_one_clear_error_and_stays_untouched(pinned, tw, case):
+    change, expected = MALFORMED[case]
+    REGISTER.write_text(change(_good(pinned, tw)), encoding="utf-8")
+    before = REGISTER.read_bytes()
+    for args in (
+        ("check", "demo"),
+        ("quote", "demo", "SRC-1", "b.txt", "--lines", "1-1"),
+        ("register", "add-file", "demo", "SRC-1", "b.txt"),
+        ("check", "demo", "--record", "--date", "2026-02-01"),
+    ):
+        result = tw(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stdout == "", args
+        assert result.stderr.count("tracework: error:") == 1, result.stderr
+        assert "Traceback" not in result.stderr
+        assert "demo.yaml" in result.stderr
+        assert expected in result.stderr, (expected, result.stderr)
+        assert REGISTER.read_bytes() == before, args
+    assert no_temp_files() == []
+
+
+def test_a_register_that_is_not_utf8_is_refused(pinned, tw):
+    _good(pinned, tw)
+    REGISTER.write_bytes(b"name: caf\xe9\n")
+    result = tw("quote", "demo", "SRC-1", "b.txt", "--lines", "1-1")
+    assert result.exit_code == 2
+    assert "demo.yaml: not UTF-8 text" in result.stderr
+    assert REGISTER.read_bytes() == b"name: caf\xe9\n"
+
+
+def test_duplicate_key_message_names_the_line(pinned, tw):
+    text = _good(pinned, tw)
+    REGISTER.write_text(text.replace("quotes:\n", "quotes:\n  Q-f: {source: SRC-1}\n"))
+    line = REGISTER.read_text().split("\n").index("  Q-f:") + 1
+    result = tw("check", "demo")
+    assert 'duplicate key "Q-f"' in result.stderr and f"line {line}," in result.stderr
+    assert "suppress" not in result.stderr  # ruamel's note for programmers is left out
+
+
+def test_a_missing_register_says_how_to_create_one(workspace, tw):
+    result = tw("check", "nothing")
+    assert result.exit_code == 2
+    assert "no register at" in result.stderr and "tracework register new" in result.stderr
+
+
+def test_register_new_refuses_to_replace_an_existing_register(pinned, tw):
+    text = _good(pinned, tw)
+    result = tw("register", "new", "demo")
+    assert result.exit_code == 2
+    assert "already exists" in result.stderr
+    assert REGISTER.read_text() == text
+
+
+# -- the edit transaction ------------------------------------------------------------------
+
+
+def test_an_edit_that_fails_inside_changes_nothing(pinned, tw):
+    text = _good(pinned, tw)
+    with pytest.raises(RegisterError), reg.edit(REGISTER.resolve()) as doc:
+        doc["quotes"]["Q-extra"] = doc["quotes"]["Q-f"]
+        raise RegisterError("changed my mind")
+    assert REGISTER.read_text() == text
+
+
+def test_an_edit_that_would_make_the_register_invalid_changes_nothing(pinned, tw):
+    text = _good(pinned, tw)
+    with pytest.raises(RegisterError, match="does not hash"), reg.edit(REGISTER.resolve()) as doc:
+        doc["quotes"]["Q-f"]["text"] = "def f():\n    return 2\n"
+    assert REGISTER.read_text() == text
+    with pytest.raises(RegisterError, match="not registered"), reg.edit(REGISTER.resolve()) as doc:
+        del doc["sources"]["SRC-1"]["files"]["a.py"]
+    assert REGISTER.read_text() == text
+
+
+class _HalfWriter:
+    """A file handle that writes half of what it is given, then fails like a full disk."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def __enter__(self) -> _HalfWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.close()
+
+    def write(self, data: bytes) -> int:
+        self.handle.write(data[: len(data) // 2])
+        self.handle.flush()
+        raise OSError(28, "No space left on device")
+
+
+def test_a_write_that_dies_half_way_leaves_the_old_register(pinned, tw, monkeypatch):
+    text = _good(pinned, tw)
+    real_fdopen = os.fdopen
+    with monkeypatch.context() as patch, pytest.raises(OSError, match="No space left"):
+        patch.setattr(fsio.os, "fdopen", lambda fd, mode: _HalfWriter(real_fdopen(fd, mode)))
+        tw("quote", "demo", "SRC-1", "b.txt", "--lines", "1-1", "--id", "Q-b")
+    assert REGISTER.read_text() == text
+    assert no_temp_files() == []
+    # the lock was released and the next write goes through
+    ok(tw("quote", "demo", "SRC-1", "b.txt", "--lines", "1-1", "--id", "Q-b"))
+    assert set(raw_doc()["quotes"]) == {"Q-f", "Q-b"}
+
+
+@pytest.mark.parametrize("fails", ["fsync", "replace"])
+def test_a_crash_before_the_rename_leaves_the_old_register(pinned, tw, monkeypatch, fails):
+    text = _good(pinned, tw)
+    written: list[bytes] = []
+
+    def crash(*args: Any) -> None:
+        if fails == "replace":
+            written.append(Path(args[0]).read_bytes())  # the new text was complete
+        raise OSError(5, f"simulated crash in {fails}")
+
+    with monkeypatch.context() as patch, pytest.raises(OSError, match="simulated crash"):
+        patch.setattr(fsio.os, fails, crash)
+        tw("register", "add-file", "demo", "SRC-1", "b.txt")
+    assert REGISTER.read_text() == text
+    assert no_temp_files() == []
+    if fails == "replace":
+        assert b"b.txt" in written[0]
+
+
+def test_an_edit_keeps_the_registers_permission_bits(pinned, tw):
+    _good(pinned, tw)
+    REGISTER.chmod(0o644)
+    ok(tw("register", "add-file", "demo", "SRC-1", "b.txt"))
+    assert stat.S_IMODE(REGISTER.stat().st_mode) == 0o644
+
+
+# -- concurrent writers --------------------------------------------------------------------
+
+WORKER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from tracework.evidence import QuoteRequest, add_quote
+    from tracework.workspace import Workspace
+
+    name, count, go = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+    ws = Workspace.find()
+    while not go.exists():
+        time.sleep(0.005)
+    for n in range(1, count + 1):
+        add_quote(ws, ws.register_file("demo"), "SRC-1", "lines.txt",
+                  QuoteRequest(lines=(n, n)), f"{name}-{n}")
+    """
+)
+
+
+def _lines_subject(pinned, count: int) -> None:
+    pinned({"lines.txt": "".join(f"row {n}\n" for n in range(1, count + 1))})
+
+
+def _assert_all_quotes(workers: list[str], count: int) -> None:
+    doc = raw_doc()
+    expected = {f"{w}-{n}" for w in workers for n in range(1, count + 1)}
+    assert set(doc["quotes"]) == expected
+    for qid, quote in doc["quotes"].items():
+        n = int(qid.rsplit("-", 1)[1])
+        assert quote["lines"] == [n, n]
+        assert quote["text"] == f"row {n}\n"
+    reg.load(REGISTER)  # valid as a whole
+    assert no_temp_files() == []
+
+
+def test_concurrent_writer_processes_lose_nothing(pinned, tw, tmp_path):
+    count, workers = 10, ["A", "B", "C"]
+    _lines_subject(pinned, count)
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, w, str(count), str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for w in workers
+    ]
+    time.sleep(0.3)  # let every worker import and wait at the start line
+    go.touch()
+    for proc in procs:
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+    _assert_all_quotes(workers, count)
+    ok(tw("check", "demo"))
+
+
+def test_concurrent_tracework_quote_commands_lose_nothing(pinned, tw, tmp_path):
+    """Two shells each run `tracework quote` repeatedly, at the same time."""
+    count, workers = 4, ["P", "Q"]
+    _lines_subject(pinned, count)
+    exe = Path(sys.executable).with_name("tracework")
+    assert exe.exists()
+    go = tmp_path / "go"
+    script = (
+        'while [ ! -e "$3" ]; do sleep 0.01; done; '
+        'for n in $(seq 1 "$2"); do '
+        '"$4" quote demo SRC-1 lines.txt --lines "$n-$n" --id "$1-$n" >/dev/null || exit 1; '
+        "done"
+    )
+    procs = [
+        subprocess.Popen(
+            ["bash", "-c", script, "worker", w, str(count), str(go), str(exe)],
+            stderr=subprocess.PIPE,
+        )
+        for w in workers
+    ]
+    go.touch()
+    for proc in procs:
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+    _assert_all_quotes(workers, count)
+
+
+# -- the JSON Schema -------------------------------------------------------------------------
+
+
+def test_the_committed_schema_is_current(tw):
+    assert SCHEMA_FILE.is_file(), "run `make schema` and commit schemas/register.schema.json"
+    committed = SCHEMA_FILE.read_text(encoding="utf-8")
+    result = tw("schema")
+    assert result.exit_code == 0
+    assert committed == result.stdout == register_schema_text()
+    # structurally: every model and every field of the register format is described
+    schema = json.loads(committed)
+    assert set(schema["properties"]) == set(Register.model_fields)
+    for model in (Quote, FileEntry, GitSource, DocumentSource, Anchor, CheckEntry):
+        assert set(schema["$defs"][model.__name__]["properties"]) == set(model.model_fields)
+        assert schema["$defs"][model.__name__]["additionalProperties"] is False
+
+
+def _validate(
+    instance: Any, schema: dict[str, Any], root: dict[str, Any], where: str = "$"
+) -> list[str]:
+    """A small JSON Schema (2020-12) checker for the keywords the register schema uses.
+
+    jsonschema is not a dependency, so this covers exactly what pydantic emits here:
+    $ref, type, properties, required, additionalProperties, pattern, const, enum,
+    anyOf, oneOf, prefixItems, items, minItems, maxItems, minimum, maximum.
+    """
+    errors: list[str] = []
+    known = {
+        "$ref", "type", "properties", "required", "additionalProperties", "pattern", "const",
+        "enum", "anyOf", "oneOf", "prefixItems", "items", "minItems", "maxItems", "minimum",
+        "maximum", "title", "description", "default", "discriminator", "$defs", "$schema",
+    }  # fmt: skip
+    unknown = set(schema) - known
+    assert not unknown, f"the test's checker does not know {unknown}; extend it"
+    if "$ref" in schema:
+        name = schema["$ref"].removeprefix("#/$defs/")
+        return _validate(instance, root["$defs"][name], root, where)
+    types = {
+        "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+    }  # fmt: skip
+    kind = schema.get("type")
+    if kind == "integer":
+        if not isinstance(instance, int) or isinstance(instance, bool):
+            return [f"{where}: not an integer"]
+    elif kind is not None and not isinstance(instance, types[kind]):
+        return [f"{where}: not {kind}"]
+    if "const" in schema and instance != schema["const"]:
+        errors.append(f"{where}: not {schema['const']!r}")
+    if "enum" in schema and instance not in schema["enum"]:
+        errors.append(f"{where}: not one of {schema['enum']}")
+    if "pattern" in schema and not re.search(schema["pattern"], instance):
+        errors.append(f"{where}: does not match {schema['pattern']}")
+    if "minimum" in schema and instance < schema["minimum"]:
+        errors.append(f"{where}: below {schema['minimum']}")
+    if "maximum" in schema and instance > schema["maximum"]:
+        errors.append(f"{where}: above {schema['maximum']}")
+    if "anyOf" in schema and all(_validate(instance, s, root, where) for s in schema["anyOf"]):
+        errors.append(f"{where}: matches none of anyOf")
+    if "oneOf" in schema:
+        matching = [s for s in schema["oneOf"] if not _validate(instance, s, root, where)]
+        if len(matching) != 1:
+            errors.append(f"{where}: matches {len(matching)} of oneOf")
+    if isinstance(instance, dict):
+        props = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in instance:
+                errors.append(f"{where}: missing {key}")
+        for key, value in instance.items():
+            if key in props:
+                errors += _validate(value, props[key], root, f"{where}.{key}")
+            elif schema.get("additionalProperties") is False:
+                errors.append(f"{where}: unexpected {key}")
+            elif isinstance(schema.get("additionalProperties"), dict):
+                errors += _validate(value, schema["additionalProperties"], root, f"{where}.{key}")
+    if isinstance(instance, list):
+        if len(instance) < schema.get("minItems", 0):
+            errors.append(f"{where}: too few items")
+        if len(instance) > schema.get("maxItems", len(instance)):
+            errors.append(f"{where}: too many items")
+        prefix = schema.get("prefixItems", [])
+        for i, value in enumerate(instance):
+            sub = prefix[i] if i < len(prefix) else schema.get("items")
+            if sub is not None:
+                errors += _validate(value, sub, root, f"{where}[{i}]")
+    return errors
+
+
+def test_the_schema_validates_a_real_register(make_repo, tw):
+    repo = make_repo("toy")
+    repo.write("pkg/mod.py", "class Box:\n    def open(self):\n        return 1\n")
+    repo.write("bin/blob.dat", b"\x00\x01\x02").write("legacy.txt", b"caf\xe9\n")
+    repo.symlink("link", "pkg/mod.py")
+    commit = repo.commit("first")
+    for args in (
+        ("subject", "add", "toy", str(repo.path)),
+        ("fetch", "toy"),
+        ("register", "new", "demo"),
+        ("register", "add-source", "demo", "SRC-1", "--subject", "toy", "--commit", commit),
+        ("register", "add-file", "demo", "SRC-1", "**"),
+    ):
+        ok(tw(*args))
+    ok(tw("register", "add-file", "demo", "SRC-1", "pkg/mod.py", "--expect-sha256", "ab" * 32))
+    ok(tw("quote", "demo", "SRC-1", "pkg/mod.py", "--symbol", "Box.open"))
+    ok(tw("quote", "demo", "SRC-1", "pkg/mod.py", "--match", "return", "--context", "1"))
+    ok(tw("quote", "demo", "SRC-1", "legacy.txt", "--lines", "1-1"))
+    # exit 1: pkg/mod.py differs from the (made-up) expected hash; the check is recorded
+    assert tw("check", "demo", "--record", "--date", "2026-02-01").exit_code == 1
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    instance = json.loads(json.dumps(raw_doc()))
+    assert {"sources", "quotes", "checks"} <= set(instance)
+    assert instance["checks"], "the check history is part of what the schema covers"
+    assert any("raw_b64" in q for q in instance["quotes"].values())
+    kinds = {f["kind"] for f in instance["sources"]["SRC-1"]["files"].values()}
+    assert kinds == {"file", "symlink"}
+    assert _validate(instance, schema, schema) == []
+
+    # the schema and the model agree that a source names its kind
+    untagged = json.loads(json.dumps(instance))
+    del untagged["sources"]["SRC-1"]["kind"]
+    assert _validate(untagged, schema, schema) == ["$.sources.SRC-1: matches 0 of oneOf"]
+    with pytest.raises(ValueError, match="discriminator 'kind'"):
+        Register.model_validate(untagged)
+
+    # the checker is not vacuous: each of these breaks the schema
+    broken = json.loads(json.dumps(instance))
+    quote = next(iter(broken["quotes"].values()))
+    quote["lines"] = [1]
+    quote["sha256"] = "ABC"
+    broken["sources"]["SRC-1"]["files"]["pkg/mod.py"]["kind"] = "directory"
+    broken["surprise"] = True
+    del broken["name"]
+    problems = "\n".join(_validate(broken, schema, schema))
+    for fragment in ("too few items", "does not match", "0 of oneOf", "unexpected surprise",
+                     "missing name"):  # fmt: skip
+        assert fragment in problems, fragment

@@ -1,0 +1,144 @@
+"""`tracework new` and `tracework render`: real notebooks through papermill and nbconvert."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import nbformat
+import pytest
+
+HOSTILE = 'BANNER = "</pre><script>alert(1)</script>"\n'
+SUBJECT = {
+    "pkg/store.py": (
+        "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
+    ),
+    "pkg/banner.py": "# shown at start-up\n" + HOSTILE,
+}
+
+BODY = """q = src.quote("pkg/store.py", symbol="Store.put")
+b = src.quote("pkg/banner.py", lines=(2, 2), id="Q-banner")
+wb.component("RT-CMP-store", label="Store", identity="The `Store` class.", evidence=[q])
+wb.route("RT-RTE-put", label="Put", progression="caller → `Store.put`", implementation="wired",
+         operation="uninspected", passes_through=["RT-CMP-store"], evidence=[q, b],
+         reviewed="2026-01-05")
+wb.absence("RT-ABS-net", statement="No network calls.", scope=["pkg/*.py"], patterns=["socket"]);
+"""
+
+
+@pytest.fixture
+def report(make_repo, tw, workspace):
+    """A subject, a report `demo` pinned at its first commit, and a filled-in notebook."""
+    repo = make_repo("toy")
+    for path, text in SUBJECT.items():
+        repo.write(path, text)
+    first = repo.commit("first")
+    assert tw("subject", "add", "toy", str(repo.path)).exit_code == 0
+    assert tw("fetch", "toy").exit_code == 0
+    result = tw("new", "demo", "--subject", "toy", "--commit", first[:10])
+    assert result.exit_code == 0, result.output
+    path = workspace.notebooks / "demo.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(4, nbformat.v4.new_code_cell(BODY))
+    nbformat.write(nb, path)
+    # author mode adds the quotes to the register, as an analyst's JupyterLab session would
+    import tracework
+
+    wb = tracework.open("demo")
+    src = wb.source("SRC-1")
+    src.quote("pkg/store.py", symbol="Store.put")
+    src.quote("pkg/banner.py", lines=(2, 2), id="Q-banner")
+    return repo, first
+
+
+def _render(tw, *args):
+    return tw("render", "demo", *args)
+
+
+def test_render_writes_a_readable_escaped_report(report, tw, workspace):
+    _, first = report
+    result = _render(tw, "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["ok"] is True and out["commit"] == first
+    folder = workspace.root / out["directory"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "manifest.json",
+        "records.json",
+        "report.html",
+        "report.ipynb",
+    ]
+    page = (folder / "report.html").read_text()
+    assert 'id="RT-RTE-put"' in page and 'id="RT-CMP-store"' in page
+    assert 'id="Q-banner"' in page and 'href="#RT-CMP-store"' in page
+    # the hostile quoted line is text, never markup
+    assert "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script" not in page.lower()
+    # inputs hidden, hashes shown, nothing loaded from outside the page
+    assert "tracework.open(" not in page and "src.quote(" not in page
+    records = json.loads((folder / "records.json").read_text())
+    for quote in records["quotes"].values():
+        assert quote["sha256"] in page
+    assert not re.search(r'(src|href)="(https?:)?//', page.replace('href="https://', ""))
+    assert "Content-Security-Policy" in page
+    assert "Source register" in page and "Provenance" in page
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["commit"] == first
+    assert manifest["parameters"] == {"commit": first, "mode": "render", "register": "demo"}
+    assert re.fullmatch(r"[0-9a-f]{64}", manifest["notebook_sha256"])
+    assert re.fullmatch(r"[0-9a-f]{64}", manifest["register_sha256"])
+    executed = (folder / "report.ipynb").read_text()
+    assert f'commit = \\"{first}\\"' in executed  # a string, never a number
+
+
+def test_render_twice_gives_identical_bytes(report, tw, workspace):
+    _, first = report
+    assert _render(tw).exit_code == 0
+    folder = workspace.reports / "demo" / first[:12]
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert _render(tw).exit_code == 0
+    after = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert before["report.html"] == after["report.html"]
+    assert before["records.json"] == after["records.json"]
+    assert before == after
+
+
+def test_a_failing_check_at_the_pin_keeps_the_previous_report(report, tw, workspace):
+    _, first = report
+    assert _render(tw).exit_code == 0
+    folder = workspace.reports / "demo" / first[:12]
+    good = (folder / "report.html").read_bytes()
+    path = workspace.notebooks / "demo.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[4].source = nb.cells[4].source.replace('patterns=["socket"]', 'patterns=["Store"]')
+    nbformat.write(nb, path)
+    result = _render(tw)
+    assert result.exit_code == 1
+    assert "RT-ABS-net" in result.output and "failed-" in result.output
+    assert (folder / "report.html").read_bytes() == good
+    assert (workspace.reports / "demo" / f"failed-{first[:12]}" / "report.ipynb").is_file()
+
+
+def test_bad_parameters_are_refused_before_a_kernel_starts(report, tw, workspace):
+    result = _render(tw, "--commit", "HEAD~1")
+    assert result.exit_code == 2 and "not a commit id" in result.output
+    result = _render(tw, "--commit", "abcdef12")
+    assert result.exit_code == 2 and "no commit abcdef12" in result.output
+    result = tw("render", "nosuch")
+    assert result.exit_code == 2 and "no notebook" in result.output
+    assert not (workspace.reports / "demo").exists()
+
+
+def test_a_notebook_with_outputs_fails_the_notebook_check(report, tw, workspace):
+    path = workspace.notebooks / "demo.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", text="left over\n")]
+    nbformat.write(nb, path)
+    result = _render(tw)
+    assert result.exit_code == 1 and "carry outputs" in result.output
+
+
+def test_new_refuses_to_overwrite(report, tw):
+    _, first = report
+    result = tw("new", "demo", "--subject", "toy", "--commit", first)
+    assert result.exit_code == 2 and "already exists" in result.output

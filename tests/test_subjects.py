@@ -1,0 +1,604 @@
+"""Subjects and mirrors: which URLs ``subject add`` accepts, and what ``fetch`` does.
+
+No test touches the network: remote URLs are only validated (``subject add``);
+every fetch reads a local repository built in a temp folder.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from tracework.blobs import Mirror
+from tracework.errors import UnsafeInput
+from tracework.gitenv import SAFE_CONFIG, hardened_env, run_git
+from tracework.subjects import check_ref, classify_url
+
+# -- helpers -------------------------------------------------------------------------
+
+
+def subject_files(ws) -> list[str]:
+    return sorted(p.name for p in ws.sources.glob("*.toml"))
+
+
+def mirror_dirs(ws) -> list[str]:
+    """Everything in sources/.mirrors except the lock files fetch leaves behind."""
+    if not ws.mirrors.exists():
+        return []
+    return sorted(p.name for p in ws.mirrors.iterdir() if not p.name.endswith(".lock"))
+
+
+def assert_refused(result, *words: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert "tracework: error:" in result.output
+    for word in words:
+        assert word in result.output, (word, result.output)
+
+
+def raw_tree(*entries: tuple[str, bytes, str]) -> bytes:
+    """Tree object bytes for (mode, name, 40-hex oid) entries, in the given order."""
+    return b"".join(
+        mode.encode() + b" " + name + b"\0" + bytes.fromhex(oid) for mode, name, oid in entries
+    )
+
+
+def plant_tree(repo, tree_bytes: bytes) -> str:
+    """Point ``main`` at a commit of a hand-made (possibly malformed) tree."""
+    tree = git(
+        repo.path, "hash-object", "-t", "tree", "--literally", "-w", "--stdin", input=tree_bytes
+    ).strip()
+    commit = git(
+        repo.path,
+        "commit-tree",
+        "-m",
+        "hand-made tree",
+        tree,
+        env={"GIT_AUTHOR_DATE": "@1767300000 +0000", "GIT_COMMITTER_DATE": "@1767300000 +0000"},
+    ).strip()
+    git(repo.path, "update-ref", "refs/heads/main", commit)
+    return commit
+
+
+# -- classify_url / check_ref (the rules, unit level) ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("https://git.example.org/team/lantern.git", "https"),
+        ("https://reader:tok@git.example.org:8443/team/lantern", "https"),
+        ("ssh://git.example.org/srv/lantern.git", "ssh"),
+        ("ssh://deploy@git.example.org:2222/srv/lantern.git", "ssh"),
+        ("deploy@git.example.org:team/lantern.git", "ssh"),
+        ("git.example.org:team/lantern.git", "ssh"),
+        ("/srv/repos/lantern.git", "local"),
+        ("../lantern", "local"),
+        ("./lantern", "local"),
+        ("lantern", "local"),
+        ("~/code/lantern", "local"),
+    ],
+)
+def test_classify_url_accepts(url, kind):
+    assert classify_url(url) == kind
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "",
+        "ext::sh -c touch% /tmp/owned",
+        "EXT::sh -c id",
+        "ext:sh",
+        "fd::7",
+        "fd::7,8",
+        "-uhello",
+        "--upload-pack=touch /tmp/owned",
+        "-oProxyCommand=x",
+        "http://git.example.org/lantern.git",
+        "git://git.example.org/lantern.git",
+        "file:///srv/repos/lantern.git",
+        "ftp://git.example.org/lantern.git",
+        "https://git.example.org",  # no path
+        "https://-x.example.org/lantern",
+        "https://git.example.org/lan tern",
+        "ssh://-oProxyCommand=x/y",
+        "ssh://-oProxyCommand=touch%20owned@host/y",
+        "ssh://-l@git.example.org/srv/lantern",
+        "git.example.org:-oProxyCommand=x",
+        "deploy@git.example.org:--upload-pack=x",
+        "lantern\x00.git",
+        "lantern\n.git",
+        "https://git.example.org/lantern\r",
+        "https://git.example.org/lantern\x1b[31m",
+        "https://git.example.org/lantern\x7f",
+        "/srv/repos/lan\x85tern",
+        "transport::/srv/repos/lantern",
+    ],
+)
+def test_classify_url_refuses(url):
+    with pytest.raises(UnsafeInput, match="not an accepted subject URL"):
+        classify_url(url)
+
+
+@pytest.mark.parametrize("ref", ["HEAD", "main", "release/2.1", "v1.2.0", "feature_x"])
+def test_check_ref_accepts(ref):
+    assert check_ref(ref) == ref
+
+
+@pytest.mark.parametrize(
+    "ref",
+    ["-x", "--upload-pack=x", "--all", "HEAD~2", "main^", "a..b", "@{-1}", ":/msg", "main/", ""],
+)
+def test_check_ref_refuses(ref):
+    with pytest.raises(UnsafeInput):
+        check_ref(ref)
+
+
+# -- subject add through the CLI ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://git.example.org/team/lantern.git",
+        "ssh://deploy@git.example.org:2222/srv/lantern.git",
+        "deploy@git.example.org:team/lantern.git",
+    ],
+)
+def test_subject_add_remote_urls_are_written_verbatim(tw, workspace, url):
+    result = tw("subject", "add", "lantern", url)
+    assert result.exit_code == 0, result.output
+    text = (workspace.sources / "lantern.toml").read_text()
+    assert f'url = "{url}"' in text
+    assert 'track = "HEAD"' in text
+
+
+def test_subject_add_local_non_bare_and_bare(tw, workspace, make_repo):
+    repo = make_repo("lantern")
+    repo.write("lamp.txt", "wick\n").commit()
+    bare = repo.path.parent / "lantern-bare.git"
+    git(repo.path.parent, "clone", "-q", "--bare", str(repo.path), str(bare))
+
+    for name, url in (("plain", str(repo.path)), ("bare", str(bare))):
+        result = tw("subject", "add", name, url)
+        assert result.exit_code == 0, result.output
+        assert "(local)" in result.output
+    assert subject_files(workspace) == ["bare.toml", "plain.toml"]
+
+
+def test_subject_add_relative_path_resolves_from_the_workspace_root(tw, workspace, make_repo):
+    repo = make_repo("lantern")
+    repo.write("lamp.txt", "wick\n").commit()
+    rel = os.path.relpath(repo.path, workspace.root)
+    assert tw("subject", "add", "lantern", rel, "--track", "main").exit_code == 0
+    text = (workspace.sources / "lantern.toml").read_text()
+    assert f'url = "{rel}"' in text and 'track = "main"' in text
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ext::sh -c touch% owned",
+        "fd::3",
+        "http://git.example.org/lantern.git",
+        "git://git.example.org/lantern.git",
+        "file:///srv/repos/lantern.git",
+        "ssh://-oProxyCommand=x/y",
+        "ssh://-oUser@git.example.org/y",
+        "git.example.org:-oProxyCommand=x",
+        "https://git.example.org/bell\x07",
+        "/srv/repos/lan\ttern",
+    ],
+)
+def test_subject_add_refuses_bad_urls(tw, workspace, url):
+    result = tw("subject", "add", "lantern", url)
+    assert_refused(result, "not an accepted subject URL", "hint:")
+    assert subject_files(workspace) == []
+
+
+@pytest.mark.parametrize("url", ["-uhello", "--upload-pack=x", "-oProxyCommand=x"])
+def test_subject_add_refuses_option_shaped_urls_even_after_double_dash(tw, workspace, url):
+    # Without `--`, click itself rejects the unknown option (usage error, exit 2).
+    plain = tw("subject", "add", "lantern", url)
+    assert plain.exit_code == 2
+    assert subject_files(workspace) == []
+    # With `--`, the value reaches tracework, which refuses it.
+    result = tw("subject", "add", "lantern", "--", url)
+    assert_refused(result, "not an accepted subject URL")
+    assert subject_files(workspace) == []
+
+
+def test_subject_add_refuses_a_control_character_and_shows_it_escaped(tw, workspace):
+    result = tw("subject", "add", "lantern", "https://git.example.org/x\x1b[2Jy")
+    assert_refused(result, "not an accepted subject URL")
+    assert "\x1b" not in result.output  # the escape never reaches the terminal raw
+    assert subject_files(workspace) == []
+
+
+def test_subject_add_refuses_a_folder_that_is_not_a_repository(tw, workspace, tmp_path):
+    plain = tmp_path / "just-a-folder"
+    plain.mkdir()
+    (plain / "notes.txt").write_text("no repository here\n")
+    result = tw("subject", "add", "lantern", str(plain))
+    assert_refused(result, "is not a git repository", str(plain))
+    assert subject_files(workspace) == []
+
+
+def test_subject_add_refuses_a_missing_path_and_a_plain_file(tw, workspace, tmp_path):
+    (tmp_path / "notes.txt").write_text("a file\n")
+    for url in (str(tmp_path / "nowhere"), str(tmp_path / "notes.txt")):
+        assert_refused(tw("subject", "add", "lantern", url), "is not a git repository")
+    assert subject_files(workspace) == []
+
+
+@pytest.mark.parametrize("ref", ["-x", "--upload-pack=x", "HEAD~1", "a..b", "@{-1}"])
+def test_subject_add_track_refuses_option_shaped_and_revision_refs(tw, workspace, ref):
+    result = tw("subject", "add", "lantern", "https://git.example.org/x.git", f"--track={ref}")
+    assert_refused(result, "is not a ref name")
+    assert subject_files(workspace) == []
+
+
+@pytest.mark.parametrize("name", ["../escape", "-x", ".hidden", "a/b", "x.toml"])
+def test_subject_add_refuses_bad_names(tw, workspace, name):
+    result = tw("subject", "add", "--", name, "https://git.example.org/x.git")
+    assert_refused(result, "is not a valid subject name")
+    assert subject_files(workspace) == []
+
+
+def test_a_hand_edited_subject_file_with_a_bad_url_is_refused_at_fetch(tw, workspace):
+    (workspace.sources / "lantern.toml").write_text('url = "ext::sh -c id"\ntrack = "HEAD"\n')
+    result = tw("fetch", "lantern")
+    assert_refused(result, "not an accepted subject URL")
+    assert mirror_dirs(workspace) == []
+
+
+# -- fetch ----------------------------------------------------------------------------
+
+
+def test_fetch_creates_a_bare_mirror_and_updates_it(tw, workspace, make_repo):
+    repo = make_repo("lantern")
+    first = repo.write("lamp.txt", "wick\n").commit()
+    git(repo.path, "branch", "side")
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+
+    created = tw("fetch", "lantern")
+    assert created.exit_code == 0, created.output
+    assert "mirror created: sources/.mirrors/lantern.git" in created.output
+    assert first[:12] in created.output
+    mirror = workspace.mirrors / "lantern.git"
+    assert mirror_dirs(workspace) == ["lantern.git"]
+    assert not (mirror / ".git").exists()
+    assert git(mirror, "--git-dir=.", "rev-parse", "--is-bare-repository").strip() == "true"
+    assert git(mirror, "--git-dir=.", "config", "remote.origin.mirror").strip() == "true"
+    assert Mirror(mirror).resolve_commit(first) == first
+
+    second = repo.write("lamp.txt", "wick\noil\n").commit()
+    git(repo.path, "branch", "-D", "side")
+    assert Mirror(mirror).head_of("main") == first
+    updated = tw("fetch", "lantern")
+    assert updated.exit_code == 0, updated.output
+    assert "mirror updated" in updated.output and second[:12] in updated.output
+    assert Mirror(mirror).resolve_commit(second) == second
+    assert Mirror(mirror).head_of("main") == second
+    refs = git(mirror, "--git-dir=.", "for-each-ref", "--format=%(refname)").split()
+    assert refs == ["refs/heads/main"]  # --prune: the deleted branch is gone
+
+
+def test_fetch_of_a_bare_subject(tw, workspace, make_repo):
+    repo = make_repo("lantern")
+    first = repo.write("lamp.txt", "wick\n").commit()
+    bare = repo.path.parent / "lantern.git"
+    git(repo.path.parent, "clone", "-q", "--bare", str(repo.path), str(bare))
+    assert tw("subject", "add", "lantern", str(bare)).exit_code == 0
+    assert tw("fetch", "lantern").exit_code == 0
+    assert Mirror(workspace.mirrors / "lantern.git").resolve_commit(first) == first
+
+
+def test_fetch_of_an_unknown_subject(tw, workspace):
+    assert tw("subject", "add", "known", "https://git.example.org/k.git").exit_code == 0
+    result = tw("fetch", "stranger")
+    assert_refused(result, "unknown subject 'stranger'", "known")
+    assert mirror_dirs(workspace) == []
+
+
+def test_fetch_when_the_subject_repository_disappeared(tw, workspace, make_repo):
+    repo = make_repo("lantern")
+    repo.write("lamp.txt", "wick\n").commit()
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    import shutil
+
+    shutil.rmtree(repo.path)
+    assert_refused(tw("fetch", "lantern"), "is not a git repository")
+    assert mirror_dirs(workspace) == []
+
+
+def test_fetch_of_a_local_path_goes_through_the_transport_not_hard_links(tw, workspace, make_repo):
+    repo = make_repo("lantern")
+    for n in range(3):
+        repo.write(f"part{n}.txt", f"piece {n}\n").commit()
+    source_objects = {
+        (st.st_dev, st.st_ino)
+        for p in (repo.path / ".git" / "objects").rglob("*")
+        if p.is_file() and (st := p.stat())
+    }
+    assert source_objects  # the fixture writes loose objects a --local clone would link
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    assert tw("fetch", "lantern").exit_code == 0
+
+    mirror_objects = [p for p in (workspace.mirrors / "lantern.git" / "objects").rglob("*")]
+    files = [p for p in mirror_objects if p.is_file()]
+    assert files
+    assert all(p.stat().st_nlink == 1 for p in files)
+    assert not {(p.stat().st_dev, p.stat().st_ino) for p in files} & source_objects
+    # objects arrived as a pack (through upload-pack and index-pack with fsck)
+    assert any(p.suffix == ".pack" for p in files)
+    assert not (workspace.mirrors / "lantern.git" / "objects" / "info" / "alternates").exists()
+
+
+def _hostile_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A caller environment that would hijack an unhardened git in several ways."""
+    marker = tmp_path / "hook-ran"
+    trace = tmp_path / "trace.log"
+    home = tmp_path / "hostile-home"
+    (home / ".config" / "git").mkdir(parents=True)
+    # A global config: runs a command on the serving side of every local fetch, and
+    # rewrites every absolute path to a place that does not exist.
+    hostile = (
+        f'[uploadpack]\n\tpackObjectsHook = "touch {marker} && exec"\n'
+        f'[url "/nonexistent-elsewhere/"]\n\tinsteadOf = /\n'
+    )
+    (home / ".gitconfig").write_text(hostile)
+    (home / ".config" / "git" / "config").write_text(hostile)
+    system = tmp_path / "hostile-system.gitconfig"
+    system.write_text(hostile)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(system))
+    monkeypatch.delenv("GIT_CONFIG_NOSYSTEM", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'url./nonexistent-params/.insteadof'='/'")
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "no-such-git-dir"))
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(tmp_path / "no-such-objects"))
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    monkeypatch.setenv("GIT_SSH_COMMAND", f"touch {marker}")
+    return {"marker": marker, "trace": trace}
+
+
+def test_a_hostile_caller_environment_does_not_reach_git(
+    tw, workspace, make_repo, tmp_path, monkeypatch
+):
+    repo = make_repo("lantern")
+    first = repo.write("lamp.txt", "wick\n").commit()
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    traps = _hostile_environment(tmp_path, monkeypatch)
+
+    # Control: the same environment really does hijack a plain git clone.
+    control = subprocess.run(
+        ["git", "clone", "-q", "--mirror", "--no-local", str(repo.path), str(tmp_path / "c.git")],
+        capture_output=True,
+        env={k: v for k, v in os.environ.items() if k != "GIT_DIR"},
+    )
+    assert control.returncode != 0 or traps["marker"].exists() or traps["trace"].exists()
+    traps["marker"].unlink(missing_ok=True)
+    traps["trace"].unlink(missing_ok=True)
+
+    created = tw("fetch", "lantern")
+    assert created.exit_code == 0, created.output
+    second = repo.write("lamp.txt", "wick\noil\n").commit()
+    updated = tw("fetch", "lantern")
+    assert updated.exit_code == 0, updated.output
+    mirror = Mirror(workspace.mirrors / "lantern.git")
+    assert mirror.resolve_commit(first) == first
+    assert mirror.resolve_commit(second) == second
+    assert not traps["marker"].exists()
+    assert not traps["trace"].exists()
+    assert not (tmp_path / "no-such-git-dir").exists()
+    # the caller's environment is given back untouched after the fetch
+    assert os.environ["GIT_DIR"] == str(tmp_path / "no-such-git-dir")
+    assert os.environ["GIT_TRACE"] == str(traps["trace"])
+
+
+def test_the_hostile_global_config_hook_is_real(make_repo, tmp_path, monkeypatch):
+    """Control for the test above: plain git with only HOME's config runs the hook."""
+    repo = make_repo("lantern")
+    repo.write("lamp.txt", "wick\n").commit()
+    marker = tmp_path / "hook-ran"
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        f'[uploadpack]\n\tpackObjectsHook = "touch {marker} && exec"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["HOME"] = str(home)
+    env.pop("XDG_CONFIG_HOME", None)
+    subprocess.run(
+        ["git", "clone", "-q", "--mirror", "--no-local", str(repo.path), str(tmp_path / "c.git")],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    assert marker.exists()
+
+
+def test_hardened_env_config_seen_by_git(tmp_path, monkeypatch):
+    _hostile_environment(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)  # outside any repository, so no local config either
+    env = hardened_env(["file"])
+    assert not any(
+        k in env
+        for k in (
+            "GIT_DIR",
+            "GIT_CONFIG_PARAMETERS",
+            "GIT_TRACE",
+            "GIT_CONFIG_SYSTEM",
+            "GIT_SSH_COMMAND",
+            "GIT_OBJECT_DIRECTORY",
+        )
+    )
+    assert env["GIT_CONFIG_NOSYSTEM"] == "1" and env["GIT_CONFIG_GLOBAL"] == "/dev/null"
+    assert env["GIT_ALLOW_PROTOCOL"] == "file"
+    out = run_git(None, ["config", "--list", "--show-scope"], protocols=["file"]).stdout.decode()
+    scopes = {line.split("\t", 1)[0] for line in out.splitlines()}
+    assert scopes == {"command"}  # nothing from system, global or a repository
+    listed = {line.split("\t", 1)[1].split("=", 1)[0] for line in out.splitlines()}
+    assert "uploadpack.packobjectshook" not in listed
+    assert not any("insteadof" in key for key in listed)
+    for key, value in SAFE_CONFIG:
+        assert f"{key.lower()}={value}" in out
+    assert "protocol.file.allow=always" in out
+    assert "protocol.ssh.allow" not in out and "protocol.ext.allow" not in out
+
+
+def test_hardened_env_without_protocols_allows_none():
+    env = hardened_env()
+    assert env["GIT_ALLOW_PROTOCOL"] == "none"
+    keys = [env[f"GIT_CONFIG_KEY_{i}"] for i in range(int(env["GIT_CONFIG_COUNT"]))]
+    assert "protocol.allow" in keys
+    assert not any(
+        k.startswith("protocol.") and k.endswith(".allow") and k != "protocol.allow" for k in keys
+    )
+
+
+# -- fetch refuses malformed and unsupported repositories --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("names", "fsck_id"),
+    [
+        ([b".."], "hasDotdot"),
+        ([b".git"], "hasDotgit"),
+        ([b".GIT"], "hasDotgit"),
+        ([b"twin.txt", b"twin.txt"], "duplicateEntries"),
+    ],
+)
+def test_fetch_refuses_malformed_trees(tw, workspace, make_repo, names, fsck_id):
+    repo = make_repo("lantern")
+    repo.write("ok.txt", "fine\n").commit()
+    blob = git(repo.path, "hash-object", "-w", "--stdin", input=b"payload\n").strip()
+    plant_tree(repo, raw_tree(*(("100644", name, blob) for name in names)))
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+
+    result = tw("fetch", "lantern")
+    assert_refused(result, "fetching subject lantern failed", fsck_id, "fsck")
+    assert mirror_dirs(workspace) == []  # neither the mirror nor a temp folder is left
+
+
+def test_fetch_update_refuses_a_malformed_tree_and_keeps_the_good_mirror(tw, workspace, make_repo):
+    repo = make_repo("lantern")
+    good = repo.write("ok.txt", "fine\n").commit()
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    assert tw("fetch", "lantern").exit_code == 0
+    blob = git(repo.path, "hash-object", "-w", "--stdin", input=b"payload\n").strip()
+    bad = plant_tree(repo, raw_tree(("100644", b"..", blob)))
+
+    result = tw("fetch", "lantern")
+    assert_refused(result, "fetching subject lantern failed", "hasDotdot")
+    mirror = Mirror(workspace.mirrors / "lantern.git")
+    assert mirror.head_of("main") == good
+    assert mirror.object_types([bad])[bad] == "missing"
+
+
+def test_fetch_refuses_a_sha256_repository_clearly(tw, workspace, tmp_path):
+    path = tmp_path / "modern"
+    path.mkdir()
+    git(path, "init", "-q", "--object-format=sha256", "-b", "main")
+    (path / "f.txt").write_text("content\n")
+    git(path, "add", "f.txt")
+    git(path, "commit", "-q", "-m", "one")
+    assert tw("subject", "add", "modern", str(path)).exit_code == 0
+    result = tw("fetch", "modern")
+    assert_refused(result, "subject modern", "sha256", "SHA-1 repositories only")
+    assert mirror_dirs(workspace) == []
+
+
+def test_a_sha256_mirror_is_refused_when_opened(tw, workspace, tmp_path):
+    """A mirror put in place by hand (not by fetch) is refused by every reader too."""
+    path = workspace.mirrors / "modern.git"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git(tmp_path, "init", "-q", "--bare", "--object-format=sha256", str(path))
+    assert tw("subject", "add", "modern", "https://git.example.org/modern.git").exit_code == 0
+    assert tw("register", "new", "demo").exit_code == 0
+    before = (workspace.registers / "demo.yaml").read_text()
+    result = tw(
+        "register", "add-source", "demo", "SRC-1", "--subject", "modern", "--commit", "abcd1234"
+    )
+    assert_refused(result, "sha256", "SHA-1 repositories only")
+    assert (workspace.registers / "demo.yaml").read_text() == before
+
+
+def test_open_mirror_without_fetch_says_to_fetch(tw, workspace, make_repo):
+    repo = make_repo("lantern")
+    first = repo.write("lamp.txt", "wick\n").commit()
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    assert tw("register", "new", "demo").exit_code == 0
+    result = tw(
+        "register", "add-source", "demo", "SRC-1", "--subject", "lantern", "--commit", first
+    )
+    assert_refused(result, "has no mirror yet", "tracework fetch lantern")
+
+
+def test_fetch_follows_a_changed_subject_url(tw, workspace, make_repo):
+    old = make_repo("old-home")
+    old_commit = old.write("lamp.txt", "wick\n").commit()
+    git(old.path, "branch", "only-in-old")
+    new = make_repo("new-home")
+    new.write("lamp.txt", "wick\n").commit()
+    new_commit = new.write("lamp.txt", "wick\nglass\n").commit()
+    assert tw("subject", "add", "lantern", str(old.path)).exit_code == 0
+    assert tw("fetch", "lantern").exit_code == 0
+
+    assert tw("subject", "add", "lantern", str(new.path)).exit_code == 0
+    result = tw("fetch", "lantern")
+    assert result.exit_code == 0, result.output
+    mirror = Mirror(workspace.mirrors / "lantern.git")
+    assert mirror.resolve_commit(new_commit) == new_commit
+    assert mirror.head_of("main") == new_commit
+    refs = git(mirror.git_dir, "--git-dir=.", "for-each-ref", "--format=%(refname)").split()
+    assert refs == ["refs/heads/main"]  # the old repository's branch is pruned
+    url = git(mirror.git_dir, "--git-dir=.", "config", "remote.origin.url").strip()
+    assert url == str(new.path.resolve())
+    assert old_commit != new_commit
+
+
+@pytest.mark.parametrize("leftover", ["empty", "objects-only"])
+def test_fetch_into_a_broken_mirror_folder_is_a_clear_error(tw, workspace, make_repo, leftover):
+    repo = make_repo("lantern")
+    repo.write("lamp.txt", "wick\n").commit()
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    broken = workspace.mirrors / "lantern.git"
+    broken.mkdir(parents=True)
+    if leftover == "objects-only":
+        (broken / "objects").mkdir()
+    result = tw("fetch", "lantern")
+    assert_refused(result, "sources/.mirrors/lantern.git is not a git repository", "remove")
+    assert broken.is_dir()  # nothing of the user's is deleted behind their back
+
+
+def test_only_the_protocols_of_the_url_kind_are_allowed(make_repo, tmp_path, monkeypatch):
+    repo = make_repo("lantern")
+    repo.write("lamp.txt", "wick\n").commit()
+    monkeypatch.chdir(tmp_path)
+    allowed = run_git(None, ["ls-remote", "--", str(repo.path)], protocols=["file"], check=False)
+    assert allowed.returncode == 0 and b"refs/heads/main" in allowed.stdout
+    # an https subject's environment cannot read a local path...
+    https = run_git(None, ["ls-remote", "--", str(repo.path)], protocols=["https"], check=False)
+    assert https.returncode != 0
+    assert b"transport 'file' not allowed" in https.stderr
+    # ...and no kind's environment runs a remote helper such as ext::
+    marker = tmp_path / "ext-ran"
+    for kind in (["file"], ["https"], ["ssh"], []):
+        ext = run_git(
+            None, ["ls-remote", "--", f"ext::sh -c touch% {marker}"], protocols=kind, check=False
+        )
+        assert ext.returncode != 0
+        assert not marker.exists()
+    # control: the same URL does run its command once ext is allowed
+    run_git(
+        None, ["ls-remote", "--", f"ext::sh -c touch% {marker}"], protocols=["ext"], check=False
+    )
+    assert marker.exists()
