@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tracework import register as reg
+from tracework import register_yaml as regy
 from tracework.evidence import make_quote
 from tracework.hashing import Lines
 from tracework.models import Anchor
@@ -413,14 +413,14 @@ def build_workspace(
     # that `tracework quote` uses, on the bytes the generator committed at the pin.
     register_path = ws / "registers" / f"{REGISTER}.yaml"
     lines_of = {m.index: Lines(m.data()) for m in modules}
-    with reg.edit(register_path) as doc:
-        section = reg.section(doc, "quotes")
+    with regy.edit(register_path) as doc:
+        section = regy.section(doc, "quotes")
         for q in quotes:
             module = modules[q.module]
             quote = make_quote(
                 SOURCE, module.path, lines_of[q.module], Span(q.first, q.last), q.anchor()
             )
-            section[q.qid] = reg.quote_node(quote)
+            section[q.qid] = regy.quote_node(quote)
     return register_path
 
 

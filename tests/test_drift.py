@@ -14,6 +14,7 @@ import pytest
 
 from tracework.blobs import Mirror
 from tracework.drift import map_range
+from tracework.hashing import Lines
 
 CONTRACT = (
     "kind",
@@ -601,3 +602,44 @@ def test_expected_sha256_checked_after_a_rename_keeps_the_new_path(pinned, tw):
         "file", "dossier.txt", "changed", path="dossier.txt", new_path="archive/dossier.txt"
     )
     assert "expected ffffffffffff" in raw_items(data)["dossier.txt"]["detail"]
+
+
+# -- alignment inside replaced blocks --------------------------------------------------------
+
+OLD_KEEP = (
+    b"def keep(self, text):\n"
+    b'    """File a note; long notes are refused."""\n'
+    b"    if len(text) > LIMIT:\n"
+    b"        raise ValueError(text)\n"
+    b"    return self.add(text)\n"
+)
+NEW_KEEP = b'def keep(self, text, owner):\n    """File a note."""\n    return self.add(text)\n'
+
+
+def test_lines_deleted_inside_a_larger_edit_map_to_nothing():
+    hunks = [(1, 4, 1, 2)]  # what git diff -U0 reports: four lines replaced by two
+    old, new = Lines(OLD_KEEP), Lines(NEW_KEEP)
+    assert map_range(3, 4, hunks) == (1, 2)  # block level: carried onto the replacement
+    assert map_range(3, 4, hunks, old, new) is None  # aligned: the guard was deleted
+    assert map_range(1, 2, hunks, old, new) == (1, 2)  # signature and docstring edited
+    assert map_range(1, 5, hunks, old, new) == (1, 3)  # the whole function, edited
+
+
+def test_a_block_replaced_line_for_line_maps_each_line():
+    old, new = Lines(b"x = 1\ny = 2\n"), Lines(b"total = compute()\ny = 3\n")
+    assert map_range(1, 1, [(1, 2, 1, 2)], old, new) == (1, 1)
+    assert map_range(2, 2, [(1, 2, 1, 2)], old, new) == (2, 2)
+
+
+def test_one_git_diff_serves_many_files_including_awkward_names(make_repo):
+    repo = make_repo("awkward")
+    repo.write("a b.txt", "one\ntwo\n").write("plain.txt", "1\n").write("q.txt", "k\n")
+    first = repo.commit("first")
+    # an added line that looks like a file header must not be taken for one
+    repo.write("a b.txt", "one\n++ b/plain.txt\nthree\n").write("plain.txt", "2\n")
+    second = repo.commit("second")
+    mirror = Mirror(repo.path / ".git")
+    hunks = mirror.line_hunks_many(first, second, ["a b.txt", "plain.txt", "q.txt"])
+    assert hunks == {"a b.txt": [(2, 1, 2, 2)], "plain.txt": [(1, 1, 1, 1)]}
+    old, new = (mirror.tree(c)["a b.txt"].oid for c in (first, second))
+    assert mirror.line_hunks(old, new) == hunks["a b.txt"]

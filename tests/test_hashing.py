@@ -327,3 +327,29 @@ def test_find_span_finds_every_valid_span_at_its_own_place(data):
     reference = git_split(content)
     for a, b in found:
         assert b"".join(reference[a - 1 : b]) == span
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_holds_at_needs_a_span_without_newline_to_end_the_file(indexed):
+    lines = Lines(b"b\na\n\na\nb\nb\nb")
+    if indexed:
+        assert len(lines.starts) == 7
+    assert not lines.holds_at(1, b"b")  # line 1 is b"b\n"; b"b" alone is only line 7
+    assert lines.holds_at(7, b"b")
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.data(), st.booleans(), st.integers(1, 40))
+def test_holds_at_agrees_with_find_span_with_and_without_the_index(data, indexed, probe):
+    """The index-free fast path and the indexed path answer as find_span does."""
+    content = data.draw(CONTENT.filter(bool))
+    reference = Lines(content)
+    first = data.draw(st.integers(1, len(reference)))
+    last = data.draw(st.integers(first, len(reference)))
+    span = reference.span(first, last)
+    places = {a for a, _b in reference.find_span(span)}
+    lines = Lines(content)
+    if indexed:
+        assert len(lines.starts) == len(reference)
+    for line in (first, probe, 1, len(reference), len(reference) + 1):
+        assert lines.holds_at(line, span) == (line in places)

@@ -661,3 +661,28 @@ def test_the_schema_validates_a_real_register(make_repo, tw):
     for fragment in ("too few items", "does not match", "0 of oneOf", "unexpected surprise",
                      "missing name"):  # fmt: skip
         assert fragment in problems, fragment
+
+
+# -- the compiled copy -----------------------------------------------------------------------
+
+
+def test_loads_use_a_compiled_copy_that_any_yaml_change_makes_stale(pinned, tw):
+    _good(pinned, tw)
+    compiled = REGISTER.with_name(f".{REGISTER.name}.compiled.json")
+    first = reg.load(REGISTER.resolve())
+    assert compiled.is_file()
+    assert reg.load(REGISTER.resolve()) == first
+    # a hand edit (here: a comment) changes the YAML bytes, so the copy is rebuilt
+    REGISTER.write_text(REGISTER.read_text() + "# reviewed again\n")
+    stale = compiled.read_bytes()
+    assert reg.load(REGISTER.resolve()) == first
+    assert compiled.read_bytes() != stale
+    # a damaged copy is ignored, never trusted
+    compiled.write_text("{not json")
+    assert reg.load(REGISTER.resolve()) == first
+    # a copy claiming other YAML bytes is ignored too
+    data = json.loads(compiled.read_text())
+    data["content"]["name"] = "forged"
+    data["yaml_sha256"] = "0" * 64
+    compiled.write_text(json.dumps(data))
+    assert reg.load(REGISTER.resolve()).name == first.name

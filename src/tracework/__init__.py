@@ -7,12 +7,8 @@ source register), :mod:`~tracework.evidence` (adding files and quotes),
 :mod:`~tracework.drift` (relocating quotes) and :mod:`~tracework.checks`.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("tracework")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0"
+#: The single source of the version (pyproject.toml reads it from here).
+__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from . import register as reg
 from .blobs import Blob, Changes, Mirror, TreeEntry
 from .drift import QuoteDrift, Target, readable_lines, relocate
 from .errors import RegisterError
@@ -187,13 +186,29 @@ def _check_source(
             touched_read = True
         return cache.lines(path)
 
+    pin_cache = BlobCache(mirror, pin_tree)
+    edited = {  # quoted files whose blob differs at the target: the diff-mapping candidates
+        q.path
+        for q in quotes.values()
+        if q.path in pin_tree and q.path in tree and pin_tree[q.path].oid != tree[q.path].oid
+    }
+    batch: dict[str, list[tuple[int, int, int, int]]] | None = None
+
     def hunks(old_path: str, new_path: str) -> list[tuple[int, int, int, int]]:
+        nonlocal batch
         old, new = pin_tree.get(old_path), tree.get(new_path)
         if old is None or new is None or old.oid == new.oid:
             return []
+        if batch is None:  # one git diff, and one blob read, for every edited quoted file
+            batch = mirror.line_hunks_many(source.commit, commit, sorted(edited))
+            pin_cache.prefetch(edited)
+        if old_path == new_path and old_path in batch:
+            return batch[old_path]
         return mirror.line_hunks(old.oid, new.oid)
 
-    target = Target(commit, tree, changes, lines_of, hunks, pin=source.commit)
+    target = Target(
+        commit, tree, changes, lines_of, hunks, pin=source.commit, pin_lines_of=pin_cache.lines
+    )
     for qid, quote in quotes.items():
         drift = relocate(qid, quote, target)
         result.items.append(_quote_item(sid, quote.path, quote.lines, drift))
@@ -255,12 +270,14 @@ def _quote_item(sid: str, path: str, lines: tuple[int, int], drift: QuoteDrift) 
 def record_check(path: Path, report: CheckReport, date: str | None = None) -> None:
     """Append one dated history entry per checked source to the register."""
     day = date or dt.datetime.now(dt.UTC).date().isoformat()
-    with reg.edit(path) as doc:
-        history = reg.section(doc, "checks", reg.CommentedSeq)
+    from . import register_yaml as regy
+
+    with regy.edit(path) as doc:
+        history = regy.section(doc, "checks", regy.CommentedSeq)
         for src in report.sources:
             counts = dict(Counter(i.state for i in src.items))
             history.append(
-                reg.check_node(
+                regy.check_node(
                     CheckEntry(date=day, source=src.source, commit=src.commit, counts=counts)
                 )
             )

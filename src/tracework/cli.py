@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import click
 
+from . import __version__
 from .errors import TraceworkError
 
 
@@ -38,7 +39,9 @@ def _fail(exc: TraceworkError) -> NoReturn:
 
 
 def _json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=True))
+    """One JSON object on stdout: indented for a person, compact for a pipe."""
+    indent = 2 if sys.stdout.isatty() else None
+    click.echo(json.dumps(data, indent=indent, ensure_ascii=True))
 
 
 def _workspace() -> Any:
@@ -54,7 +57,7 @@ def _console() -> Any:
 
 
 @click.group(cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="tracework")
+@click.version_option(version=__version__, prog_name="tracework")
 def main() -> None:
     """Evidence-backed reports about other people's code."""
 

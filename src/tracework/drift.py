@@ -52,6 +52,7 @@ class Target:
     lines_of: Callable[[str], Lines | None]  # path at target -> its lines, None if unreadable
     hunks: Callable[[str, str], list[Hunk]]  # (old path, new path) -> git diff -U0 hunks
     pin: str = ""
+    pin_lines_of: Callable[[str], Lines | None] = lambda _path: None  # path at the pin
 
 
 def relocate(qid: str, quote: Quote, target: Target) -> QuoteDrift:
@@ -64,7 +65,7 @@ def relocate(qid: str, quote: Quote, target: Target) -> QuoteDrift:
 
     if lines is not None and new_path is not None:
         a, b = quote.lines
-        if b <= len(lines) and lines.span(a, b) == needle:
+        if lines.holds_at(a, needle):
             if renamed:
                 return QuoteDrift(qid, "moved", new_path, (a, b), how="renamed file")
             return QuoteDrift(qid, "verified", new_lines=(a, b), how="same lines")
@@ -116,7 +117,9 @@ def relocate(qid: str, quote: Quote, target: Target) -> QuoteDrift:
         return QuoteDrift(qid, "ambiguous", how=f"same bytes in several other files: {places}")
 
     if lines is not None and new_path is not None and quote.anchor is None:
-        mapped = map_range(*quote.lines, target.hunks(path, new_path))
+        mapped = map_range(
+            *quote.lines, target.hunks(path, new_path), target.pin_lines_of(path), lines
+        )
         if mapped is not None and mapped[1] <= len(lines):
             return _changed(qid, quote, new_path, renamed, mapped, lines, "diff mapping", target)
 
@@ -202,8 +205,21 @@ def _keepends(text: str) -> list[str]:
     return out
 
 
-def map_range(first: int, last: int, hunks: list[Hunk]) -> tuple[int, int] | None:
-    """Carry an old line range across ``git diff -U0`` hunks; None when wholly deleted."""
+def map_range(
+    first: int, last: int, hunks: list[Hunk], old: Lines | None = None, new: Lines | None = None
+) -> tuple[int, int] | None:
+    """Carry an old line range across ``git diff -U0`` hunks; None when wholly deleted.
+
+    With the old and new lines given, a block git reports as replaced is aligned line
+    by line (equal lines, then lines paired by similarity, as a reviewer reads the
+    diff), so lines deleted inside a larger edit count as deleted rather than being
+    carried onto whatever replaced the block.  Without them, a range touching a
+    replaced block maps onto the whole replacement.
+    """
+    if old is not None and new is not None:
+        aligner = _HunkAligner(hunks, old, new)
+        mapped = [m for n in range(first, last + 1) if (m := aligner.line(n)) is not None]
+        return (min(mapped), max(mapped)) if mapped else None
     new_first = _map_line(first, hunks, start=True)
     new_last = _map_line(last, hunks, start=False)
     if new_first > new_last:
@@ -227,6 +243,62 @@ def _map_line(line: int, hunks: list[Hunk], *, start: bool) -> int:
             return new_start if start else new_start + new_len - 1
         delta += new_len - old_len
     return line + delta
+
+
+#: Lines of a replaced block pair up when at least this similar (difflib ratio).
+SIMILAR = 0.5
+
+
+class _HunkAligner:
+    """Maps single old line numbers to new ones, aligning inside replaced blocks."""
+
+    def __init__(self, hunks: list[Hunk], old: Lines, new: Lines) -> None:
+        self.hunks, self.old, self.new = hunks, old, new
+        self._pairs: dict[Hunk, dict[int, int]] = {}
+
+    def line(self, n: int) -> int | None:
+        delta = 0
+        for hunk in self.hunks:
+            old_start, old_len, _new_start, new_len = hunk
+            if old_len == 0:  # pure insertion after old_start
+                if n <= old_start:
+                    break
+                delta += new_len
+                continue
+            if n < old_start:
+                break
+            if n < old_start + old_len:
+                return self._align(hunk).get(n)
+            delta += new_len - old_len
+        return n + delta
+
+    def _text(self, lines: Lines, start: int, count: int) -> list[str]:
+        last = min(start + count - 1, len(lines))
+        return [display_text(lines.span(i, i)).strip() for i in range(start, last + 1)]
+
+    def _align(self, hunk: Hunk) -> dict[int, int]:
+        if hunk not in self._pairs:
+            old_start, old_len, new_start, new_len = hunk
+            old = self._text(self.old, old_start, old_len)
+            new = self._text(self.new, new_start, new_len) if new_len else []
+            pairs: dict[int, int] = {}
+            matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+                if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+                    pairs.update((old_start + i1 + k, new_start + j1 + k) for k in range(i2 - i1))
+                elif tag == "replace":
+                    j = j1
+                    for i in range(i1, i2):
+                        scores = [
+                            (difflib.SequenceMatcher(None, old[i], new[k]).ratio(), -k)
+                            for k in range(j, j2)
+                        ]
+                        best = max(scores, default=(0.0, 0))
+                        if best[0] >= SIMILAR:
+                            pairs[old_start + i] = new_start - best[1]
+                            j = -best[1] + 1
+            self._pairs[hunk] = pairs
+        return self._pairs[hunk]
 
 
 def readable_lines(entry: TreeEntry | None, data: bytes | None) -> Lines | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import register as reg
+from . import register_yaml as regy
 from .blobs import Blob, Mirror, TreeEntry
 from .errors import NotQuotable, PathNotFound, RegisterError, SpanError
 from .hashing import Lines, display_text, is_binary, sha256_hex
@@ -31,14 +32,14 @@ def add_source(
     oid = mirror.resolve_commit(commit)
     info = mirror.commit_info(oid)
     source = GitSource(subject=subject, commit=oid, date=info.date)
-    with reg.edit(register_path) as doc:
-        sources = reg.section(doc, "sources")
+    with regy.edit(register_path) as doc:
+        sources = regy.section(doc, "sources")
         if sid in sources:
             raise RegisterError(
                 f"{register_path.name}: source {sid} already exists",
                 hint="sources are pinned once; add another id for another commit",
             )
-        sources[sid] = reg.source_node(source)
+        sources[sid] = regy.source_node(source)
     return source
 
 
@@ -157,8 +158,8 @@ def add_files(
     _refuse_undecodable(paths)
     blobs = read_entries(mirror, [tree[p] for p in paths])
     added: list[AddedFile] = []
-    with reg.edit(register_path) as doc:
-        files = reg.section(doc["sources"][sid], "files")
+    with regy.edit(register_path) as doc:
+        files = regy.section(doc["sources"][sid], "files")
         for path in paths:
             expected = expect_sha256
             if expected is None and path in files:
@@ -166,7 +167,7 @@ def add_files(
             entry = file_entry(tree[path], blobs.get(tree[path].oid), expected)
             new = path not in files or FileEntry.model_validate(dict(files[path])) != entry
             if new:
-                files[path] = reg.file_node(entry)
+                files[path] = regy.file_node(entry)
             added.append(AddedFile(path, entry, new))
     return added
 
@@ -287,8 +288,8 @@ def add_quote(
     data = quotable_lines(mirror, entry, path)
     span, anchor = request.locate(data, path)
     quote = make_quote(sid, path, data, span, anchor)
-    with reg.edit(register_path) as doc:
-        quotes = reg.section(doc, "quotes")
+    with regy.edit(register_path) as doc:
+        quotes = regy.section(doc, "quotes")
         qid = quote_id or default_quote_id(quote)
         if qid in quotes:
             existing = Quote.model_validate(dict(quotes[qid]))
@@ -304,9 +305,9 @@ def add_quote(
             while f"{qid}-{n}" in quotes:
                 n += 1
             qid = f"{qid}-{n}"
-        files = reg.section(doc["sources"][sid], "files")
+        files = regy.section(doc["sources"][sid], "files")
         if path not in files:
             blob = mirror.read_blob(entry.oid)
-            files[path] = reg.file_node(file_entry(entry, blob))
-        quotes[qid] = reg.quote_node(quote)
+            files[path] = regy.file_node(file_entry(entry, blob))
+        quotes[qid] = regy.quote_node(quote)
     return qid, quote

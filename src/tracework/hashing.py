@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_right
 from collections.abc import Iterable
+from itertools import accumulate
 
 
 def sha256_hex(data: bytes) -> str:
@@ -33,27 +34,55 @@ def sha256_stream(chunks: Iterable[bytes]) -> str:
 
 
 class Lines:
-    """The line structure of a blob: byte offsets of line starts, computed once.
+    """The line structure of a blob: byte offsets of line starts, built on first use.
 
     ``span(a, b)`` returns the bytes of lines ``a..b`` (1-based, inclusive) with the
     last line's terminator, so that ``sha256_hex(lines.span(a, b))`` is the span hash.
+    :meth:`holds_at` answers "are these bytes still at line a?" without building the
+    index, which is what most quotes of an unchanged file need.
     """
 
-    __slots__ = ("data", "starts")
+    __slots__ = ("_starts", "data")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        starts = [0]
-        find = data.find
-        pos = find(b"\n")
+        self._starts: list[int] | None = None
+
+    @property
+    def starts(self) -> list[int]:
+        """Byte offset of the start of each line."""
+        if self._starts is None:
+            if not self.data:
+                self._starts = []
+            else:
+                pieces = self.data.split(b"\n")
+                if not pieces[-1]:
+                    pieces.pop()  # a final newline does not open an empty last line
+                self._starts = [0, *accumulate(len(piece) + 1 for piece in pieces[:-1])]
+        return self._starts
+
+    def holds_at(self, first: int, needle: bytes) -> bool:
+        """Whether ``needle`` (whole lines) occurs starting exactly at line ``first``."""
+        data = self.data
+        if not needle or (needle[-1:] != b"\n" and not data.endswith(needle)):
+            return False
+        if self._starts is not None:
+            if first > len(self._starts):
+                return False
+            start = self._starts[first - 1]
+            ends_right = needle[-1:] == b"\n" or start + len(needle) == len(data)
+            return ends_right and data.startswith(needle, start)
+        line, counted = 1, 0
+        pos = data.find(needle)
         while pos != -1:
-            starts.append(pos + 1)
-            pos = find(b"\n", pos + 1)
-        if starts[-1] == len(data) and len(starts) > 1:
-            starts.pop()  # a final newline does not open an empty last line
-        if not data:
-            starts = []
-        self.starts = starts
+            line += data.count(b"\n", counted, pos)
+            counted = pos
+            if line > first:
+                return False
+            if line == first and (pos == 0 or data[pos - 1] == 0x0A):
+                return needle[-1:] == b"\n" or pos + len(needle) == len(data)
+            pos = data.find(needle, pos + 1)
+        return False
 
     def __len__(self) -> int:
         return len(self.starts)

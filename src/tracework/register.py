@@ -1,52 +1,45 @@
 """Reading and writing source registers (``registers/NAME.yaml``).
 
-Reads use ruamel's C-accelerated safe loader.  Writes happen only inside
-:func:`edit`: under a file lock, the file is loaded round-trip (so the analyst's
-comments and ordering survive), changed, validated as a whole, dumped, re-read and
-re-validated, and only then replaced atomically.  A failed edit leaves the file as
-it was.
+This module is the read side.  Parsing YAML in pure Python is slow for large
+registers (seconds for 10,000 quotes), so every successful load or write also leaves
+a compiled copy, ``registers/.NAME.yaml.compiled.json`` (ignored by git), keyed by
+the SHA-256 of the YAML bytes: the next load validates that JSON instead of parsing
+YAML, and any change to the YAML makes the copy stale.  The write side, with its
+comment-preserving edits, is :mod:`tracework.register_yaml`.
 """
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import CommentMark, MarkedYAMLError, YAMLError
-from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
-from ruamel.yaml.tokens import CommentToken
+from pydantic import BaseModel, ValidationError
 
+from . import __version__
 from .errors import RegisterError
-from .fsio import locked, write_atomic
-from .models import CheckEntry, FileEntry, GitSource, Quote, Register
+from .fsio import write_atomic
+from .hashing import sha256_hex
+from .models import Register
 
-__all__ = ["CommentedMap", "CommentedSeq", "create", "edit", "load"]
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
 
-_HEADER = (
-    "# tracework source register: the reviewed baseline for one report.\n"
-    "# It changes only through `tracework register …`, `tracework quote …` or a notebook\n"
-    "# in author mode; every hash can be re-computed with plain git (see README).\n"
-)
+__all__ = ["create", "edit", "load"]
+
+#: Bump when the models change in a way an old compiled copy must not satisfy.
+COMPILED_FORMAT = 1
 
 
-def _safe_yaml() -> YAML:
+def safe_yaml() -> YAML:
+    """ruamel's safe loader (its C extension when installed, else pure Python)."""
+    from ruamel.yaml import YAML
+
     return YAML(typ="safe", pure=False)
 
 
-def _rt_yaml() -> YAML:
-    yaml = YAML()
-    yaml.width = 4096
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    return yaml
-
-
-def _validate(data: Any, path: Path) -> Register:
+def validate(data: Any, path: Path) -> Register:
     if not isinstance(data, dict):
         raise RegisterError(
             f"{path}: not a register (expected a mapping at the top level)",
@@ -64,7 +57,10 @@ def _validate(data: Any, path: Path) -> Register:
         ) from None
 
 
-def _parse(text: str, path: Path, yaml: YAML) -> Any:
+def parse(text: str, path: Path, yaml: YAML) -> Any:
+    """YAML text to data, or one clear message naming the file, line and column."""
+    from ruamel.yaml.error import YAMLError
+
     try:
         return yaml.load(text)
     except YAMLError as exc:
@@ -80,6 +76,8 @@ def _yaml_problem(exc: YAMLError) -> str:
     A duplicate key's note tells how to switch the check off, which is the wrong
     advice for a register, and the full text names ``<unicode string>``, not the file.
     """
+    from ruamel.yaml.error import MarkedYAMLError
+
     if isinstance(exc, MarkedYAMLError) and exc.problem:
         mark = exc.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -93,191 +91,60 @@ def load(path: Path) -> Register:
         raise RegisterError(
             f"no register at {path}", hint="create it with `tracework register new NAME`"
         )
+    raw = path.read_bytes()
+    digest = sha256_hex(raw)
+    cached = _read_compiled(path, digest)
+    if cached is not None:
+        return cached
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise RegisterError(f"{path}: not UTF-8 text") from None
-    return _validate(_parse(text, path, _safe_yaml()), path)
+    register = validate(parse(text, path, safe_yaml()), path)
+    write_compiled(path, digest, register)
+    return register
+
+
+class _Compiled(BaseModel):
+    """The compiled copy: which YAML bytes it was made from, by which tracework."""
+
+    yaml_sha256: str
+    format: int
+    tracework: str
+    content: Register
+
+
+def _compiled_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.compiled.json")
+
+
+def _read_compiled(path: Path, digest: str) -> Register | None:
+    try:
+        compiled = _Compiled.model_validate_json(_compiled_path(path).read_bytes())
+    except (OSError, ValidationError, ValueError):
+        return None
+    fresh = (compiled.yaml_sha256, compiled.format, compiled.tracework)
+    return compiled.content if fresh == (digest, COMPILED_FORMAT, __version__) else None
+
+
+def write_compiled(path: Path, digest: str, register: Register) -> None:
+    """Leave the compiled copy of a register just read or written (best effort)."""
+    compiled = _Compiled(
+        yaml_sha256=digest, format=COMPILED_FORMAT, tracework=__version__, content=register
+    )
+    with suppress(OSError):  # a read-only workspace still works, only slower
+        write_atomic(_compiled_path(path), compiled.model_dump_json() + "\n")
 
 
 def create(path: Path, name: str) -> Register:
     """Write a new, empty register; refuses to replace an existing one."""
-    with locked(path):
-        if path.exists():
-            raise RegisterError(f"{path} already exists", hint="choose another name")
-        doc = CommentedMap(
-            version=1,
-            name=name,
-            sources=CommentedMap(),
-            quotes=CommentedMap(),
-            checks=CommentedSeq(),
-        )
-        return _write(path, doc, header=_HEADER)
+    from .register_yaml import create as create_yaml
+
+    return create_yaml(path, name)
 
 
-@contextmanager
-def edit(path: Path) -> Iterator[CommentedMap]:
-    """Change a register under its lock; the change lands only if the result is valid."""
-    with locked(path):
-        if not path.is_file():
-            raise RegisterError(
-                f"no register at {path}", hint="create it with `tracework register new NAME`"
-            )
-        doc = _parse(path.read_text(encoding="utf-8"), path, _rt_yaml())
-        _validate(doc, path)
-        _lift_trailing_comments(doc, None)
-        yield doc
-        _write(path, doc)
+def edit(path: Path) -> AbstractContextManager[Any]:
+    """Change a register under its lock (see :func:`tracework.register_yaml.edit`)."""
+    from .register_yaml import edit as edit_yaml
 
-
-def _lift_trailing_comments(node: Any, following: tuple[CommentedMap, Any] | None) -> None:
-    """Re-attach comment lines that introduce the next key to that key.
-
-    ruamel hangs the comment lines written above a key (``# no checks yet`` above
-    ``checks:``) on the last value before it, often a nested one; an entry appended
-    there would then land between the comment and the key it introduces.  Moving
-    them to the key they precede keeps them in place; the dump is unchanged.
-    """
-    if isinstance(node, CommentedMap):
-        keys = list(node)
-        for i, key in enumerate(keys):
-            if _is_block(node[key]):
-                _lift_trailing_comments(
-                    node[key], (node, keys[i + 1]) if i + 1 < len(keys) else following
-                )
-        if keys and following is not None:
-            _lift_one(node, keys[-1], 2, following)
-    elif isinstance(node, CommentedSeq) and len(node):
-        for i, child in enumerate(node):
-            if _is_block(child):
-                _lift_trailing_comments(child, following if i == len(node) - 1 else None)
-        if following is not None:
-            _lift_one(node, len(node) - 1, 0, following)
-
-
-def _is_block(value: Any) -> bool:
-    return (
-        isinstance(value, CommentedMap | CommentedSeq)
-        and len(value) > 0
-        and not value.fa.flow_style()
-    )
-
-
-def _lift_one(owner: Any, slot: Any, index: int, following: tuple[CommentedMap, Any]) -> None:
-    entry = owner.ca.items.get(slot)
-    token = entry[index] if entry else None
-    if not isinstance(token, CommentToken):
-        return
-    text, value = token.value, owner[slot]
-    # a comment on the value's own line stays there; the lines after it move
-    eol = (
-        text.startswith("#")
-        and token.column > 0
-        and not isinstance(value, LiteralScalarString | FoldedScalarString)
-    )
-    cut = text.find("\n") + 1 if eol else 0
-    rest = text[cut:]
-    if not eol and rest.startswith("\n"):
-        rest = rest[1:]  # the line break that ends the value itself
-    if (eol and cut == 0) or not rest.strip():
-        return
-    if eol:
-        token.value = text[:cut]
-        lifted = CommentToken(rest, CommentMark(0))
-    else:
-        entry[index] = None
-        shared = getattr(value, "ca", None)
-        if shared is not None and shared.comment and shared.comment[0] is token:
-            shared.comment[0] = None  # a flow collection holds the same token
-        lifted = token if rest == text else CommentToken(rest, CommentMark(token.column))
-    mapping, key = following
-    before = mapping.ca.items.setdefault(key, [None, None, None, None])
-    before[1] = [lifted, *(before[1] or [])]
-
-
-def _write(path: Path, doc: CommentedMap, header: str = "") -> Register:
-    buffer = io.StringIO()
-    _rt_yaml().dump(doc, buffer)
-    text = header + buffer.getvalue()
-    register = _validate(_parse(text, path, _safe_yaml()), path)
-    write_atomic(path, text)
-    return register
-
-
-# -- building YAML nodes for new entries ----------------------------------------------
-
-
-def _flow(values: list[Any]) -> CommentedSeq:
-    seq = CommentedSeq(values)
-    seq.fa.set_flow_style()
-    return seq
-
-
-def _block_text(text: str) -> str:
-    """A literal block when it round-trips exactly; otherwise let the emitter quote it.
-
-    Literal blocks keep quoted code readable in the register; YAML folds some
-    characters (CR, NEL, LS, PS, BOM, trailing blanks) inside them, so each text is
-    tried once and kept as a block only if it reads back byte for byte.
-    """
-    if "\n" not in text.rstrip("\n") and not text.endswith("\n"):
-        return text
-    if any(ch in text for ch in "\r\x85\u2028\u2029\ufeff"):
-        return text
-    block = LiteralScalarString(text)
-    buffer = io.StringIO()
-    _rt_yaml().dump({"t": block}, buffer)
-    try:
-        back = _safe_yaml().load(buffer.getvalue())
-    except YAMLError:
-        return text
-    return block if isinstance(back, dict) and back.get("t") == text else text
-
-
-def file_node(entry: FileEntry) -> CommentedMap:
-    node = CommentedMap(
-        (k, v)
-        for k, v in entry.model_dump(exclude_none=True, exclude_defaults=False).items()
-        if not (k == "binary" and v is False)
-    )
-    node.fa.set_flow_style()
-    return node
-
-
-def quote_node(quote: Quote) -> CommentedMap:
-    node = CommentedMap()
-    node["source"] = quote.source
-    node["path"] = quote.path
-    node["lines"] = _flow(list(quote.lines))
-    if quote.anchor is not None:
-        anchor = CommentedMap(quote.anchor.model_dump(exclude_none=True, exclude_defaults=True))
-        anchor.fa.set_flow_style()
-        node["anchor"] = anchor
-    node["sha256"] = quote.sha256
-    node["text"] = _block_text(quote.text)
-    if quote.raw_b64:
-        node["raw_b64"] = quote.raw_b64
-    return node
-
-
-def source_node(source: GitSource) -> CommentedMap:
-    return CommentedMap(
-        kind="git",
-        subject=source.subject,
-        commit=source.commit,
-        date=source.date,
-        files=CommentedMap(),
-    )
-
-
-def check_node(entry: CheckEntry) -> CommentedMap:
-    counts = CommentedMap(sorted(entry.counts.items()))
-    counts.fa.set_flow_style()
-    return CommentedMap(date=entry.date, source=entry.source, commit=entry.commit, counts=counts)
-
-
-def section(doc: CommentedMap, key: str, factory: type = CommentedMap) -> Any:
-    """A top-level section, created when a hand-trimmed register lacks it."""
-    if doc.get(key) is None:
-        doc[key] = factory()
-    return doc[key]
+    return edit_yaml(path)

@@ -27,6 +27,7 @@ quote_size_cap = 4194304
 _GITIGNORE = """\
 /sources/.mirrors/
 /registers/.*.lock
+/registers/.*.compiled.json
 /reports/*
 """
 
