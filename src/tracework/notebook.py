@@ -13,89 +13,27 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
-
-from pydantic import ValidationError
+from typing import Any, Literal
 
 from . import __version__
 from . import register as reg
-from .absences import AbsenceResult, search
+from .absences import AbsenceResult
 from .checks import CheckItem, CheckReport, check_register
-from .errors import (
-    ChecksFailed,
-    QuoteNotInRegister,
-    RecordError,
-    RegisterError,
-    TraceworkError,
-)
+from .declare import RecordDeclarations
+from .errors import ChecksFailed, QuoteNotInRegister, RegisterError, TraceworkError
 from .evidence import QuoteRequest, add_quote, make_quote, quotable_lines, same_evidence
 from .execution import RECORDS_MIME
 from .fsio import write_atomic
+from .jupyter import Html, QuoteView, display, install_error_display
 from .models import GitSource, Register
-from .records import (
-    KINDS,
-    VOCABULARIES,
-    Absence,
-    Annotation,
-    AuthorityPath,
-    Claim,
-    Component,
-    Guarantee,
-    OperativeObject,
-    Record,
-    ReviewStamp,
-    Route,
-    kind_of,
-)
+from .records import KINDS, Record
 from .subjects import load_subject, open_mirror
-from .views import QuoteInfo, quote_html, record_html, records_section, summary_html
+from .views import QuoteInfo, records_section, summary_html
 from .workspace import Workspace
 
 Mode = Literal["author", "render"]
-R = TypeVar("R", bound=Record)
 DRIFTED = {"changed", "ambiguous", "missing"}
-
-
-class Html:
-    """An object that JupyterLab shows as HTML (and a terminal as its text)."""
-
-    def __init__(self, markup: str, text: str) -> None:
-        self.markup, self.text = markup, text
-
-    def _repr_html_(self) -> str:
-        return self.markup
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-@dataclass(frozen=True)
-class QuoteView:
-    """A quote as the notebook sees it: register entry, state at the commit, display."""
-
-    id: str
-    info: QuoteInfo
-
-    @property
-    def state(self) -> str:
-        return self.info.state
-
-    @property
-    def text(self) -> str:
-        return self.info.quote.text
-
-    @property
-    def sha256(self) -> str:
-        return self.info.quote.sha256
-
-    def _repr_html_(self) -> str:
-        return quote_html(self.info)
-
-    def __repr__(self) -> str:
-        return f"<quote {self.id} {self.info.location()} @ {self.info.pin[:12]} {self.state}>"
 
 
 class SourceHandle:
@@ -123,7 +61,7 @@ class SourceHandle:
         return f"<source {self.id}: {src.subject} @ {src.commit[:12]}>"
 
 
-class Workbench:
+class Workbench(RecordDeclarations):
     """One report's register, opened at a commit, collecting records and checking them."""
 
     def __init__(
@@ -159,7 +97,7 @@ class Workbench:
         self._absences: dict[str, AbsenceResult] = {}
         self._checks: dict[str, CheckReport] = {}
         self._records_shown = False
-        _install_error_display()
+        install_error_display()
 
     # -- sources and quotes ------------------------------------------------------------
 
@@ -231,311 +169,6 @@ class Workbench:
             "never writes to the register",
         )
 
-    def _evidence(self, refs: Iterable[Any], record_id: str) -> tuple[str, ...]:
-        out: list[str] = []
-        for ref in refs:
-            if isinstance(ref, QuoteView):
-                out.append(ref.id)
-                continue
-            if not isinstance(ref, str):
-                raise RecordError(f"{record_id}: evidence must be quotes, quote ids or SRC ids")
-            if re.fullmatch(r"SRC-[0-9]+", ref):
-                if ref not in self.register.sources:
-                    raise RecordError(
-                        f"{record_id}: evidence {ref} is not a source of the register"
-                    )
-            elif ref in self.register.quotes:
-                self._quotes.setdefault(ref, self._info(ref))
-            else:
-                raise RecordError(
-                    f"{record_id}: evidence {ref!r} is not a quote in register "
-                    f"{self.register.name}",
-                    hint="quote it first with wb.source(...).quote(...)",
-                )
-            out.append(ref)
-        return tuple(out)
-
-    # -- records -----------------------------------------------------------------------
-
-    def _declare(
-        self,
-        cls: type[R],
-        record_id: str,
-        evidence: Sequence[Any],
-        reviewed: Any,
-        fields: dict[str, Any],
-    ) -> R:
-        expected = kind_of(record_id)
-        if expected is not cls:
-            raise RecordError(
-                f"{record_id!r} is not a {cls.kind} id",
-                hint=f"{cls.kind} ids start with {cls.prefix}",
-            )
-        cell = _cell_id()
-        if record_id in self._records and (cell is None or self._cells.get(record_id) != cell):
-            raise RecordError(
-                f"{record_id} is declared twice", hint="every record id must be unique in a report"
-            )
-        for key in ("implementation", "operation", "strength"):
-            value = fields.get(key)
-            if value is not None and value not in VOCABULARIES[key]:
-                raise RecordError(
-                    f"{record_id}: {key} status {value!r} is not one of "
-                    + ", ".join(VOCABULARIES[key])
-                )
-        try:
-            record = cls(
-                id=record_id,
-                evidence=self._evidence(evidence, record_id),
-                reviewed_at=self._stamp(reviewed, record_id),
-                **fields,
-            )
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "record"
-            raise RecordError(f"{record_id}: {where}: {err['msg']}") from None
-        for field_name, ref in record.references().items():
-            if ref not in self._records or ref == record_id:
-                raise RecordError(
-                    f"{record_id}: {field_name} names {ref!r}, which is not declared above",
-                    hint="declare the record it refers to first",
-                )
-        self._records[record_id] = record
-        self._cells[record_id] = cell
-        return record
-
-    def _stamp(self, reviewed: Any, record_id: str) -> ReviewStamp | None:
-        if reviewed is None:
-            return None
-        try:
-            if isinstance(reviewed, str):
-                return ReviewStamp(commit=self.pin, date=reviewed)
-            if isinstance(reviewed, dict):
-                return ReviewStamp(**reviewed)
-            commit, date = reviewed
-            full = open_mirror(self.ws, self.subject.name).resolve_commit(commit)
-            return ReviewStamp(commit=full, date=date)
-        except (ValidationError, TypeError, ValueError):
-            raise RecordError(
-                f"{record_id}: reviewed= takes a date 'YYYY-MM-DD' (against the pin) or "
-                "(commit, date)"
-            ) from None
-
-    def _view(self, record: Record) -> Html:
-        titles = {r.id: r.label for r in self._records.values()}
-        absence = self._absences.get(record.id)
-        markup = record_html(
-            record,
-            self._quotes,
-            titles,
-            absence=absence,
-            drifted=self._drifted().get(record.id, ()),
-        )
-        return Html(markup, f"<{record.kind} {record.id}: {record.label}>")
-
-    def component(
-        self,
-        id: str,
-        *,
-        label: str,
-        identity: str,
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
-    ) -> Html:
-        """Declare a component (``RT-CMP-…``): a part with a source-native identity."""
-        return self._view(
-            self._declare(
-                Component, id, evidence, reviewed, dict(label=label, identity=identity, **fields)
-            )
-        )
-
-    def operative_object(
-        self,
-        id: str,
-        *,
-        label: str,
-        description: str,
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
-    ) -> Html:
-        """Declare an operative object (``RT-OBJ-…``): retained material code acts on."""
-        return self._view(
-            self._declare(
-                OperativeObject,
-                id,
-                evidence,
-                reviewed,
-                dict(label=label, description=description, **fields),
-            )
-        )
-
-    def route(
-        self,
-        id: str,
-        *,
-        label: str,
-        progression: str,
-        implementation: str,
-        operation: str,
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
-    ) -> Html:
-        """Declare a route (``RT-RTE-…``) with its implementation and operation statuses."""
-        return self._view(
-            self._declare(
-                Route,
-                id,
-                evidence,
-                reviewed,
-                dict(
-                    label=label,
-                    progression=progression,
-                    implementation=implementation,
-                    operation=operation,
-                    **fields,
-                ),
-            )
-        )
-
-    def claim(
-        self,
-        id: str,
-        *,
-        label: str,
-        claim: str,
-        assessment: str,
-        operation: str,
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
-    ) -> Html:
-        """Declare a claim (``RT-CLM-…``): what the subject says and what the source shows."""
-        return self._view(
-            self._declare(
-                Claim,
-                id,
-                evidence,
-                reviewed,
-                dict(
-                    label=label, claim=claim, assessment=assessment, operation=operation, **fields
-                ),
-            )
-        )
-
-    def absence(
-        self,
-        id: str,
-        *,
-        statement: str,
-        scope: Sequence[str],
-        patterns: Sequence[str],
-        label: str = "",
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
-    ) -> Html:
-        """Declare an evidenced absence (``RT-ABS-…``) and search the scope for the patterns."""
-        record = self._declare(
-            Absence,
-            id,
-            evidence,
-            reviewed,
-            dict(
-                label=label or statement.split(".")[0][:80],
-                statement=statement,
-                scope=tuple(scope),
-                patterns=tuple(patterns),
-                **fields,
-            ),
-        )
-        mirror = open_mirror(self.ws, self.subject.name)
-        try:
-            self._absences[id] = search(mirror, self.commit, record.scope, record.patterns)
-        except TraceworkError:
-            del self._records[id]
-            raise
-        return self._view(record)
-
-    def authority_path(
-        self,
-        id: str,
-        *,
-        consumer: str,
-        channel: str,
-        force: str,
-        horizon: str,
-        label: str = "",
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
-    ) -> Html:
-        """Declare a behavioural-authority path (``RT-BAP-…``) from material to a consumer."""
-        return self._view(
-            self._declare(
-                AuthorityPath,
-                id,
-                evidence,
-                reviewed,
-                dict(
-                    label=label or consumer.split(".")[0][:80],
-                    consumer=consumer,
-                    channel=channel,
-                    force=force,
-                    horizon=horizon,
-                    **fields,
-                ),
-            )
-        )
-
-    def guarantee(
-        self,
-        id: str,
-        *,
-        owner: str,
-        enforcement_point: str,
-        strength: str,
-        covered_path: str,
-        label: str = "",
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
-    ) -> Html:
-        """Declare a guarantee (``RT-GRT-…``): who enforces what, where and how strongly."""
-        return self._view(
-            self._declare(
-                Guarantee,
-                id,
-                evidence,
-                reviewed,
-                dict(
-                    label=label or covered_path.split(".")[0][:80],
-                    owner=owner,
-                    enforcement_point=enforcement_point,
-                    strength=strength,
-                    covered_path=covered_path,
-                    **fields,
-                ),
-            )
-        )
-
-    def annotate(
-        self,
-        id: str,
-        *,
-        on: str,
-        text: str,
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
-    ) -> Html:
-        """Attach an annotation (``RT-ANN-…``) to a declared record."""
-        return self._view(
-            self._declare(Annotation, id, evidence, reviewed, dict(on=on, text=text, **fields))
-        )
-
     # -- sections and the end ----------------------------------------------------------
 
     def _drifted(self) -> dict[str, list[str]]:
@@ -553,7 +186,7 @@ class Workbench:
 
     def records(self) -> None:
         """Display the "Shared records" section: records by kind, then the quoted evidence."""
-        _display(
+        display(
             Html(
                 records_section(
                     self._records.values(), self._quotes, self._absences, self._drifted()
@@ -673,7 +306,7 @@ class Workbench:
         data = self.records_json()
         if self.mode == "render":
             # tracework render takes records.json from this output of the executed notebook
-            _display(
+            display(
                 {RECORDS_MIME: data, "text/plain": f"records.json: {len(self._records)} records"},
                 raw=True,
             )
@@ -685,7 +318,7 @@ class Workbench:
         if not self._records_shown:
             self.records()
         summary = data["checks"]
-        _display(
+        display(
             Html(summary_html(summary), "checks hold" if summary["ok"] else "checks fail"),
             metadata={"tracework": "summary"},
         )
@@ -724,53 +357,6 @@ def open(
         analysis_date=analysis_date,
         output_dir=Path(output_dir) if output_dir else None,
     )
-
-
-# -- Jupyter integration ---------------------------------------------------------------
-
-
-def _display(obj: Any, metadata: dict[str, Any] | None = None, raw: bool = False) -> None:
-    try:
-        from IPython.display import display
-    except ImportError:  # plain Python: print the text form
-        print(obj.get("text/plain") if raw else repr(obj))
-        return
-    display(obj, metadata=metadata, raw=raw)
-
-
-def _cell_id() -> str | None:
-    """The id of the JupyterLab cell running now, so re-running a cell may re-declare."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    shell = get_ipython()
-    if shell is None or not hasattr(shell, "get_parent"):
-        return None
-    parent = shell.get_parent() or {}
-    cell = parent.get("metadata", {}).get("cellId")
-    return str(cell) if cell else None
-
-
-def _install_error_display() -> None:
-    """Show a TraceworkError in a cell as its message, not a stack of library frames."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    shell = get_ipython()
-    if shell is None:
-        return
-
-    def handler(
-        shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None
-    ) -> list[str]:
-        # IPython does not show what a custom handler returns; publish it ourselves
-        stb = [f"\x1b[31m{etype.__name__}\x1b[0m: {value}"]
-        shell._showtraceback(etype, value, stb)
-        return stb
-
-    shell.set_custom_exc((TraceworkError,), handler)
 
 
 __all__ = ["CheckItem", "Html", "QuoteView", "SourceHandle", "Workbench", "open"]

@@ -1,0 +1,366 @@
+"""Declaring records in a notebook: one method per record kind, checked as declared.
+
+A mix-in of :class:`~tracework.notebook.Workbench`.  Each method validates the id's
+prefix, the statuses against their vocabularies, the evidence against the register
+and every reference against the records declared above it, and raises one
+:class:`~tracework.errors.RecordError` naming the record and the field otherwise.
+Re-running the same JupyterLab cell may re-declare a record; another cell may not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import ValidationError
+
+from .absences import AbsenceResult, search
+from .errors import RecordError, TraceworkError
+from .jupyter import Html, QuoteView, cell_id
+from .records import (
+    VOCABULARIES,
+    Absence,
+    Annotation,
+    AuthorityPath,
+    Claim,
+    Component,
+    Guarantee,
+    OperativeObject,
+    Record,
+    ReviewStamp,
+    Route,
+    kind_of,
+)
+from .subjects import open_mirror
+from .views import QuoteInfo, record_html
+
+if TYPE_CHECKING:
+    from .models import Register
+    from .subjects import Subject
+    from .workspace import Workspace
+
+R = TypeVar("R", bound=Record)
+
+
+class RecordDeclarations:
+    """The record-declaring half of the Workbench."""
+
+    ws: Workspace
+    register: Register
+    subject: Subject
+    pin: str
+    commit: str
+    _records: dict[str, Record]
+    _cells: dict[str, str | None]
+    _quotes: dict[str, QuoteInfo]
+    _absences: dict[str, AbsenceResult]
+
+    def _info(self, qid: str) -> QuoteInfo:
+        raise NotImplementedError
+
+    def _drifted(self) -> dict[str, list[str]]:
+        raise NotImplementedError
+
+    def _evidence(self, refs: Iterable[Any], record_id: str) -> tuple[str, ...]:
+        out: list[str] = []
+        for ref in refs:
+            if isinstance(ref, QuoteView):
+                out.append(ref.id)
+                continue
+            if not isinstance(ref, str):
+                raise RecordError(f"{record_id}: evidence must be quotes, quote ids or SRC ids")
+            if re.fullmatch(r"SRC-[0-9]+", ref):
+                if ref not in self.register.sources:
+                    raise RecordError(
+                        f"{record_id}: evidence {ref} is not a source of the register"
+                    )
+            elif ref in self.register.quotes:
+                self._quotes.setdefault(ref, self._info(ref))
+            else:
+                raise RecordError(
+                    f"{record_id}: evidence {ref!r} is not a quote in register "
+                    f"{self.register.name}",
+                    hint="quote it first with wb.source(...).quote(...)",
+                )
+            out.append(ref)
+        return tuple(out)
+
+    def _declare(
+        self,
+        cls: type[R],
+        record_id: str,
+        evidence: Sequence[Any],
+        reviewed: Any,
+        fields: dict[str, Any],
+    ) -> R:
+        expected = kind_of(record_id)
+        if expected is not cls:
+            raise RecordError(
+                f"{record_id!r} is not a {cls.kind} id",
+                hint=f"{cls.kind} ids start with {cls.prefix}",
+            )
+        cell = cell_id()
+        if record_id in self._records and (cell is None or self._cells.get(record_id) != cell):
+            raise RecordError(
+                f"{record_id} is declared twice", hint="every record id must be unique in a report"
+            )
+        for key in ("implementation", "operation", "strength"):
+            value = fields.get(key)
+            if value is not None and value not in VOCABULARIES[key]:
+                raise RecordError(
+                    f"{record_id}: {key} status {value!r} is not one of "
+                    + ", ".join(VOCABULARIES[key])
+                )
+        try:
+            record = cls(
+                id=record_id,
+                evidence=self._evidence(evidence, record_id),
+                reviewed_at=self._stamp(reviewed, record_id),
+                **fields,
+            )
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "record"
+            raise RecordError(f"{record_id}: {where}: {err['msg']}") from None
+        for field_name, ref in record.references().items():
+            if ref not in self._records or ref == record_id:
+                raise RecordError(
+                    f"{record_id}: {field_name} names {ref!r}, which is not declared above",
+                    hint="declare the record it refers to first",
+                )
+        self._records[record_id] = record
+        self._cells[record_id] = cell
+        return record
+
+    def _stamp(self, reviewed: Any, record_id: str) -> ReviewStamp | None:
+        if reviewed is None:
+            return None
+        try:
+            if isinstance(reviewed, str):
+                return ReviewStamp(commit=self.pin, date=reviewed)
+            if isinstance(reviewed, dict):
+                return ReviewStamp(**reviewed)
+            commit, date = reviewed
+            full = open_mirror(self.ws, self.subject.name).resolve_commit(commit)
+            return ReviewStamp(commit=full, date=date)
+        except (ValidationError, TypeError, ValueError):
+            raise RecordError(
+                f"{record_id}: reviewed= takes a date 'YYYY-MM-DD' (against the pin) or "
+                "(commit, date)"
+            ) from None
+
+    def _view(self, record: Record) -> Html:
+        titles = {r.id: r.label for r in self._records.values()}
+        absence = self._absences.get(record.id)
+        markup = record_html(
+            record,
+            self._quotes,
+            titles,
+            absence=absence,
+            drifted=self._drifted().get(record.id, ()),
+        )
+        return Html(markup, f"<{record.kind} {record.id}: {record.label}>")
+
+    def component(
+        self,
+        id: str,
+        *,
+        label: str,
+        identity: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a component (``RT-CMP-…``): a part with a source-native identity."""
+        return self._view(
+            self._declare(
+                Component, id, evidence, reviewed, dict(label=label, identity=identity, **fields)
+            )
+        )
+
+    def operative_object(
+        self,
+        id: str,
+        *,
+        label: str,
+        description: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare an operative object (``RT-OBJ-…``): retained material code acts on."""
+        return self._view(
+            self._declare(
+                OperativeObject,
+                id,
+                evidence,
+                reviewed,
+                dict(label=label, description=description, **fields),
+            )
+        )
+
+    def route(
+        self,
+        id: str,
+        *,
+        label: str,
+        progression: str,
+        implementation: str,
+        operation: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a route (``RT-RTE-…``) with its implementation and operation statuses."""
+        return self._view(
+            self._declare(
+                Route,
+                id,
+                evidence,
+                reviewed,
+                dict(
+                    label=label,
+                    progression=progression,
+                    implementation=implementation,
+                    operation=operation,
+                    **fields,
+                ),
+            )
+        )
+
+    def claim(
+        self,
+        id: str,
+        *,
+        label: str,
+        claim: str,
+        assessment: str,
+        operation: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a claim (``RT-CLM-…``): what the subject says and what the source shows."""
+        return self._view(
+            self._declare(
+                Claim,
+                id,
+                evidence,
+                reviewed,
+                dict(
+                    label=label, claim=claim, assessment=assessment, operation=operation, **fields
+                ),
+            )
+        )
+
+    def absence(
+        self,
+        id: str,
+        *,
+        statement: str,
+        scope: Sequence[str],
+        patterns: Sequence[str],
+        label: str = "",
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare an evidenced absence (``RT-ABS-…``) and search the scope for the patterns."""
+        record = self._declare(
+            Absence,
+            id,
+            evidence,
+            reviewed,
+            dict(
+                label=label or statement.split(".")[0][:80],
+                statement=statement,
+                scope=tuple(scope),
+                patterns=tuple(patterns),
+                **fields,
+            ),
+        )
+        mirror = open_mirror(self.ws, self.subject.name)
+        try:
+            self._absences[id] = search(mirror, self.commit, record.scope, record.patterns)
+        except TraceworkError:
+            del self._records[id]
+            raise
+        return self._view(record)
+
+    def authority_path(
+        self,
+        id: str,
+        *,
+        consumer: str,
+        channel: str,
+        force: str,
+        horizon: str,
+        label: str = "",
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a behavioural-authority path (``RT-BAP-…``) from material to a consumer."""
+        return self._view(
+            self._declare(
+                AuthorityPath,
+                id,
+                evidence,
+                reviewed,
+                dict(
+                    label=label or consumer.split(".")[0][:80],
+                    consumer=consumer,
+                    channel=channel,
+                    force=force,
+                    horizon=horizon,
+                    **fields,
+                ),
+            )
+        )
+
+    def guarantee(
+        self,
+        id: str,
+        *,
+        owner: str,
+        enforcement_point: str,
+        strength: str,
+        covered_path: str,
+        label: str = "",
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a guarantee (``RT-GRT-…``): who enforces what, where and how strongly."""
+        return self._view(
+            self._declare(
+                Guarantee,
+                id,
+                evidence,
+                reviewed,
+                dict(
+                    label=label or covered_path.split(".")[0][:80],
+                    owner=owner,
+                    enforcement_point=enforcement_point,
+                    strength=strength,
+                    covered_path=covered_path,
+                    **fields,
+                ),
+            )
+        )
+
+    def annotate(
+        self,
+        id: str,
+        *,
+        on: str,
+        text: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Attach an annotation (``RT-ANN-…``) to a declared record."""
+        return self._view(
+            self._declare(Annotation, id, evidence, reviewed, dict(on=on, text=text, **fields))
+        )

@@ -1,0 +1,92 @@
+"""Living in JupyterLab: rich display objects, the running cell, short error messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import TraceworkError
+from .views import QuoteInfo, quote_html
+
+
+class Html:
+    """An object that JupyterLab shows as HTML (and a terminal as its text)."""
+
+    def __init__(self, markup: str, text: str) -> None:
+        self.markup, self.text = markup, text
+
+    def _repr_html_(self) -> str:
+        return self.markup
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class QuoteView:
+    """A quote as the notebook sees it: register entry, state at the commit, display."""
+
+    id: str
+    info: QuoteInfo
+
+    @property
+    def state(self) -> str:
+        return self.info.state
+
+    @property
+    def text(self) -> str:
+        return self.info.quote.text
+
+    @property
+    def sha256(self) -> str:
+        return self.info.quote.sha256
+
+    def _repr_html_(self) -> str:
+        return quote_html(self.info)
+
+    def __repr__(self) -> str:
+        return f"<quote {self.id} {self.info.location()} @ {self.info.pin[:12]} {self.state}>"
+
+
+def display(obj: Any, metadata: dict[str, Any] | None = None, raw: bool = False) -> None:
+    try:
+        from IPython.display import display
+    except ImportError:  # plain Python: print the text form
+        print(obj.get("text/plain") if raw else repr(obj))
+        return
+    display(obj, metadata=metadata, raw=raw)
+
+
+def cell_id() -> str | None:
+    """The id of the JupyterLab cell running now, so re-running a cell may re-declare."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "get_parent"):
+        return None
+    parent = shell.get_parent() or {}
+    cell = parent.get("metadata", {}).get("cellId")
+    return str(cell) if cell else None
+
+
+def install_error_display() -> None:
+    """Show a TraceworkError in a cell as its message, not a stack of library frames."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def handler(
+        shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None
+    ) -> list[str]:
+        # IPython does not show what a custom handler returns; publish it ourselves
+        stb = [f"\x1b[31m{etype.__name__}\x1b[0m: {value}"]
+        shell._showtraceback(etype, value, stb)
+        return stb
+
+    shell.set_custom_exc((TraceworkError,), handler)
