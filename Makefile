@@ -9,7 +9,7 @@ VENV := .venv
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: demo test lint typecheck pytest bench schema clean
+.PHONY: setup demo test bench schema clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -19,20 +19,27 @@ $(VENV)/.synced: $(UV) uv.lock pyproject.toml
 	$(UV) sync --frozen --quiet --compile-bytecode
 	touch $@
 
-demo: $(VENV)/.synced
+# the pinned Mermaid that reports vendor (package.json + package-lock.json; no scripts run)
+node_modules/.installed: package.json package-lock.json
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+setup: $(VENV)/.synced node_modules/.installed
+
+demo: setup
 	$(VENV)/bin/python examples/run_demo.py
 
-test: $(VENV)/.synced
+test: setup
 	$(VENV)/bin/ruff check src tests benchmarks examples
 	$(VENV)/bin/ruff format --check src tests benchmarks examples
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q
 
-bench: $(VENV)/.synced
+bench: setup
 	$(VENV)/bin/python benchmarks/bench_check.py
 
 schema: $(VENV)/.synced
 	$(VENV)/bin/tracework schema --write
 
 clean:
-	rm -rf .tools $(VENV) demo-workspace
+	rm -rf .tools $(VENV) node_modules examples/build

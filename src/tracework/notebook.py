@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,15 +22,25 @@ from . import register as reg
 from .absences import AbsenceResult
 from .checks import CheckItem, CheckReport, check_register
 from .declare import RecordDeclarations
+from .diagrams import (
+    DIRECTIONS,
+    DiagramError,
+    from_authority_paths,
+    from_routes,
+    name_pattern,
+    parse,
+)
+from .diagrams import check as check_diagram
 from .errors import ChecksFailed, QuoteNotInRegister, RegisterError, TraceworkError
 from .evidence import QuoteRequest, add_quote, make_quote, quotable_lines, same_evidence
 from .execution import RECORDS_MIME
 from .fsio import write_atomic
-from .jupyter import Html, QuoteView, display, install_error_display
+from .hashing import sha256_hex
+from .jupyter import Html, QuoteView, cell_id, display, install_error_display
 from .models import GitSource, Register
-from .records import KINDS, Record
+from .records import KINDS, AuthorityPath, Record, Route
 from .subjects import load_subject, open_mirror
-from .views import QuoteInfo, records_section, summary_html
+from .views import Diagram, QuoteInfo, diagram_note_html, records_section, summary_html
 from .workspace import Workspace
 
 Mode = Literal["author", "render"]
@@ -53,7 +64,8 @@ class SourceHandle:
         id: str | None = None,
     ) -> QuoteView:
         """Quote a span at the pin by lines, ``symbol=`` or ``match=`` (with ``context=``)."""
-        request = QuoteRequest(tuple(lines) if lines else None, symbol, match, context)  # type: ignore[arg-type]
+        span = (int(lines[0]), int(lines[1])) if lines else None
+        request = QuoteRequest(span, symbol, match, context)
         return self.wb._quote(self.id, path, request, id)
 
     def __repr__(self) -> str:
@@ -97,6 +109,8 @@ class Workbench(RecordDeclarations):
         self._absences: dict[str, AbsenceResult] = {}
         self._checks: dict[str, CheckReport] = {}
         self._records_shown = False
+        self._diagrams: dict[str, Diagram] = {}
+        self._texts: list[bytes] | None = None
         install_error_display()
 
     # -- sources and quotes ------------------------------------------------------------
@@ -184,6 +198,82 @@ class Workbench(RecordDeclarations):
                 out[record.id] = bad
         return out
 
+    def diagram(
+        self,
+        name: str,
+        source: str | None = None,
+        *,
+        caption: str,
+        routes: Sequence[str] = (),
+        records: Sequence[str] = (),
+        direction: str = "TB",
+    ) -> None:
+        """Draw a Mermaid flowchart: hand-written ``source``, or generated from ``routes``
+        (their progression through components and objects) or from authority-path
+        ``records`` (retained material to consumers).  It is parsed and checked at once:
+        bound nodes must name declared records, `` `identifiers` `` in labels must exist
+        in the registered files at the commit.
+        """
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", name):
+            raise DiagramError(f"{name!r} is not a diagram name (letters, digits, - and _)")
+        cell = cell_id()
+        if name in self._diagrams and (cell is None or self._diagrams[name].cell != cell):
+            raise DiagramError(f"diagram {name} is drawn twice")
+        if direction not in DIRECTIONS:
+            raise DiagramError(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}")
+        if sum(bool(x) for x in (source, routes, records)) != 1:
+            raise DiagramError(f"diagram {name}: give exactly one of source, routes or records")
+        kind = "hand-written" if source else "generated"
+        titles = {rid: r.label or rid for rid, r in self._records.items()}
+        if routes:
+            chosen = [self._record_of(rid, Route, name) for rid in routes]
+            source = from_routes(chosen, titles, direction)
+        elif records:
+            paths = [self._record_of(rid, AuthorityPath, name) for rid in records]
+            source = from_authority_paths(paths, titles, direction)
+        assert source is not None
+        parsed = parse(source)
+        result = check_diagram(name, parsed, self._records, self._defined)
+        drawn = Diagram(name, caption, source, result, kind, cell)
+        self._diagrams[name] = drawn
+        if self.mode == "author":
+            write_atomic(self.output_dir / "diagrams" / f"{name}.mmd", source)
+        meta = {"tracework": {"diagram": name, "caption": caption, "bindings": result.bindings}}
+        display(
+            {"text/vnd.mermaid": source, "text/plain": f"diagram {name}: {caption}"},
+            raw=True,
+            metadata=meta,
+        )
+        display(
+            Html(diagram_note_html(drawn), f"diagram {name}"),
+            metadata={"tracework": "diagram-note"},
+        )
+
+    def _record_of(self, rid: str, kind: type[Record], diagram: str) -> Any:
+        record = self._records.get(rid)
+        if not isinstance(record, kind):
+            raise DiagramError(
+                f"diagram {diagram}: {rid} is not a declared {kind.kind}",
+                hint="declare the record above the diagram",
+            )
+        return record
+
+    def _defined(self, identifier: str) -> bool:
+        """Whether an identifier's last part is defined or called in a registered file."""
+        pattern = name_pattern(identifier)
+        if pattern is None:
+            return False
+        if self._texts is None:
+            self._texts = []
+            for sid, src in self.register.sources.items():
+                if isinstance(src, GitSource):
+                    mirror = open_mirror(self.ws, src.subject)
+                    tree = mirror.tree(self._commit_for(sid))
+                    entries = [tree[p] for p in src.files if p in tree and tree[p].kind == "file"]
+                    blobs = mirror.read_blobs(e.oid for e in entries)
+                    self._texts += [b.data for b in blobs.values() if b.data is not None]
+        return any(pattern.search(text) for text in self._texts)
+
     def records(self) -> None:
         """Display the "Shared records" section: records by kind, then the quoted evidence."""
         display(
@@ -215,6 +305,17 @@ class Workbench(RecordDeclarations):
         broken = [rid for rid, res in self._absences.items() if not res.holds]
         problems += [f"absence {rid}: the patterns now match" for rid in broken]
         uncited = sorted(set(self.register.quotes) - set(self._quotes))
+        failing = [d for d in self._diagrams.values() if not d.check.ok]
+        for d in failing:
+            if d.check.unknown_records:
+                problems.append(
+                    f"diagram {d.name}: binds unknown records " + ", ".join(d.check.unknown_records)
+                )
+            if d.check.vanished:
+                problems.append(
+                    f"diagram {d.name}: identifiers not found at "
+                    f"{self.commit[:12]}: " + ", ".join(d.check.vanished)
+                )
         checks = {
             "register": {
                 "ok": not bad and bool(items),
@@ -235,6 +336,12 @@ class Workbench(RecordDeclarations):
             "absences": {
                 "ok": not broken,
                 "detail": f"{len(self._absences) - len(broken)} hold, {len(broken)} broken",
+            },
+            "diagrams": {
+                "ok": not failing,
+                "detail": f"{len(self._diagrams)} diagrams, "
+                f"{sum(len(d.check.identifiers) for d in self._diagrams.values())} identifiers "
+                f"checked; {len(failing)} with problems",
             },
         }
         ok = all(c["ok"] for c in checks.values())
@@ -294,6 +401,19 @@ class Workbench(RecordDeclarations):
             "records": records,
             "quotes": quotes,
             "absences": absences,
+            "diagrams": {
+                name: {
+                    "caption": d.caption,
+                    "kind": d.kind,
+                    "source_sha256": sha256_hex(d.source.encode("utf-8")),
+                    "bindings": d.check.bindings,
+                    "unknown_records": list(d.check.unknown_records),
+                    "identifiers": d.check.identifiers,
+                    "vanished": list(d.check.vanished),
+                    "ok": d.check.ok,
+                }
+                for name, d in self._diagrams.items()
+            },
             "checks": self.summary(),
         }
 

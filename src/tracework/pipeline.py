@@ -105,8 +105,21 @@ def render(
             "parameters": parameters,
         }
         write_atomic(staging / "manifest.json", _dump(manifest))
-        # 4. HTML
-        from .rendering import export_html
+        # 4. diagrams, their assets, and the HTML
+        from .rendering import diagram_sources, export_html, mermaid_js, report_js
+
+        diagrams = diagram_sources(executed)
+        for diagram_name, source in sorted(diagrams.items()):
+            write_atomic(staging / "diagrams" / f"{diagram_name}.mmd", source)
+        if diagrams:
+            bundle = mermaid_js(ws.root)
+            if bundle is None:
+                raise RenderError(
+                    "the report has diagrams but the pinned Mermaid library is not installed",
+                    hint="run `npm ci` where package.json pins it (make does this)",
+                )
+            write_atomic(staging / "assets" / "mermaid.min.js", bundle.read_bytes())
+            write_atomic(staging / "assets" / "report.js", report_js().read_bytes())
 
         page = export_html(executed, records, register, manifest, summary_html(records["checks"]))
         write_atomic(staging / "report.html", page)

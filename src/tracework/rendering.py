@@ -25,11 +25,45 @@ from .views import badge, esc
 
 TEMPLATES = Path(str(files("tracework") / "templates"))
 
-#: No request may leave the page: everything it needs is inline or beside it.
+#: No request may leave the page: everything it needs is inline or beside it.  Scripts
+#: run only from files beside the page (the pinned Mermaid and report.js), and only when
+#: the page has diagrams; Mermaid's inline SVG styles need 'unsafe-inline' for styles.
 CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
-    "script-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
+    "script-src {scripts}; connect-src 'none'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
 )
+ASSETS = ("assets/mermaid.min.js", "assets/report.js")
+
+
+def mermaid_js(workspace_root: Path) -> Path | None:
+    """The pinned Mermaid bundle installed by ``npm ci`` (the workspace's, else ours)."""
+    for base in (workspace_root, Path(__file__).resolve().parents[2]):
+        candidate = base / "node_modules" / "mermaid" / "dist" / "mermaid.min.js"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def report_js() -> Path:
+    return TEMPLATES / "tracework" / "report.js"
+
+
+def has_diagrams(nb: nbformat.NotebookNode) -> bool:
+    return bool(diagram_sources(nb))
+
+
+def diagram_sources(nb: nbformat.NotebookNode) -> dict[str, str]:
+    """Each diagram's Mermaid source by name, from the executed notebook's outputs."""
+    found: dict[str, str] = {}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            text = out.get("data", {}).get("text/vnd.mermaid")
+            meta = out.get("metadata", {}).get("tracework")
+            name = meta.get("diagram") if isinstance(meta, dict) else None
+            if text is not None and name:
+                found[str(name)] = str(text)
+    return found
 
 
 def reader_notebook(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, str | None]:
@@ -55,7 +89,7 @@ def _for_readers(output: dict[str, Any]) -> bool:
     """records.json, the in-notebook summary (shown in the appendix) and stderr are not."""
     if RECORDS_MIME in output.get("data", {}):
         return False
-    if output.get("metadata", {}).get("tracework") == "summary":
+    if output.get("metadata", {}).get("tracework") in ("summary", "diagram-note"):
         return False
     return not (output.get("output_type") == "stream" and output.get("name") == "stderr")
 
@@ -249,7 +283,6 @@ def export_html(
     resources = {
         "tracework": {
             "title": title,
-            "csp": CSP,
             "version": __version__,
             "css": css,
             "header_html": header_html(records, header_summary(records), title),
@@ -261,6 +294,9 @@ def export_html(
             ),
         }
     }
+    scripts = list(ASSETS) if has_diagrams(reader) else []
+    resources["tracework"]["scripts"] = scripts
+    resources["tracework"]["csp"] = CSP.format(scripts="'self'" if scripts else "'none'")
     exporter = HTMLExporter(
         template_name="tracework",
         extra_template_basedirs=[str(TEMPLATES)],

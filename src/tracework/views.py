@@ -21,6 +21,7 @@ from pygments.lexers import DiffLexer
 
 from .absences import AbsenceResult
 from .checks import CheckItem
+from .diagrams import DiagramCheck
 from .forge import upstream_url
 from .highlight import lexer_for, visible
 from .models import Quote
@@ -238,6 +239,48 @@ def records_section(
         out.append(quote_html(quotes[qid], anchor=True))
     out.append("</section>")
     return "".join(out)
+
+
+@dataclass(frozen=True)
+class Diagram:
+    """A drawn diagram: its Mermaid source, caption and check at the commit."""
+
+    name: str
+    caption: str
+    source: str
+    check: DiagramCheck
+    kind: str
+    cell: str | None = None
+
+
+def diagram_status_html(check: DiagramCheck) -> str:
+    """What the check found: bound records and identifiers, and what is missing."""
+    parts = []
+    if check.identifiers:
+        found = sum(check.identifiers.values())
+        parts.append(f"{found}/{len(check.identifiers)} code identifiers found")
+    if check.bindings:
+        parts.append(f"{len(check.bindings)} nodes bound to records")
+    note = esc("; ".join(parts) or "nothing to check")
+    state = badge("holds" if check.ok else "fails")
+    problems = ""
+    if check.vanished:
+        problems += " not found: " + ", ".join(f"<code>{esc(i)}</code>" for i in check.vanished)
+    if check.unknown_records:
+        problems += " unknown records: " + ", ".join(
+            f"<code>{esc(r)}</code>" for r in check.unknown_records
+        )
+    return f'<p class="tw-diagram-check">{state} {note}.{problems}</p>'
+
+
+def diagram_note_html(diagram: Diagram) -> str:
+    """Shown under a diagram in JupyterLab: caption, check and its source, folded."""
+    return (
+        f'<div class="tw-diagram-note"><p class="tw-caption">{esc(diagram.caption)}</p>'
+        f"{diagram_status_html(diagram.check)}"
+        f"<details><summary>Diagram source</summary><pre><code>{esc(diagram.source)}"
+        "</code></pre></details></div>"
+    )
 
 
 def summary_html(summary: dict[str, Any]) -> str:

@@ -1,0 +1,206 @@
+"""The rendered report in a real browser: Playwright driving Debian's chromium.
+
+The page is opened from disk (file://) and from a loopback HTTP server; every diagram
+must become an SVG with no Mermaid error, bound nodes must link to their records, a
+hostile label must stay text, and the page must make no request outside itself.
+Without /usr/bin/chromium these tests skip (`apt-get install chromium`); in CI
+(``CI`` set) a missing browser fails them instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+
+from tracework.cli import main
+
+pytestmark = pytest.mark.browser
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+HOSTILE = '"]<script>alert(1)</script>'
+
+CELLS = [
+    """q = src.quote("pkg/store.py", symbol="Store.put")
+wb.component("RT-CMP-store", label='Store """
+    + HOSTILE.replace('"', '\\"')
+    + """', identity="The store.",
+             evidence=[q])
+wb.operative_object("RT-OBJ-items", label="Items", description="The dict.")
+wb.route("RT-RTE-put", label="Put", progression="p", implementation="wired",
+         operation="uninspected", passes_through=["RT-CMP-store", "RT-OBJ-items"])
+wb.authority_path("RT-BAP-items", consumer="The caller", channel="return value",
+                  force="data", horizon="the call", source_material="RT-OBJ-items");""",
+    '''wb.diagram("by-hand", """flowchart LR
+  subgraph core ["Core"]
+    RT-CMP-store["stores with `Store.put`"] --> n2[HOSTILE_LABEL]
+  end
+  %% bind n3 RT-OBJ-items
+  %% a raw payload in a comment: </pre><script>alert(2)</script>
+  n2 --> n3["items"]
+""", caption="Drawn by hand")
+wb.diagram("routes", caption="Generated from routes", routes=["RT-RTE-put"])
+wb.diagram("authority", caption="Generated from authority paths", records=["RT-BAP-items"])''',
+]
+
+
+# the hostile text as an analyst would write it in a hand-made label: entity codes
+CELLS[1] = CELLS[1].replace(
+    "HOSTILE_LABEL", '"#quot;#93;#60;script#62;alert#40;1#41;#60;/script#62;"'
+)
+
+
+def _needs_chromium() -> None:
+    if Path(CHROMIUM).is_file():
+        return
+    message = "browser tests need Debian's chromium: apt-get install -y chromium"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory, make_repo_module) -> Path:
+    """A report with three diagrams (one with a hostile label), rendered at its pin."""
+    _needs_chromium()
+    root = tmp_path_factory.mktemp("browser")
+    repo = make_repo_module(root / "toy")
+    first = repo
+    runner = CliRunner()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        assert runner.invoke(main, ["init", "ws"]).exit_code == 0
+        patch.chdir(root / "ws")
+        for args in (
+            ["subject", "add", "toy", str(root / "toy")],
+            ["fetch", "toy"],
+            ["new", "demo", "--subject", "toy", "--commit", first],
+        ):
+            result = runner.invoke(main, args, catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+        path = root / "ws" / "notebooks" / "demo.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(CELLS):
+            nb.cells.insert(4 + i, nbformat.v4.new_code_cell(cell))
+        nbformat.write(nb, path)
+        import tracework
+
+        tracework.open("demo").source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+        result = runner.invoke(main, ["render", "demo", "--json"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return root / "ws" / json.loads(result.output)["directory"]
+
+
+@pytest.fixture(scope="module")
+def make_repo_module():
+    from conftest import git
+
+    def factory(path: Path) -> str:
+        path.mkdir(parents=True)
+        git(path, "init", "-q", "-b", "main")
+        (path / "pkg").mkdir()
+        (path / "pkg" / "store.py").write_text(
+            "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
+        )
+        git(path, "add", "-A")
+        git(
+            path,
+            "commit",
+            "-q",
+            "-m",
+            "first",
+            env={"GIT_AUTHOR_DATE": "@1767225600 +0000", "GIT_COMMITTER_DATE": "@1767225600 +0000"},
+        )
+        return git(path, "rev-parse", "HEAD").strip()
+
+    return factory
+
+
+@pytest.fixture(scope="module")
+def server(report: Path) -> Iterator[str]:
+    """The report folder served on 127.0.0.1 (an ephemeral port)."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(report.parent.parent))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/{report.parent.name}/{report.name}/"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _needs_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chrome = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                "--disable-sync",
+            ],
+        )
+        yield chrome
+        chrome.close()
+
+
+def _open(browser, url: str):
+    page = browser.new_page()
+    requests: list[str] = []
+    dialogs: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(url)
+    page.wait_for_function("document.documentElement.dataset.diagrams !== undefined")
+    return page, requests, dialogs
+
+
+@pytest.mark.parametrize("where", ["file", "http"])
+def test_diagrams_render_link_and_stay_inside_the_page(browser, report, server, where):
+    url = (report / "report.html").as_uri() if where == "file" else server + "report.html"
+    page, requests, dialogs = _open(browser, url)
+    assert page.evaluate("document.documentElement.dataset.diagrams") == "done"
+    figures = page.locator("figure.tw-diagram")
+    assert figures.count() == 3
+    for i in range(3):
+        figure = figures.nth(i)
+        assert figure.locator("svg").count() == 1
+        assert figure.locator(".tw-diagram-error").count() == 0
+        bindings = json.loads(figure.get_attribute("data-bindings") or "{}")
+        assert bindings
+        for record in set(bindings.values()):
+            link = figure.locator(f'a.tw-node-link[href="#{record}"]')
+            assert link.count() >= 1, record
+            assert page.locator(f'[id="{record}"]').count() == 1
+    # the hostile label is shown as text, in the SVG and in the folded source, and ran nothing
+    assert HOSTILE in (figures.nth(0).locator("svg").text_content() or "")
+    assert dialogs == []
+    assert page.locator("script").count() == 2  # only the two files beside the page
+    allowed = ("file://",) if where == "file" else (server.split("/report")[0],)
+    outside = [u for u in requests if not u.startswith(allowed) and not u.startswith("data:")]
+    assert outside == [], outside
+    page.close()
+
+
+def test_a_bound_node_navigates_to_its_record(browser, report):
+    page, _, _ = _open(browser, (report / "report.html").as_uri())
+    page.locator('figure#diagram-routes a.tw-node-link[href="#RT-OBJ-items"]').first.click()
+    assert page.evaluate("location.hash") == "#RT-OBJ-items"
+    page.close()
