@@ -24,7 +24,11 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
-setup: $(VENV)/.synced node_modules/.installed
+# the `tracework` Jupyter kernel: this environment's Python, for JupyterLab and papermill
+$(VENV)/share/jupyter/kernels/tracework/kernel.json: $(VENV)/.synced
+	$(VENV)/bin/python -c "from tracework.execution import ensure_kernelspec; ensure_kernelspec()"
+
+setup: $(VENV)/.synced node_modules/.installed $(VENV)/share/jupyter/kernels/tracework/kernel.json
 
 demo: setup
 	$(VENV)/bin/python examples/run_demo.py

@@ -102,7 +102,7 @@ def test_absence_searches_the_scope_at_the_commit(wb):
     holds = wb.absence(
         "RT-ABS-net", statement="No network calls.", scope=["pkg/*.py"], patterns=[r"socket|urllib"]
     )
-    assert "holds" in holds._repr_html_() and "searched 2 files" in holds._repr_html_()
+    assert "holds" in holds._repr_html_() and "searched 2 text files" in holds._repr_html_()
     broken = wb.absence(
         "RT-ABS-limit", statement="No limits.", scope=["pkg/**"], patterns=[r"LIMIT"]
     )

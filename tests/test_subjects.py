@@ -71,7 +71,7 @@ def plant_tree(repo, tree_bytes: bytes) -> str:
     ("url", "kind"),
     [
         ("https://git.example.org/team/lantern.git", "https"),
-        ("https://reader:tok@git.example.org:8443/team/lantern", "https"),
+        ("https://git.example.org:8443/team/lantern", "https"),
         ("ssh://git.example.org/srv/lantern.git", "ssh"),
         ("ssh://deploy@git.example.org:2222/srv/lantern.git", "ssh"),
         ("deploy@git.example.org:team/lantern.git", "ssh"),
@@ -274,7 +274,9 @@ def test_fetch_creates_a_bare_mirror_and_updates_it(tw, workspace, make_repo):
     assert mirror_dirs(workspace) == ["lantern.git"]
     assert not (mirror / ".git").exists()
     assert git(mirror, "--git-dir=.", "rev-parse", "--is-bare-repository").strip() == "true"
-    assert git(mirror, "--git-dir=.", "config", "remote.origin.mirror").strip() == "true"
+    # branches and tags only, so that pruning never touches refs/tracework/pins/
+    specs = git(mirror, "--git-dir=.", "config", "--get-all", "remote.origin.fetch").split()
+    assert specs == ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"]
     assert Mirror(mirror).resolve_commit(first) == first
 
     second = repo.write("lamp.txt", "wick\noil\n").commit()
@@ -602,3 +604,10 @@ def test_only_the_protocols_of_the_url_kind_are_allowed(make_repo, tmp_path, mon
         None, ["ls-remote", "--", f"ext::sh -c touch% {marker}"], protocols=["ext"], check=False
     )
     assert marker.exists()
+
+
+def test_credentials_in_an_https_url_are_refused(tw, workspace):
+    result = tw("subject", "add", "lantern", "https://reader:tok@git.example.org/team/lantern")
+    assert result.exit_code == 2
+    assert "credentials" in result.output and "reader:tok" not in result.output
+    assert not (workspace.sources / "lantern.toml").exists()

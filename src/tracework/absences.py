@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .blobs import Mirror
 from .errors import SpanError
-from .evidence import glob_regex
+from .evidence import match_paths
 from .hashing import display_text, is_binary
 
 MAX_MATCHES = 50
@@ -35,6 +35,7 @@ class AbsenceResult:
     files: tuple[str, ...]
     matches: tuple[Match, ...]
     truncated: bool = False
+    skipped: tuple[str, ...] = ()  # binary or too large to search: named, never hidden
 
     @property
     def holds(self) -> bool:
@@ -50,10 +51,8 @@ def search(
     ``\\n`` as git counts them), so every match has an exact line number.
     """
     tree = mirror.tree(commit)
-    regexes = [glob_regex(g) for g in scope]
-    paths = sorted(
-        p for p in tree if tree[p].kind == "file" and any(r.fullmatch(p) for r in regexes)
-    )
+    named = {p for pattern in scope for p in match_paths(tree, pattern)}
+    paths = sorted(p for p in named if tree[p].kind == "file")
     if not paths:
         raise SpanError(
             f"the scope {list(scope)} names no file at {commit[:12]}",
@@ -63,9 +62,11 @@ def search(
     blobs = mirror.read_blobs(tree[p].oid for p in paths)
     matches: list[Match] = []
     truncated = False
+    skipped: list[str] = []
     for path in paths:
         blob = blobs[tree[path].oid]
         if blob.data is None or is_binary(blob.head):
+            skipped.append(path)
             continue
         for number, raw in enumerate(blob.data.split(b"\n"), start=1):
             text = display_text(raw)
@@ -77,4 +78,5 @@ def search(
                     break
                 matches.append(Match(path, number, text.rstrip("\r")[:240], source))
     unique = tuple(sorted(set(matches), key=lambda m: (m.path, m.line, m.pattern)))
-    return AbsenceResult(commit, tuple(paths), unique, truncated)
+    searched = tuple(p for p in paths if p not in set(skipped))
+    return AbsenceResult(commit, searched, unique, truncated, tuple(skipped))

@@ -12,7 +12,7 @@ import hashlib
 import re
 import subprocess
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
@@ -173,6 +173,12 @@ class Mirror:
         out = self._git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
         return out.stdout.decode().strip()
 
+    def keep(self, commit: str) -> None:
+        """Keep a pinned commit reachable: ``refs/tracework/pins/<id>`` points at it."""
+        if not FULL_OID.fullmatch(commit):
+            raise CommitNotFound(f"{commit!r} is not a full commit id")
+        self._git("update-ref", f"refs/tracework/pins/{commit}", commit)
+
     # -- trees -------------------------------------------------------------------
 
     def tree(self, commit: str) -> dict[str, TreeEntry]:
@@ -226,7 +232,7 @@ class Mirror:
             cmd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
             env=hardened_env(),
         )
         assert proc.stdin is not None and proc.stdout is not None
@@ -236,6 +242,9 @@ class Mirror:
         try:
             for oid in wanted:
                 blobs[oid] = self._read_one(proc.stdout, oid)
+        except BaseException:
+            proc.kill()  # unblocks the feeder, which may be waiting on a full pipe
+            raise
         finally:
             feeder.join()
             proc.stdout.close()
@@ -266,22 +275,6 @@ class Mirror:
     def read_blob(self, oid: str) -> Blob:
         """One blob (see :meth:`read_blobs`)."""
         return self.read_blobs([oid])[oid]
-
-    def stream_blob(self, oid: str) -> Iterator[bytes]:
-        """A blob's bytes in chunks, without holding it whole (for huge files)."""
-        proc = subprocess.Popen(
-            ["git", f"--git-dir={self.git_dir}", "cat-file", "blob", "--end-of-options", oid],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=hardened_env(),
-        )
-        assert proc.stdout is not None
-        try:
-            while chunk := proc.stdout.read(1 << 20):
-                yield chunk
-        finally:
-            proc.stdout.close()
-            proc.wait()
 
     # -- history -----------------------------------------------------------------
 
@@ -353,7 +346,8 @@ class Mirror:
                 elif line.startswith("@@ ") and current is not None:
                     in_header = False
                     result[current].append(_hunk(line))
-        return {p: h for p, h in result.items() if p in set(plain)}
+        asked = set(plain)
+        return {p: h for p, h in result.items() if p in asked}
 
     def line_hunks(self, old_blob: str, new_blob: str) -> list[tuple[int, int, int, int]]:
         """``git diff -U0`` hunks between two blobs: (old_start, old_len, new_start, new_len)."""

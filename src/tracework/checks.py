@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from .blobs import Blob, Changes, Mirror, TreeEntry
 from .drift import QuoteDrift, Target, readable_lines, relocate
-from .errors import RegisterError
+from .errors import RegisterError, TraceworkError
 from .evidence import file_entry
 from .hashing import Lines
 from .models import CheckEntry, FileEntry, GitSource, Register
@@ -269,7 +269,13 @@ def _quote_item(sid: str, path: str, lines: tuple[int, int], drift: QuoteDrift) 
 
 def record_check(path: Path, report: CheckReport, date: str | None = None) -> None:
     """Append one dated history entry per checked source to the register."""
-    day = date or dt.datetime.now(dt.UTC).date().isoformat()
+    if date is not None:
+        try:
+            day = dt.date.fromisoformat(date).isoformat()
+        except ValueError:
+            raise TraceworkError(f"--date {date!r} is not YYYY-MM-DD") from None
+    else:
+        day = dt.datetime.now(dt.UTC).date().isoformat()  # an explicit --record action
     from . import register_yaml as regy
 
     with regy.edit(path) as doc:

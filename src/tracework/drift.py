@@ -218,8 +218,9 @@ def map_range(
     """
     if old is not None and new is not None:
         aligner = _HunkAligner(hunks, old, new)
-        mapped = [m for n in range(first, last + 1) if (m := aligner.line(n)) is not None]
-        return (min(mapped), max(mapped)) if mapped else None
+        if not any(aligner.too_big(h) for h in aligner.touched(first, last)):
+            mapped = [m for n in range(first, last + 1) if (m := aligner.line(n)) is not None]
+            return (min(mapped), max(mapped)) if mapped else None
     new_first = _map_line(first, hunks, start=True)
     new_last = _map_line(last, hunks, start=False)
     if new_first > new_last:
@@ -247,6 +248,9 @@ def _map_line(line: int, hunks: list[Hunk], *, start: bool) -> int:
 
 #: Lines of a replaced block pair up when at least this similar (difflib ratio).
 SIMILAR = 0.5
+#: Blocks larger than this (old lines × new lines) are mapped as a whole: aligning
+#: them line by line costs quadratic time for little gain.
+ALIGN_LIMIT = 20_000
 
 
 class _HunkAligner:
@@ -255,6 +259,14 @@ class _HunkAligner:
     def __init__(self, hunks: list[Hunk], old: Lines, new: Lines) -> None:
         self.hunks, self.old, self.new = hunks, old, new
         self._pairs: dict[Hunk, dict[int, int]] = {}
+
+    def touched(self, first: int, last: int) -> list[Hunk]:
+        """The replaced blocks that overlap lines ``first..last``."""
+        return [h for h in self.hunks if h[1] and h[0] <= last and first < h[0] + h[1]]
+
+    @staticmethod
+    def too_big(hunk: Hunk) -> bool:
+        return hunk[1] * max(hunk[3], 1) > ALIGN_LIMIT
 
     def line(self, n: int) -> int | None:
         delta = 0

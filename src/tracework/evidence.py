@@ -31,6 +31,7 @@ def add_source(
     mirror = open_mirror(ws, subject)
     oid = mirror.resolve_commit(commit)
     info = mirror.commit_info(oid)
+    mirror.keep(oid)
     source = GitSource(subject=subject, commit=oid, date=info.date)
     with regy.edit(register_path) as doc:
         sources = regy.section(doc, "sources")
@@ -76,27 +77,34 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(ch))
         i += 1
-    return re.compile("".join(out), re.S)
+    try:
+        return re.compile("".join(out), re.S)
+    except re.error as exc:
+        raise PathNotFound(f"{pattern!r} is not a valid glob ({exc})") from None
+
+
+def match_paths(tree: dict[str, TreeEntry], pattern: str) -> list[str]:
+    """Paths of the tree one plain path, folder or glob names (sorted; maybe none)."""
+    pattern = pattern.strip("/") if pattern not in ("", "/") else pattern
+    if _GLOB_CHARS.search(pattern):
+        rx = glob_regex(pattern)
+        return sorted(p for p in tree if rx.fullmatch(p))
+    if pattern in tree:
+        return [pattern]
+    return sorted(p for p in tree if p.startswith(pattern + "/"))
 
 
 def expand_paths(tree: dict[str, TreeEntry], patterns: list[str], commit: str) -> list[str]:
     """Paths of the tree named by plain paths, folders or globs; each must name something."""
     chosen: dict[str, None] = {}
     for pattern in patterns:
-        pattern = pattern.strip("/") if pattern not in ("", "/") else pattern
-        if _GLOB_CHARS.search(pattern):
-            rx = glob_regex(pattern)
-            hits = [p for p in tree if rx.fullmatch(p)]
-        elif pattern in tree:
-            hits = [pattern]
-        else:
-            hits = [p for p in tree if p.startswith(pattern + "/")]
+        hits = match_paths(tree, pattern)
         if not hits:
             raise PathNotFound(
                 f"{pattern} matches nothing in the tree at {commit[:12]}",
                 hint="paths are relative to the repository root; globs use * ? [..] and **",
             )
-        chosen.update(dict.fromkeys(sorted(hits)))
+        chosen.update(dict.fromkeys(hits))
     return list(chosen)
 
 
@@ -155,6 +163,10 @@ def add_files(
     mirror = open_mirror(ws, source.subject)
     tree = mirror.tree(source.commit)
     paths = expand_paths(tree, patterns, source.commit)
+    if expect_sha256 is not None and len(paths) != 1:
+        raise RegisterError(
+            f"--expect-sha256 goes with exactly one file; {patterns[0]} names {len(paths)}"
+        )
     _refuse_undecodable(paths)
     blobs = read_entries(mirror, [tree[p] for p in paths])
     added: list[AddedFile] = []

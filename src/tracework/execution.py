@@ -136,12 +136,17 @@ def execute(
             request_save_on_cell_execute=False,
         )
     except PapermillExecutionError as exc:
-        text = f"{exc.ename}: {exc.evalue}"
+        # a TraceworkError raised in the kernel carries its own hint line; keep one
+        text = f"{exc.ename}: {str(exc.evalue).split(chr(10))[0]}"
         if exc.ename == "ChecksFailed":
             raise ChecksFailed(text) from None
+        raise RenderError(f"the notebook failed in cell {exc.exec_count}: {text}") from None
+    except TraceworkError:
+        raise
+    except Exception as exc:  # a dead kernel, a missing kernel, a papermill refusal
         raise RenderError(
-            f"the notebook failed in cell {exc.exec_count}: {text}",
-            hint=f"the executed notebook is kept at {output}",
+            f"the notebook could not be executed: {type(exc).__name__}: "
+            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else 'no detail'}"
         ) from None
     nb = normalise(nbformat.read(output, as_version=4))
     return nb

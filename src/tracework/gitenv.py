@@ -28,6 +28,9 @@ SAFE_CONFIG: tuple[tuple[str, str], ...] = (
     ("transfer.fsckObjects", "true"),
     ("fetch.fsckObjects", "true"),
     ("safe.bareRepository", "explicit"),
+    # a pinned commit must stay readable after an upstream force-push: never prune
+    ("gc.auto", "0"),
+    ("gc.pruneExpire", "never"),
 )
 
 
@@ -50,6 +53,8 @@ def hardened_env(protocols: Sequence[str] = ()) -> dict[str, str]:
             "GIT_PROTOCOL_FROM_USER": "0",
             "GIT_ALLOW_PROTOCOL": ":".join(protocols) if protocols else "none",
             "LC_ALL": "C",
+            # paths from a subject are never pathspec magic (":(glob)…", ":!x")
+            "GIT_LITERAL_PATHSPECS": "1",
         }
     )
     pairs = [*SAFE_CONFIG, *((f"protocol.{p}.allow", "always") for p in protocols)]
@@ -86,8 +91,21 @@ def run_git(
         check=False,
     )
     if check and proc.returncode != 0:
-        raise GitError(f"git {args[0]} failed: {git_message(proc.stderr)}")
+        raise GitError(f"git {_subcommand(args)} failed: {git_message(proc.stderr)}")
     return proc
+
+
+def _subcommand(args: Sequence[str]) -> str:
+    """The git subcommand in ``args`` (skipping ``-c key=value`` and other options)."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "-c":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return "command"
 
 
 def git_message(stderr: bytes) -> str:

@@ -16,21 +16,12 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_right
-from collections.abc import Iterable
 from itertools import accumulate
 
 
 def sha256_hex(data: bytes) -> str:
     """Full lowercase hex SHA-256 of ``data``."""
     return hashlib.sha256(data).hexdigest()
-
-
-def sha256_stream(chunks: Iterable[bytes]) -> str:
-    """SHA-256 of a stream of chunks, for blobs too large to hold in memory."""
-    digest = hashlib.sha256()
-    for chunk in chunks:
-        digest.update(chunk)
-    return digest.hexdigest()
 
 
 class Lines:

@@ -44,7 +44,8 @@ def visible(text: str) -> str:
     def mark(m: re.Match[str]) -> str:
         return f"<U+{ord(m.group()):04X}>"
 
-    return _INVISIBLE.sub(mark, text)
+    # a CR ending a line is part of its terminator (CRLF files), not hidden content
+    return _INVISIBLE.sub(mark, text.replace("\r\n", "\n"))
 
 
 _INVISIBLE = re.compile(

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from .hashing import sha256_hex
+from .hashing import display_text, sha256_hex
 
 SOURCE_ID = re.compile(r"SRC-[0-9]+")
 QUOTE_ID = re.compile(r"[A-Za-z][A-Za-z0-9._:-]{0,127}")
@@ -162,6 +162,8 @@ class Register(Frozen):
                 problems.append(
                     f"quote {qid} cites {quote.path}, not registered under {quote.source}"
                 )
+            if quote.raw_b64 and quote.text != display_text(quote.span_bytes()):
+                problems.append(f"quote {qid}: its text does not show its raw_b64 bytes")
             if not quote.text_intact():
                 problems.append(
                     f"quote {qid}: its text does not hash to its sha256 (edited by hand?)"

@@ -305,6 +305,9 @@ class Workbench(RecordDeclarations):
         broken = [rid for rid, res in self._absences.items() if not res.holds]
         problems += [f"absence {rid}: the patterns now match" for rid in broken]
         uncited = sorted(set(self.register.quotes) - set(self._quotes))
+        bare = sum(
+            1 for r in self._records.values() if not r.evidence and r.id not in self._absences
+        )
         failing = [d for d in self._diagrams.values() if not d.check.ok]
         for d in failing:
             if d.check.unknown_records:
@@ -329,8 +332,9 @@ class Workbench(RecordDeclarations):
             },
             "records": {
                 "ok": bool(self._records),
-                "detail": f"{len(self._records)} records; every reference resolves and every "
-                f"cited quote is in the register; {len(uncited)} register quotes not cited",
+                "detail": f"{len(self._records)} records, {bare} citing no evidence; every "
+                f"reference resolves and every cited quote is in the register; "
+                f"{len(uncited)} register quotes not cited",
                 "counts": dict(Counter(r.kind for r in self._records.values())),
             },
             "absences": {
@@ -382,6 +386,7 @@ class Workbench(RecordDeclarations):
             rid: {
                 "holds": res.holds,
                 "files": len(res.files),
+                "skipped": list(res.skipped),
                 "matches": [{"path": m.path, "line": m.line, "text": m.text} for m in res.matches],
             }
             for rid, res in self._absences.items()

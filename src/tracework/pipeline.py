@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -67,6 +68,8 @@ def render(
         raise TraceworkError(f"register {name} has no git source to render against")
     subject = load_subject(ws, sources[0].subject)
     full = open_mirror(ws, subject.name).resolve_commit(commit or sources[0].commit)
+    if analysis_date is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", analysis_date):
+        raise TraceworkError(f"--analysis-date {analysis_date!r} is not YYYY-MM-DD")
     problems = notebook_problems(nb)
     if problems:
         raise ChecksFailed(f"{notebook.relative_to(ws.root)}: " + "; ".join(problems))

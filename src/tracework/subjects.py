@@ -23,13 +23,13 @@ from typing import Literal
 from .blobs import Mirror
 from .errors import GitError, SubjectError, UnsafeInput, UnsupportedRepository
 from .fsio import locked, write_atomic
-from .gitenv import git_message, hardened_env
+from .gitenv import git_message, hardened_env, run_git
 from .workspace import Workspace, check_name
 
 UrlKind = Literal["https", "ssh", "local"]
 
 _HOST = r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?"
-_HTTPS = re.compile(rf"https://(?:[^@/\s]+@)?{_HOST}(?::\d+)?/[^\s]*")
+_HTTPS = re.compile(rf"https://{_HOST}(?::\d+)?/[^\s]*")
 # A user name or a scp-like path starting with '-' would reach ssh as an option.
 _USER = r"[A-Za-z0-9_][A-Za-z0-9._-]*"
 _SSH_URL = re.compile(rf"ssh://(?:{_USER}@)?{_HOST}(?::\d+)?/[^\s]*")
@@ -38,7 +38,16 @@ _REF = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]*")
 
 
 def classify_url(url: str) -> UrlKind:
-    """The URL's kind, or :class:`UnsafeInput` for anything tracework does not accept."""
+    """The URL's kind, or :class:`UnsafeInput` for anything tracework does not accept.
+
+    Credentials in an https URL are refused: the URL is copied into reports and
+    manifests, where a token would be published.
+    """
+    if re.match(r"https://[^/]*@", url):
+        raise UnsafeInput(
+            "credentials in a subject URL are refused: the URL is copied into every report",
+            hint="give the URL without user:token@ (fetch runs with no credential prompts)",
+        )
     refused = UnsafeInput(
         f"'{url}' is not an accepted subject URL",
         hint="use an https:// or ssh:// URL, user@host:path, or a local path to a git "
@@ -190,6 +199,7 @@ def fetch(ws: Workspace, name: str) -> FetchResult:
                         url, tmp / "m.git", env=env, multi_options=["--mirror", "--no-local"]
                     )
                     _check_format(tmp / "m.git", name)
+                    _fetch_branches_and_tags(tmp / "m.git")
                     os.replace(tmp / "m.git", mirror)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
@@ -207,6 +217,7 @@ def fetch(ws: Workspace, name: str) -> FetchResult:
                 # the URL checked above, not whatever the mirror was cloned from: a
                 # subject re-added with a new URL must be fetched from the new one
                 repo.git.config("--end-of-options", "remote.origin.url", url)
+                _fetch_branches_and_tags(mirror)
                 repo.git.fetch("--prune", "--no-write-fetch-head", "origin")
         except GitCommandError as exc:
             stderr = exc.stderr if isinstance(exc.stderr, str) else str(exc.stderr)
@@ -223,6 +234,19 @@ def fetch(ws: Workspace, name: str) -> FetchResult:
     except GitError:
         head = None
     return FetchResult(name, mirror, created, head)
+
+
+def _fetch_branches_and_tags(git_dir: Path) -> None:
+    """Fetch branches and tags only, so ``--prune`` never touches the pin refs.
+
+    ``clone --mirror`` would map every remote ref onto ``refs/*`` and prune the rest;
+    the refs under ``refs/tracework/pins/`` keep pinned commits reachable (and so
+    readable) after an upstream force-push or a deleted branch.
+    """
+    run_git(git_dir, ["config", "--unset-all", "remote.origin.fetch"], check=False)
+    for spec in ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"):
+        run_git(git_dir, ["config", "--add", "remote.origin.fetch", spec])
+    run_git(git_dir, ["config", "remote.origin.mirror", "false"])
 
 
 def _check_format(path: Path, name: str) -> None:

@@ -27,7 +27,8 @@ from .highlight import lexer_for, visible
 from .models import Quote
 from .records import KINDS, Absence, Record
 
-_MD = MarkdownIt("js-default", {"typographer": False})
+# raw HTML off (js-default); images off too, so no text can make a viewer fetch anything
+_MD = MarkdownIt("js-default", {"typographer": False}).disable("image")
 
 
 def esc(text: object) -> str:
@@ -191,10 +192,15 @@ def _evidence_ref(ref: str, quotes: dict[str, QuoteInfo]) -> str:
 
 def absence_html(result: AbsenceResult) -> str:
     """The search behind an absence: how many files, and any line that breaks it."""
+    skipped = ""
+    if result.skipped:
+        names = ", ".join(f"<code>{esc(p)}</code>" for p in result.skipped[:10])
+        more = " …" if len(result.skipped) > 10 else ""
+        skipped = f" Not searched (binary or too large): {names}{more}."
     if result.holds:
         return (
-            f'<p class="tw-absence">{badge("holds")} searched {len(result.files)} files at '
-            f"<code>{esc(result.commit[:12])}</code>: no match</p>"
+            f'<p class="tw-absence">{badge("holds")} searched {len(result.files)} text files at '
+            f"<code>{esc(result.commit[:12])}</code>: no match.{skipped}</p>"
         )
     items = "".join(
         f'<li><span class="tw-path">{esc(m.path)}:{m.line}</span> <code>{esc(m.text)}</code></li>'
@@ -204,7 +210,7 @@ def absence_html(result: AbsenceResult) -> str:
     return (
         f'<div class="tw-absence">{badge("broken")} {len(result.matches)} match(es) in '
         f"{len(result.files)} files at <code>{esc(result.commit[:12])}</code>:"
-        f"<ul>{items}{more}</ul></div>"
+        f"<ul>{items}{more}</ul>{skipped}</div>"
     )
 
 
