@@ -7,8 +7,10 @@ command, printed before it runs, in this repository's own workspace:
 2. fetch its mirror (``sources/larkspur.toml`` is committed);
 3. check the committed register ``registers/larkspur.yaml`` at its pin;
 4. render ``notebooks/larkspur.ipynb`` at the pin: every check holds;
-5. check and render at the newest commit: moved, changed and missing evidence, a
-   broken evidenced absence, and the records that need re-review.
+5. check at the newest commit, then ``rerender --all --latest``: moved, changed and
+   missing evidence, the commit at which each changed quote changed (a formatting-only
+   change named as such), a broken evidenced absence, a vanished diagram identifier,
+   and the records that need re-review.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def main() -> None:
     tracework("check", "larkspur")
     tracework("render", "larkspur")
     tracework("check", "larkspur", "--at", newest[:12], expect=(1,))
-    tracework("render", "larkspur", "--commit", newest[:12])
+    tracework("rerender", "--all", "--latest")
     reports = ROOT / "reports" / "larkspur"
     print("\nReports (open them in a browser, straight from disk):")
     for commit, what in (

@@ -88,7 +88,7 @@ def contract(data: dict) -> dict[str, dict]:
     assert re.fullmatch(r"[0-9a-f]{40}", data["commit"])
     out = {}
     for entry in data["items"]:
-        assert set(entry) == {*CONTRACT, "diff", "detail"}
+        assert set(entry) == {*CONTRACT, "diff", "detail", "format_only"}
         out[entry["id"]] = {k: entry[k] for k in CONTRACT}
     return out
 

@@ -39,6 +39,7 @@ class CheckItem:
     candidates: tuple[tuple[int, int], ...] | None = None
     diff: str | None = None
     detail: str = ""
+    format_only: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +53,7 @@ class CheckItem:
             "new_path": self.new_path,
             "candidates": [list(c) for c in self.candidates] if self.candidates else None,
             "diff": self.diff,
+            "format_only": self.format_only,
             "detail": self.detail,
         }
 
@@ -264,6 +266,7 @@ def _quote_item(sid: str, path: str, lines: tuple[int, int], drift: QuoteDrift) 
         candidates=drift.candidates,
         diff=drift.diff,
         detail=drift.how,
+        format_only=drift.format_only,
     )
 
 

@@ -375,3 +375,112 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
         from .highlight import visible
 
         click.echo(f"  - {visible(problem)}")
+
+
+@main.command()
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.option("--all", "every", is_flag=True, help="Every report in the workspace.")
+@click.option("--commit", default=None, help="Render at this commit.")
+@click.option("--latest", is_flag=True, help="Render at the head of each subject's tracked ref.")
+@click.option("--fetch", "do_fetch", is_flag=True, help="Fetch the subjects first.")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Worker processes (default: the number of cores).",
+)
+@click.option("--force", is_flag=True, help="Render even reports whose inputs did not change.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def rerender(
+    names: tuple[str, ...],
+    every: bool,
+    commit: str | None,
+    latest: bool,
+    do_fetch: bool,
+    jobs: int | None,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Re-render reports at a new commit: drift, first-changed commits, history."""
+    from .batch import report_names, targets
+    from .batch import rerender as do_rerender
+
+    ws = _workspace()
+    plan = targets(ws, report_names(ws, names, every), commit, latest, do_fetch)
+    results = _with_progress(
+        plan,
+        lambda update: do_rerender(ws, plan, jobs=jobs, force=force, on_update=update),
+        quiet=as_json,
+    )
+    ok = all(r["status"] != "failed" for r in results)
+    if as_json:
+        _json({"ok": ok, "reports": results})
+    else:
+        _print_rerender(results)
+    sys.exit(0 if ok else 1)
+
+
+def _with_progress(plan: dict[str, str], run: Any, *, quiet: bool) -> Any:
+    """Run with a live table of each report's state on a terminal (stderr)."""
+    from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
+
+    states = dict.fromkeys(plan, "queued")
+    console = Console(stderr=True, highlight=False)
+
+    def table() -> Table:
+        view = Table(title="rerender", title_justify="left")
+        view.add_column("report")
+        view.add_column("commit")
+        view.add_column("state")
+        for name, state in states.items():
+            view.add_row(name, plan[name][:12], state)
+        return view
+
+    if quiet or not console.is_terminal:
+
+        def update(name: str, state: str) -> None:
+            states[name] = state
+            if not quiet:
+                console.print(f"{name} @ {plan[name][:12]}: {state}")
+
+        return run(update)
+    with Live(table(), console=console, refresh_per_second=4) as live:
+
+        def live_update(name: str, state: str) -> None:
+            states[name] = state
+            live.update(table())
+
+        return run(live_update)
+
+
+def _print_rerender(results: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .highlight import visible
+
+    console = _console()
+    table = Table(title="rerender", title_justify="left")
+    for col in ("report", "commit", "status", "quotes"):
+        table.add_column(col)
+    for r in results:
+        counts = ", ".join(f"{n} {s}" for s, n in r["counts"].items() if n) or "-"
+        table.add_row(Text(visible(r["name"])), r["commit"][:12], r["status"], counts)
+    console.print(table)
+    for r in results:
+        if r["error"]:
+            console.print(Text(f"{r['name']}: failed: {visible(r['error'])}", style="red"))
+            continue
+        for qid, commit in sorted(r["first_changed"].items()):
+            content = r["first_content_change"].get(qid)
+            if qid in r["format_only"] or content is None:
+                how = "format only"
+            elif content == commit:
+                how = "content changed there too"
+            else:
+                how = f"content first changed at {content[:12]}"
+            line = f"{r['name']}: {visible(qid)} first changed at {commit[:12]} ({how})"
+            console.print(Text(line))

@@ -22,6 +22,7 @@ from typing import Literal
 
 from .blobs import Changes, TreeEntry
 from .hashing import Lines, display_text, is_binary
+from .history import format_only
 from .models import Quote
 from .spans import find_match_lines, find_symbol
 
@@ -40,6 +41,7 @@ class QuoteDrift:
     candidates: tuple[tuple[int, int], ...] | None = None
     diff: str | None = None
     how: str = ""
+    format_only: bool = False  # changed, but only in formatting (see history.normalise)
 
 
 @dataclass
@@ -181,7 +183,16 @@ def _changed(
 ) -> QuoteDrift:
     new_text = display_text(lines.span(*span))
     diff = unified_diff(quote, new_text, new_path, span, target)
-    return QuoteDrift(qid, "changed", new_path if renamed else None, span, diff=diff, how=how)
+    cosmetic = format_only(quote.text, new_text, quote.path)
+    return QuoteDrift(
+        qid,
+        "changed",
+        new_path if renamed else None,
+        span,
+        diff=diff,
+        how=how + (", format only" if cosmetic else ""),
+        format_only=cosmetic,
+    )
 
 
 def unified_diff(

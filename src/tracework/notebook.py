@@ -44,6 +44,7 @@ from .views import Diagram, QuoteInfo, diagram_note_html, records_section, summa
 from .workspace import Workspace
 
 Mode = Literal["author", "render"]
+#: States that put a record up for re-review ("changed (format only)" does not).
 DRIFTED = {"changed", "ambiguous", "missing"}
 
 
@@ -294,7 +295,9 @@ class Workbench(RecordDeclarations):
         ]
         items = [i for r in reports for i in r.items]
         allowed = {"verified"} if self.at_pin else {"verified", "moved"}
-        bad = [i for i in items if i.state not in allowed]
+        bad = [
+            i for i in items if i.state not in allowed and not (i.format_only and not self.at_pin)
+        ]
         problems += [f"{i.kind} {i.id}: {i.state} ({i.detail})" for i in bad]
         counts = {
             k: dict(sorted(Counter(i.state for i in items if i.kind == k).items()))
@@ -378,7 +381,8 @@ class Workbench(RecordDeclarations):
                 "path": q.path,
                 "lines": list(q.lines),
                 "sha256": q.sha256,
-                "state": info.state,
+                "state": info.drift.state if info.drift else "verified",
+                "format_only": bool(info.drift and info.drift.format_only),
                 "new_path": d.new_path if d else None,
                 "new_lines": list(d.new_lines) if d and d.new_lines else None,
             }

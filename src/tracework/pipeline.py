@@ -24,6 +24,8 @@ from . import register as reg
 from .errors import ChecksFailed, RenderError, TraceworkError
 from .execution import execute, extract_records, file_sha256, notebook_problems, read_notebook
 from .fsio import locked, write_atomic
+from .hashing import sha256_hex
+from .history import drift_summary, read_history, updated_history
 from .models import GitSource
 from .subjects import load_subject, open_mirror
 from .views import summary_html
@@ -94,7 +96,10 @@ def render(
             raise RenderError(
                 f"{notebook.name} never called wb.done()", hint="end the notebook with wb.done()"
             )
+        records["drift"] = drift_summary(ws, register, records)
         write_atomic(staging / "records.json", _dump(records))
+        history_path = out_root / "history.json"
+        entries = updated_history(read_history(history_path), records)
         manifest = {
             "subject": subject.name,
             "url": subject.url,
@@ -106,6 +111,7 @@ def render(
             "tracework": __version__,
             "lock_sha256": lock_file_sha256(ws),
             "parameters": parameters,
+            "inputs_sha256": inputs_key(notebook, register_path, full),
         }
         write_atomic(staging / "manifest.json", _dump(manifest))
         # 4. diagrams, their assets, and the HTML
@@ -124,10 +130,15 @@ def render(
             write_atomic(staging / "assets" / "mermaid.min.js", bundle.read_bytes())
             write_atomic(staging / "assets" / "report.js", report_js().read_bytes())
 
-        page = export_html(executed, records, register, manifest, summary_html(records["checks"]))
+        page = export_html(
+            executed, records, register, manifest, summary_html(records["checks"]), entries
+        )
         write_atomic(staging / "report.html", page)
-        # 5. publish
+        # 5. publish, then record the render in the report's history
         _replace_dir(staging, final)
+        with locked(history_path):
+            entries = updated_history(read_history(history_path), records)
+            write_atomic(history_path, _dump(entries))
     except TraceworkError as exc:
         failed = out_root / f"failed-{full[:12]}"
         if _keep_failed(staging, failed):
@@ -139,6 +150,12 @@ def render(
         _keep_failed(staging, out_root / f"failed-{full[:12]}")
         raise
     return RenderResult(name, full, final, records["checks"])
+
+
+def inputs_key(notebook: Path, register_path: Path, commit: str) -> str:
+    """What a render depends on: notebook, register, commit and tracework version."""
+    parts = [file_sha256(notebook) or "", file_sha256(register_path) or "", commit, __version__]
+    return sha256_hex("\n".join(parts).encode())
 
 
 def _keep_failed(staging: Path, target: Path) -> bool:

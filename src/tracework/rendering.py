@@ -262,12 +262,91 @@ def toc_html(page: str) -> str:
     return "".join(out)
 
 
+def drift_html(records: dict[str, Any]) -> str:
+    """At a commit other than the pin: what changed since the pin, and since when."""
+    drift = records.get("drift") or {}
+    if records["commit"] == records["pin"] or not drift:
+        return ""
+    counts = ", ".join(f"{n} {s}" for s, n in drift["counts"].items() if n)
+    rows = []
+    for qid, commit in drift["first_changed"].items():
+        q = records["quotes"][qid]
+        culprit = drift["culprits"][commit]
+        content = drift["first_content_change"].get(qid)
+        note = (
+            ""
+            if content == commit
+            else (
+                " (content unchanged: formatting only)"
+                if content is None
+                else f"; content first changed at <code>{esc(content[:12])}</code>"
+            )
+        )
+        rows.append(
+            f'<li><a href="#{esc(qid)}">{esc(qid)}</a> in <span class="tw-path">{esc(q["path"])}'
+            f"</span>: {badge(q['state'])} since <code>{esc(commit[:12])}</code> "
+            f"({esc(culprit['date'][:10])}, “{esc(culprit['subject'])}”){note}</li>"
+        )
+    review = ", ".join(f'<a href="#{esc(r)}">{esc(r)}</a>' for r in drift["needs_review"])
+    extra = []
+    if drift["format_only"]:
+        extra.append("formatting only: " + ", ".join(esc(q) for q in drift["format_only"]))
+    if drift["broken_absences"]:
+        extra.append(
+            "broken absences: "
+            + ", ".join(f'<a href="#{esc(a)}">{esc(a)}</a>' for a in drift["broken_absences"])
+        )
+    for diagram, gone in drift["vanished_identifiers"].items():
+        extra.append(
+            f'diagram <a href="#diagram-{esc(diagram)}">{esc(diagram)}</a>: '
+            + ", ".join(f"<code>{esc(i)}</code>" for i in gone)
+            + " no longer found"
+        )
+    return (
+        '<section class="tw-drift"><h2 id="drift">Drift since the pin</h2>'
+        f"<p>At <code>{esc(records['commit'][:12])}</code>, {drift['commits_since_pin']} commits "
+        f"after the pin <code>{esc(records['pin'][:12])}</code>: {esc(counts)}.</p>"
+        + (f"<ul>{''.join(rows)}</ul>" if rows else "")
+        + (f"<p>Needs re-review: {review}</p>" if review else "")
+        + "".join(f"<p>{e}</p>" for e in extra)
+        + "</section>"
+    )
+
+
+def history_html(entries: list[dict[str, Any]]) -> str:
+    """The report's renders as a readable list, oldest first."""
+    if not entries:
+        return ""
+    items = []
+    for e in entries:
+        counts = e.get("counts", {})
+        total = sum(counts.values())
+        others = ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "verified")
+        changed = "; ".join(
+            f'{esc(qid)} in <span class="tw-path">{esc(c["path"])}</span> at '
+            f"<code>{esc(c['commit'][:12])}</code>"
+            for qid, c in e.get("changed_in", {}).items()
+        )
+        items.append(
+            f"<li>at <code>{esc(e['commit'][:12])}</code> ({esc(str(e.get('date', ''))[:10])}), "
+            f"{e.get('commits_since_pin', 0)} commits after the pin: "
+            f"{counts.get('verified', 0)} of {total} quotes verified"
+            + (f", {esc(others)}" if others else "")
+            + (f" — changed: {changed}" if changed else "")
+            + "</li>"
+        )
+    return (
+        f'<h3 id="render-history">Render history</h3><ul class="tw-history">{"".join(items)}</ul>'
+    )
+
+
 def export_html(
     nb: nbformat.NotebookNode,
     records: dict[str, Any],
     register: Register,
     manifest: dict[str, Any],
     summary_html: str,
+    history: list[dict[str, Any]] | None = None,
 ) -> str:
     """The report page for an executed, normalised notebook."""
     from nbconvert import HTMLExporter
@@ -286,7 +365,10 @@ def export_html(
             "version": __version__,
             "css": css,
             "header_html": header_html(records, header_summary(records), title),
-            "appendix_html": summary_section + appendix_html(register, records, manifest),
+            "appendix_html": summary_section
+            + history_html(history or [])
+            + appendix_html(register, records, manifest),
+            "drift_html": drift_html(records),
             "footer_html": (
                 f"Rendered by tracework {esc(__version__)} from "
                 f"<code>{esc(manifest['notebook'])}</code> at "

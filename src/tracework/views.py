@@ -76,7 +76,10 @@ class QuoteInfo:
 
     @property
     def state(self) -> str:
-        return self.drift.state if self.drift else "verified"
+        """The quote's state at the commit; a formatting-only change is named as such."""
+        if self.drift is None:
+            return "verified"
+        return "changed (format only)" if self.drift.format_only else self.drift.state
 
     def location(self) -> str:
         a, b = self.quote.lines

@@ -1,0 +1,199 @@
+"""``tracework rerender``: re-render many reports at a new commit, in parallel.
+
+Each report renders in its own worker process (its own kernel, no shared state), at
+``--commit`` or at the head of its subject's tracked ref (``--latest``).  A report is
+skipped when its notebook, register, target commit and tracework version are what its
+last good render used (content hashes, not times).  A failure in one report never
+stops the others, and its previous good output stays in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import TraceworkError
+from .fsio import locked
+from .history import STATES
+from .models import GitSource
+from .pipeline import inputs_key, render
+from .register import load
+from .subjects import fetch, load_subject, open_mirror
+from .workspace import Workspace, check_name
+
+Status = Literal["rendered", "skipped", "failed"]
+
+
+@dataclass
+class Outcome:
+    """One report's result, in the shape of the ``--json`` contract."""
+
+    name: str
+    commit: str
+    status: Status
+    counts: dict[str, int] = field(default_factory=dict)
+    first_changed: dict[str, str] = field(default_factory=dict)
+    first_content_change: dict[str, str] = field(default_factory=dict)
+    format_only: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "commit": self.commit,
+            "status": self.status,
+            "counts": self.counts,
+            "first_changed": self.first_changed,
+            "first_content_change": self.first_content_change,
+            "format_only": self.format_only,
+            "error": self.error,
+        }
+
+
+def report_names(ws: Workspace, names: Sequence[str], every: bool) -> list[str]:
+    """The reports to re-render: those named, or with ``--all`` every notebook with a register."""
+    if every:
+        found = sorted(
+            p.stem
+            for p in ws.notebooks.glob("*.ipynb")
+            if (ws.registers / f"{p.stem}.yaml").is_file()
+        )
+        if not found:
+            raise TraceworkError(
+                "no reports in this workspace (notebooks/NAME.ipynb + registers/NAME.yaml)"
+            )
+        return found
+    if not names:
+        raise TraceworkError("name the reports to re-render, or give --all")
+    return [check_name(n, "report") for n in names]
+
+
+def targets(
+    ws: Workspace, names: list[str], commit: str | None, latest: bool, do_fetch: bool
+) -> dict[str, str]:
+    """Each report's target commit (full id), validated before anything renders."""
+    if (commit is None) == (not latest):
+        raise TraceworkError("give exactly one of --commit COMMIT or --latest")
+    subjects: dict[str, str] = {}
+    for name in names:
+        register = load(ws.registers / f"{name}.yaml")
+        gits = [s for s in register.sources.values() if isinstance(s, GitSource)]
+        if not gits:
+            raise TraceworkError(f"register {name} has no git source")
+        subjects[name] = gits[0].subject
+    if do_fetch:
+        for subject in sorted(set(subjects.values())):
+            fetch(ws, subject)
+    out: dict[str, str] = {}
+    for name, subject in subjects.items():
+        mirror = open_mirror(ws, subject)
+        if commit is not None:
+            out[name] = mirror.resolve_commit(commit)
+        else:
+            track = load_subject(ws, subject).track
+            head = mirror.head_of(track)
+            if not head:
+                raise TraceworkError(
+                    f"subject {subject}: its tracked ref {track} is not in the mirror",
+                    hint=f"run `tracework fetch {subject}`",
+                )
+            out[name] = head
+    return out
+
+
+def up_to_date(ws: Workspace, name: str, commit: str) -> bool:
+    """Whether the last good render at ``commit`` used exactly today's inputs."""
+    manifest = ws.reports / name / commit[:12] / "manifest.json"
+    try:
+        recorded = json.loads(manifest.read_text(encoding="utf-8")).get("inputs_sha256")
+    except (OSError, ValueError):
+        return False
+    key = inputs_key(ws.notebooks / f"{name}.ipynb", ws.registers / f"{name}.yaml", commit)
+    return bool(recorded) and recorded == key
+
+
+def render_one(root: str, name: str, commit: str) -> dict[str, Any]:
+    """Render one report in this (worker) process; never raises for a report's failure."""
+    ws = Workspace(Path(root))
+    try:
+        with locked(ws.reports / name / f"{commit[:12]}.render", timeout=3600):
+            result = render(ws, name, commit)
+        records = json.loads((result.directory / "records.json").read_text(encoding="utf-8"))
+        drift = records.get("drift", {})
+        return Outcome(
+            name,
+            commit,
+            "rendered",
+            counts={s: drift.get("counts", {}).get(s, 0) for s in STATES},
+            first_changed=drift.get("first_changed", {}),
+            first_content_change=drift.get("first_content_change", {}),
+            format_only=drift.get("format_only", []),
+        ).as_json()
+    except TraceworkError as exc:
+        return Outcome(name, commit, "failed", error=exc.message).as_json()
+    except Exception as exc:  # a worker must report, not die: the batch goes on
+        return Outcome(name, commit, "failed", error=f"{type(exc).__name__}: {exc}").as_json()
+
+
+def skipped(ws: Workspace, name: str, commit: str) -> dict[str, Any]:
+    """The outcome of a report whose last render is current, read from its records.json."""
+    try:
+        records = json.loads((ws.reports / name / commit[:12] / "records.json").read_text())
+    except (OSError, ValueError):
+        records = {}
+    drift = records.get("drift", {})
+    return Outcome(
+        name,
+        commit,
+        "skipped",
+        counts={s: drift.get("counts", {}).get(s, 0) for s in STATES},
+        first_changed=drift.get("first_changed", {}),
+        first_content_change=drift.get("first_content_change", {}),
+        format_only=drift.get("format_only", []),
+    ).as_json()
+
+
+def rerender(
+    ws: Workspace,
+    plan: dict[str, str],
+    *,
+    jobs: int | None = None,
+    force: bool = False,
+    on_update: Callable[[str, str], None] = lambda name, state: None,
+) -> list[dict[str, Any]]:
+    """Render every report of ``plan`` (name → commit); results in the plan's order."""
+    results: dict[str, dict[str, Any]] = {}
+    todo = []
+    for name, commit in plan.items():
+        if not force and up_to_date(ws, name, commit):
+            results[name] = skipped(ws, name, commit)
+            on_update(name, "skipped")
+        else:
+            todo.append(name)
+            on_update(name, "queued")
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    if todo and workers == 1:
+        for name in todo:
+            on_update(name, "rendering")
+            results[name] = render_one(str(ws.root), name, plan[name])
+            on_update(name, results[name]["status"])
+    elif todo:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures: dict[Future[dict[str, Any]], str] = {}
+            for name in todo:
+                futures[pool.submit(render_one, str(ws.root), name, plan[name])] = name
+                on_update(name, "rendering")
+            try:
+                for future in as_completed(futures):
+                    name = futures[future]
+                    results[name] = future.result()
+                    on_update(name, results[name]["status"])
+            except KeyboardInterrupt:
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+    return [results[name] for name in plan]

@@ -1,0 +1,165 @@
+"""`tracework rerender`, first-change search, formatting-only changes and history."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from tracework.blobs import Mirror
+from tracework.history import Graph, first_change, format_only, normalise
+
+STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
+CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
+wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q]);"""
+CONTRACT = {
+    "name",
+    "commit",
+    "status",
+    "counts",
+    "first_changed",
+    "first_content_change",
+    "format_only",
+    "error",
+}
+
+
+# -- formatting-only changes ------------------------------------------------------------------
+
+
+def test_python_formatting_is_told_from_meaning():
+    old = "    items = call(a, b)  # keep\n"
+    assert (
+        format_only(old, "    items = call(\n        a,\n        b,\n    )  # keep\n", "x.py")
+        is False
+    )
+    assert format_only(old, "    items = call(\n        a, b\n    )  # keep\n", "x.py")
+    assert not format_only(old, "    items = call(a, c)  # keep\n", "x.py")
+    assert not format_only(old, "    items = call(a, b)  # dropped\n", "x.py")  # comments count
+    assert not format_only('s = "a  b"\n', 's = "a b"\n', "x.py")  # strings are content
+    assert format_only("a  b\n c\n", "a b c\n", "notes.md")
+    assert normalise("def f(:\n", "broken.py")  # does not tokenize: falls back to words
+
+
+# -- first change by bisection --------------------------------------------------------------
+
+
+def test_bisection_names_the_non_merge_commit_that_made_the_change(make_repo):
+    repo = make_repo("graph")
+    repo.write("a.txt", "keep\nstable\n")
+    pin = repo.commit("pin")
+    for n in range(6):
+        repo.write(f"noise{n}.txt", f"{n}\n")
+        repo.commit(f"noise {n}")
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("side.txt", "s\n")
+    repo.commit("side 1")
+    repo.write("a.txt", "changed\nstable\n")
+    culprit = repo.commit("side 2 changes a.txt")
+    repo.write("side.txt", "s2\n")
+    repo.commit("side 3")
+    repo.git("checkout", "-q", "main")
+    repo.write("main.txt", "m\n")
+    repo.commit("main moves on")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    target = repo.git("rev-parse", "HEAD").strip()
+    mirror = Mirror(repo.path / ".git")
+    graph = Graph(mirror, pin, target)
+    probes: list[str] = []
+
+    def changed(commit: str) -> bool:
+        probes.append(commit)
+        data = mirror.read_blob(mirror.tree(commit)["a.txt"].oid).data
+        return data is not None and b"keep\n" not in data
+
+    assert first_change(graph, changed) == culprit
+    assert len(probes) < len(graph)  # bisected, not walked
+    assert first_change(graph, lambda c: False) is None
+
+
+# -- the command -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def reports(make_repo, tw, workspace):
+    """Two reports on one subject: `good`, and `broken` whose notebook always fails."""
+    repo = make_repo("toy")
+    repo.write("pkg/store.py", STORE).write("pkg/util.py", "def helper():\n    return 1\n")
+    first = repo.commit("first")
+    assert tw("subject", "add", "toy", str(repo.path), "--track", "main").exit_code == 0
+    assert tw("fetch", "toy").exit_code == 0
+    for name, cell in (("good", CELL), ("broken", CELL + "\nraise RuntimeError('boom')")):
+        assert tw("new", name, "--subject", "toy", "--commit", first).exit_code == 0
+        path = workspace.notebooks / f"{name}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.insert(4, nbformat.v4.new_code_cell(cell))
+        nbformat.write(nb, path)
+        import tracework
+
+        tracework.open(name).source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    # three more commits: a reformat of the quoted method, noise, then a real edit
+    repo.write(
+        "pkg/store.py", STORE.replace("(self, key, value)", "(\n        self, key, value\n    )")
+    )
+    reformat = repo.commit("reformat")
+    repo.write("pkg/util.py", "def helper():\n    return 2\n")
+    repo.commit("noise")
+    repo.write(
+        "pkg/store.py",
+        STORE.replace("(self, key, value)", "(\n        self, key, value\n    )").replace(
+            "= value", "= value * 2"
+        ),
+    )
+    edit = repo.commit("edit")
+    assert tw("fetch", "toy").exit_code == 0
+    return first, reformat, edit
+
+
+def test_rerender_reports_drift_first_changes_and_isolates_failures(reports, tw, workspace):
+    _, reformat, edit = reports
+    result = tw("rerender", "--all", "--latest", "-j", "2", "--json")
+    assert result.exit_code == 1, result.output  # one report failed
+    out = json.loads(result.output)
+    assert out["ok"] is False
+    by_name = {r["name"]: r for r in out["reports"]}
+    assert all(set(r) == CONTRACT for r in out["reports"])
+    broken, good = by_name["broken"], by_name["good"]
+    assert broken["status"] == "failed" and "boom" in broken["error"]
+    assert good["status"] == "rendered" and good["commit"] == edit and good["error"] is None
+    assert good["counts"] == {"verified": 0, "moved": 0, "changed": 1, "ambiguous": 0, "missing": 0}
+    assert good["first_changed"] == {"Q-store-Store.put": reformat}
+    assert good["first_content_change"] == {"Q-store-Store.put": edit}
+    assert good["format_only"] == []
+    page = (workspace.reports / "good" / edit[:12] / "report.html").read_text()
+    assert 'id="drift"' in page and reformat[:12] in page and 'id="render-history"' in page
+    history = json.loads((workspace.reports / "good" / "history.json").read_text())
+    assert [e["commit"] for e in history] == [edit] and history[0]["commits_since_pin"] == 3
+    assert not (workspace.reports / "broken" / edit[:12]).exists()
+
+
+def test_rerender_skips_what_did_not_change_and_force_renders_again(reports, tw, workspace):
+    _, reformat, _ = reports
+    (workspace.notebooks / "broken.ipynb").unlink()
+    once = json.loads(tw("rerender", "good", "--commit", reformat, "--json").output)
+    assert once["reports"][0]["status"] == "rendered"
+    assert once["reports"][0]["format_only"] == ["Q-store-Store.put"]
+    again = tw("rerender", "good", "--commit", reformat, "--json")
+    assert again.exit_code == 0
+    assert json.loads(again.output)["reports"][0]["status"] == "skipped"
+    forced = json.loads(tw("rerender", "good", "--commit", reformat, "--force", "--json").output)
+    assert forced["reports"][0]["status"] == "rendered"
+    # a change to the register makes it stale again
+    assert (
+        tw("quote", "demo" if False else "good", "SRC-1", "pkg/util.py", "--lines", "1-1").exit_code
+        == 0
+    )
+    stale = json.loads(tw("rerender", "good", "--commit", reformat, "--json").output)
+    assert stale["reports"][0]["status"] == "rendered"
+
+
+def test_rerender_refuses_bad_requests(reports, tw):
+    assert tw("rerender", "--all").exit_code == 2  # neither --commit nor --latest
+    assert tw("rerender", "--all", "--latest", "--commit", "abc1").exit_code == 2
+    assert tw("rerender").exit_code == 2
+    assert tw("rerender", "nosuch", "--latest").exit_code == 2
