@@ -12,12 +12,13 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import nbformat
+from typing import TYPE_CHECKING, Any
 
 from .errors import ChecksFailed, RenderError, TraceworkError
 from .hashing import sha256_hex
+
+if TYPE_CHECKING:  # nbformat costs a second to import (jsonschema); load it on use
+    import nbformat
 
 KERNEL_NAME = "tracework"
 RECORDS_MIME = "application/vnd.tracework.records+json"
@@ -103,6 +104,8 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
             hint="create one with `tracework new NAME --subject S --commit C`",
         )
     try:
+        import nbformat
+
         nb: nbformat.NotebookNode = nbformat.read(path, as_version=4)
     except Exception as exc:  # nbformat raises several unrelated types
         raise TraceworkError(f"{path}: not a readable notebook ({exc})") from None
@@ -148,6 +151,8 @@ def execute(
             f"the notebook could not be executed: {type(exc).__name__}: "
             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else 'no detail'}"
         ) from None
+    import nbformat
+
     nb = normalise(nbformat.read(output, as_version=4))
     return nb
 

@@ -1,0 +1,274 @@
+"""Benchmark `tracework rerender`: batch cost per report, parallelism, no-op re-runs,
+and the first-change search.
+
+Part 1 (``--reports N``, default 8; the issue's figure is for 40): a synthetic subject
+with one new commit and N small reports on it.  In one run it times
+  * the naive loop a shell script would run: `papermill` then `jupyter nbconvert --to
+    html` per report (the baseline);
+  * `tracework rerender --all --commit NEW -j 1` and `-j 2` (each after removing the
+    previous output, so every report renders);
+  * a no-op `tracework rerender --all --commit NEW` (everything skipped).
+Part 2 (``--commits 1000 --quotes 100``): a linear history of that many commits in
+which the quoted spans change at known commits; times the first-change search for
+all quotes and checks that every culprit found is the commit that changed it.
+
+A benchmark never fails on time: it prints ratios and PASS/MISS against the targets.
+
+    .venv/bin/python benchmarks/bench_rerender.py [--reports 40] [--skip-batch]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+BIN = Path(sys.executable).parent
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+ENV.update(
+    GIT_CONFIG_NOSYSTEM="1",
+    GIT_CONFIG_GLOBAL="/dev/null",
+    GIT_AUTHOR_NAME="Bench",
+    GIT_AUTHOR_EMAIL="bench@example.invalid",
+    GIT_COMMITTER_NAME="Bench",
+    GIT_COMMITTER_EMAIL="bench@example.invalid",
+)
+
+
+def git(repo: Path, *args: str, when: int | None = None) -> str:
+    env = dict(ENV)
+    if when is not None:
+        env.update(GIT_AUTHOR_DATE=f"@{when} +0000", GIT_COMMITTER_DATE=f"@{when} +0000")
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def tw(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "tracework"), *args], cwd=ws, capture_output=True, text=True, check=False
+    )
+
+
+def timed(fn) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+# -- part 1: batch renders ---------------------------------------------------------------
+
+
+def build_batch(root: Path, reports: int) -> tuple[Path, str]:
+    repo = root / "subject"
+    (repo / "pkg").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    for n in range(reports):
+        (repo / "pkg" / f"mod{n}.py").write_text(
+            f"def handler_{n}(event):\n    return event.get('k{n}')\n\n\nLIMIT_{n} = {n}\n"
+        )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first", when=1767225600)
+    first = git(repo, "rev-parse", "HEAD")
+    ws = root / "ws"
+    subprocess.run([str(BIN / "tracework"), "init", str(ws)], check=True, capture_output=True)
+    for args in (("subject", "add", "bench", str(repo)), ("fetch", "bench")):
+        assert tw(ws, *args).returncode == 0
+    for n in range(reports):
+        name = f"r{n:02d}"
+        assert tw(ws, "new", name, "--subject", "bench", "--commit", first).returncode == 0
+        nb = nbformat.read(ws / "notebooks" / f"{name}.ipynb", as_version=4)
+        nb.cells.insert(
+            4,
+            nbformat.v4.new_code_cell(
+                f'q = src.quote("pkg/mod{n}.py", symbol="handler_{n}")\n'
+                f'wb.component("RT-CMP-h{n}", label="Handler {n}", identity="`handler_{n}`", '
+                "evidence=[q]);"
+            ),
+        )
+        nbformat.write(nb, ws / "notebooks" / f"{name}.ipynb")
+        assert (
+            tw(ws, "quote", name, "SRC-1", f"pkg/mod{n}.py", "--symbol", f"handler_{n}").returncode
+            == 0
+        )
+    # one new commit that edits a quarter of the quoted functions
+    for n in range(0, reports, 4):
+        path = repo / "pkg" / f"mod{n}.py"
+        path.write_text(path.read_text().replace(f"'k{n}'", f"'key{n}'"))
+    git(repo, "commit", "-q", "-am", "rename keys", when=1767229200)
+    assert tw(ws, "fetch", "bench").returncode == 0
+    return ws, git(repo, "rev-parse", "HEAD")
+
+
+def batch(reports: int) -> list[str]:
+    verdicts = []
+    with tempfile.TemporaryDirectory() as tmp:
+        ws, new = build_batch(Path(tmp), reports)
+        names = sorted(p.stem for p in (ws / "notebooks").glob("*.ipynb"))
+        out = Path(tmp) / "naive"
+        out.mkdir()
+
+        def naive() -> None:
+            for name in names:
+                executed = out / f"{name}.ipynb"
+                subprocess.run(
+                    [
+                        str(BIN / "papermill"),
+                        f"notebooks/{name}.ipynb",
+                        str(executed),
+                        "-k",
+                        "tracework",
+                        "-r",
+                        "register",
+                        name,
+                        "-r",
+                        "commit",
+                        new,
+                        "-r",
+                        "mode",
+                        "render",
+                        "--no-progress-bar",
+                    ],
+                    cwd=ws,
+                    check=True,
+                    capture_output=True,
+                )
+                subprocess.run(
+                    [
+                        str(BIN / "jupyter"),
+                        "nbconvert",
+                        "--to",
+                        "html",
+                        "--no-input",
+                        str(executed),
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
+
+        def rerender(jobs: int) -> float:
+            shutil.rmtree(ws / "reports", ignore_errors=True)
+            (ws / "reports").mkdir()
+            seconds = timed(lambda: tw(ws, "rerender", "--all", "--commit", new, "-j", str(jobs)))
+            rendered = len(list((ws / "reports").glob("r*/" + new[:12] + "/report.html")))
+            assert rendered == reports, f"only {rendered} of {reports} reports rendered"
+            return seconds
+
+        naive_s = timed(naive)
+        one = rerender(1)
+        two = rerender(2)
+        noop = timed(lambda: tw(ws, "rerender", "--all", "--commit", new))
+    per_naive, per_one, per_two = naive_s / reports, one / reports, two / reports
+    print(f"\nbatch of {reports} reports (one new commit):")
+    print(f"  naive loop (papermill + nbconvert CLIs): {naive_s:7.1f} s  {per_naive:5.2f} s/report")
+    print(
+        f"  tracework rerender -j 1:                 {one:7.1f} s  {per_one:5.2f} s/report"
+        f"  ({per_naive / per_one:.1f}x faster than the loop)"
+    )
+    print(
+        f"  tracework rerender -j 2:                 {two:7.1f} s  {per_two:5.2f} s/report"
+        f"  (-j 2 / -j 1 = {two / one:.2f})"
+    )
+    print(f"  no-op re-run of all {reports}:                {noop:7.2f} s")
+    verdicts.append(f"per report ≤ 0.5 s: {'PASS' if per_two <= 0.5 else 'MISS'} ({per_two:.2f} s)")
+    verdicts.append(
+        f"-j 2 / -j 1 ≤ 0.7: {'PASS' if two / one <= 0.7 else 'MISS'} ({two / one:.2f})"
+    )
+    verdicts.append(f"no-op under 2 s: {'PASS' if noop < 2 else 'MISS'} ({noop:.2f} s)")
+    return verdicts
+
+
+# -- part 2: first-change search ------------------------------------------------------------
+
+
+def bisection(commits: int, quotes: int) -> list[str]:
+    from tracework.blobs import Mirror
+    from tracework.history import first_changes
+
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "long"
+        repo.mkdir()
+        git(repo, "init", "-q", "-b", "main")
+        files = 20
+        spans = {q: (f"f{q % files}.py", f"quoted_{q} = {q}\n") for q in range(quotes)}
+        for f in range(files):
+            body = "".join(t for (p, t) in spans.values() if p == f"f{f}.py")
+            (repo / f"f{f}.py").write_text("# filler\n" * 50 + body)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "pin", when=1767225600)
+        pin = git(repo, "rev-parse", "HEAD")
+        change_at = {q: rng.randrange(1, commits) for q in range(quotes)}
+        by_commit: dict[int, list[int]] = {}
+        for q, c in change_at.items():
+            by_commit.setdefault(c, []).append(q)
+        stream = []
+        current = {f"f{f}.py": (repo / f"f{f}.py").read_text() for f in range(files)}
+        for c in range(1, commits):
+            touched = {}
+            for q in by_commit.get(c, []):
+                path, text = spans[q]
+                current[path] = current[path].replace(text, text.replace(" = ", " = 10 * "))
+                touched[path] = current[path]
+            if not touched:  # noise: a comment line changes in a file nobody quotes
+                touched["noise.txt"] = f"{c}\n"
+            stream.append("commit refs/heads/main\n")
+            stream.append(f"mark :{c}\n")
+            stream.append(f"committer Bench <bench@example.invalid> {1767225600 + c} +0000\n")
+            msg = f"commit {c}\n"
+            stream.append(f"data {len(msg)}\n{msg}")
+            if c == 1:
+                stream.append(f"from {pin}\n")
+            for path, content in touched.items():
+                data = content.encode()
+                stream.append(f"M 100644 inline {path}\ndata {len(data)}\n")
+                stream.append(data.decode() + "\n")
+        subprocess.run(
+            ["git", "fast-import", "--quiet"],
+            cwd=repo,
+            env=ENV,
+            check=True,
+            input="".join(stream),
+            text=True,
+        )
+        target = git(repo, "rev-parse", "main")
+        marks = git(repo, "rev-list", "--reverse", f"{pin}..{target}").split()
+        mirror = Mirror(repo / ".git")
+        wanted = {f"Q{q}": (path, None, text.encode(), text) for q, (path, text) in spans.items()}
+        seconds = timed(lambda: found.update(first_changes(mirror, pin, target, wanted)))
+        wrong = [q for q in range(quotes) if found[f"Q{q}"][0] != marks[change_at[q] - 1]]
+    print(
+        f"\nfirst-change search: {quotes} quotes over {commits} commits in {seconds:.2f} s; "
+        f"{quotes - len(wrong)} of {quotes} culprits exact"
+    )
+    return [
+        f"bisection under 5 s: {'PASS' if seconds < 5 and not wrong else 'MISS'} ({seconds:.2f} s)"
+    ]
+
+
+found: dict[str, tuple[str | None, str | None]] = {}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reports", type=int, default=8)
+    parser.add_argument("--commits", type=int, default=1000)
+    parser.add_argument("--quotes", type=int, default=100)
+    parser.add_argument("--skip-batch", action="store_true")
+    args = parser.parse_args()
+    verdicts = bisection(args.commits, args.quotes)
+    if not args.skip_batch:
+        verdicts += batch(args.reports)
+    print("\ntargets: " + " · ".join(verdicts))
+
+
+if __name__ == "__main__":
+    main()
