@@ -163,3 +163,14 @@ def test_rerender_refuses_bad_requests(reports, tw):
     assert tw("rerender", "--all", "--latest", "--commit", "abc1").exit_code == 2
     assert tw("rerender").exit_code == 2
     assert tw("rerender", "nosuch", "--latest").exit_code == 2
+
+
+def test_a_batch_render_in_a_warm_kernel_gives_the_same_bytes_as_render(reports, tw, workspace):
+    _, reformat, _ = reports
+    (workspace.notebooks / "broken.ipynb").unlink()
+    assert tw("render", "good", "--commit", reformat).exit_code == 0
+    folder = workspace.reports / "good" / reformat[:12]
+    cold = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    assert tw("rerender", "good", "--commit", reformat, "--force", "-j", "1").exit_code == 0
+    warm = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    assert warm == cold

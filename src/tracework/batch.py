@@ -20,6 +20,7 @@ from typing import Any, Literal
 from .errors import TraceworkError
 from .fsio import locked
 from .history import STATES
+from .kernels import next_kernel, shutdown
 from .models import GitSource
 from .pipeline import inputs_key, render
 from .register import load
@@ -117,12 +118,18 @@ def up_to_date(ws: Workspace, name: str, commit: str) -> bool:
     return bool(recorded) and recorded == key
 
 
-def render_one(root: str, name: str, commit: str) -> dict[str, Any]:
-    """Render one report in this (worker) process; never raises for a report's failure."""
+def render_one(root: str, name: str, commit: str, warm: bool = True) -> dict[str, Any]:
+    """Render one report in this (worker) process; never raises for a report's failure.
+
+    With ``warm``, the report runs in a kernel booted while the previous one rendered
+    (see :mod:`tracework.kernels`).
+    """
     ws = Workspace(Path(root))
+    km = None
     try:
         with locked(ws.reports / name / f"{commit[:12]}.render", timeout=3600):
-            result = render(ws, name, commit)
+            km = next_kernel(ws.root) if warm else None
+            result = render(ws, name, commit, km=km)
         records = json.loads((result.directory / "records.json").read_text(encoding="utf-8"))
         drift = records.get("drift", {})
         return Outcome(
@@ -138,6 +145,9 @@ def render_one(root: str, name: str, commit: str) -> dict[str, Any]:
         return Outcome(name, commit, "failed", error=exc.message).as_json()
     except Exception as exc:  # a worker must report, not die: the batch goes on
         return Outcome(name, commit, "failed", error=f"{type(exc).__name__}: {exc}").as_json()
+    finally:
+        if km is not None:
+            shutdown(km)
 
 
 def skipped(ws: Workspace, name: str, commit: str) -> dict[str, Any]:
@@ -176,7 +186,9 @@ def rerender(
         else:
             todo.append(name)
             on_update(name, "queued")
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    # each worker keeps about two processes busy (a kernel running, the next one booting)
+    default = max(1, (os.cpu_count() or 2) // 2)
+    workers = max(1, min(jobs or default, len(todo) or 1))
     if todo and workers == 1:
         for name in todo:
             on_update(name, "rendering")

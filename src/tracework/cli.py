@@ -388,7 +388,7 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
     "--jobs",
     type=click.IntRange(1, 64),
     default=None,
-    help="Worker processes (default: the number of cores).",
+    help="Worker processes (default: half the cores; each also boots the next kernel).",
 )
 @click.option("--force", is_flag=True, help="Render even reports whose inputs did not change.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

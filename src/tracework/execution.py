@@ -116,7 +116,7 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
 
 
 def execute(
-    notebook: Path, output: Path, parameters: Mapping[str, Any], cwd: Path
+    notebook: Path, output: Path, parameters: Mapping[str, Any], cwd: Path, km: Any = None
 ) -> nbformat.NotebookNode:
     """Run ``notebook`` with papermill into ``output``; raise with the failing cell's error.
 
@@ -137,6 +137,7 @@ def execute(
             progress_bar=False,
             log_output=False,
             request_save_on_cell_execute=False,
+            km=km,  # a pre-started kernel (batch renders), else papermill starts one
         )
     except PapermillExecutionError as exc:
         # a TraceworkError raised in the kernel carries its own hint line; keep one

@@ -56,7 +56,11 @@ def _dump(data: Any) -> str:
 
 
 def render(
-    ws: Workspace, name: str, commit: str | None = None, analysis_date: str | None = None
+    ws: Workspace,
+    name: str,
+    commit: str | None = None,
+    analysis_date: str | None = None,
+    km: Any = None,
 ) -> RenderResult:
     """Render report ``name`` at ``commit`` (default: the register's pin)."""
     # 1. validate everything before a kernel starts
@@ -85,7 +89,7 @@ def render(
     staging = Path(tempfile.mkdtemp(prefix=f".{full[:12]}.", suffix=".staging", dir=out_root))
     try:
         # 2. execute
-        executed = execute(notebook, staging / "report.ipynb", parameters, cwd=ws.root)
+        executed = execute(notebook, staging / "report.ipynb", parameters, cwd=ws.root, km=km)
         write_atomic(
             staging / "report.ipynb",
             json.dumps(executed, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
