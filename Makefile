@@ -16,7 +16,7 @@ $(UV):
 	.tools/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
 $(VENV)/.synced: $(UV) uv.lock pyproject.toml
-	$(UV) sync --frozen --quiet --compile-bytecode
+	$(UV) sync --frozen --quiet --compile-bytecode --all-extras
 	touch $@
 
 # the pinned Mermaid that reports vendor (package.json + package-lock.json; no scripts run)

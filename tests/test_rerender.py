@@ -174,3 +174,32 @@ def test_a_batch_render_in_a_warm_kernel_gives_the_same_bytes_as_render(reports,
     assert tw("rerender", "good", "--commit", reformat, "--force", "-j", "1").exit_code == 0
     warm = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     assert warm == cold
+
+
+def test_rerender_runs_on_a_dask_cluster(reports, tw, workspace):
+    distributed = pytest.importorskip("distributed")
+    _, reformat, _ = reports
+    (workspace.notebooks / "broken.ipynb").unlink()
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        host="127.0.0.1",
+    ) as cluster:
+        result = tw(
+            "rerender",
+            "good",
+            "--commit",
+            reformat,
+            "--executor",
+            "dask",
+            "--scheduler",
+            cluster.scheduler_address,
+            "--json",
+        )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)["reports"][0]
+    assert out["status"] == "rendered" and out["format_only"] == ["Q-store-Store.put"]
+    assert (workspace.reports / "good" / reformat[:12] / "report.html").is_file()
+    assert tw("rerender", "good", "--latest", "--executor", "dask").exit_code == 2

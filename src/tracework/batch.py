@@ -10,6 +10,7 @@ stops the others, and its previous good output stays in place.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -174,6 +175,7 @@ def rerender(
     *,
     jobs: int | None = None,
     force: bool = False,
+    scheduler: str | None = None,
     on_update: Callable[[str, str], None] = lambda name, state: None,
 ) -> list[dict[str, Any]]:
     """Render every report of ``plan`` (name → commit); results in the plan's order."""
@@ -189,13 +191,17 @@ def rerender(
     # each worker keeps about two processes busy (a kernel running, the next one booting)
     default = max(1, (os.cpu_count() or 2) // 2)
     workers = max(1, min(jobs or default, len(todo) or 1))
-    if todo and workers == 1:
+    if todo and scheduler is not None:
+        results.update(_on_dask(ws, plan, todo, scheduler, on_update))
+    elif todo and workers == 1:
         for name in todo:
             on_update(name, "rendering")
             results[name] = render_one(str(ws.root), name, plan[name])
             on_update(name, results[name]["status"])
     elif todo:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        # spawned, not forked: a worker must not inherit the parent's threads and loops
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
             futures: dict[Future[dict[str, Any]], str] = {}
             for name in todo:
                 futures[pool.submit(render_one, str(ws.root), name, plan[name])] = name
@@ -209,3 +215,41 @@ def rerender(
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
     return [results[name] for name in plan]
+
+
+def _on_dask(
+    ws: Workspace,
+    plan: dict[str, str],
+    todo: list[str],
+    scheduler: str,
+    on_update: Callable[[str, str], None],
+) -> dict[str, dict[str, Any]]:
+    """Run the renders on a Dask distributed cluster (``tracework[dask]``).
+
+    The workers must see this workspace at the same path (a shared file system) and
+    have tracework installed; each render is the same function as locally, without
+    warm kernels (a Dask worker may be stopped without running exit handlers).
+    """
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise TraceworkError(
+            "--executor dask needs the dask extra", hint="install tracework[dask]"
+        ) from None
+    try:
+        client = Client(scheduler, timeout=30)
+    except (OSError, TimeoutError) as exc:
+        raise TraceworkError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+    results: dict[str, dict[str, Any]] = {}
+    with client:
+        futures = {
+            client.submit(render_one, str(ws.root), name, plan[name], False, pure=False): name
+            for name in todo
+        }
+        for name in todo:
+            on_update(name, "rendering")
+        for future in as_completed(futures):
+            name = futures[future]
+            results[name] = future.result()
+            on_update(name, results[name]["status"])
+    return results

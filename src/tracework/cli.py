@@ -391,6 +391,19 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
     help="Worker processes (default: half the cores; each also boots the next kernel).",
 )
 @click.option("--force", is_flag=True, help="Render even reports whose inputs did not change.")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
+    help="Where renders run.",
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Dask scheduler address (with --executor dask).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def rerender(
     names: tuple[str, ...],
@@ -400,17 +413,23 @@ def rerender(
     do_fetch: bool,
     jobs: int | None,
     force: bool,
+    executor: str,
+    scheduler: str | None,
     as_json: bool,
 ) -> None:
     """Re-render reports at a new commit: drift, first-changed commits, history."""
     from .batch import report_names, targets
     from .batch import rerender as do_rerender
 
+    if (executor == "dask") != (scheduler is not None):
+        raise click.UsageError("--executor dask and --scheduler ADDRESS go together")
     ws = _workspace()
     plan = targets(ws, report_names(ws, names, every), commit, latest, do_fetch)
     results = _with_progress(
         plan,
-        lambda update: do_rerender(ws, plan, jobs=jobs, force=force, on_update=update),
+        lambda update: do_rerender(
+            ws, plan, jobs=jobs, force=force, scheduler=scheduler, on_update=update
+        ),
         quiet=as_json,
     )
     ok = all(r["status"] != "failed" for r in results)

@@ -9,6 +9,7 @@ so no state passes between reports.
 from __future__ import annotations
 
 import atexit
+import multiprocessing.util
 import threading
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,15 @@ class WarmKernel:
         return self.km
 
     def discard(self) -> None:
-        shutdown(self.km)
+        """Kill an unused kernel outright (also safe while the process is exiting)."""
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        try:
+            if process is not None:
+                process.kill()
+                process.wait(timeout=10)
+            Path(self.km.connection_file).unlink(missing_ok=True)
+        except Exception:
+            pass
 
 
 def shutdown(km: Any) -> None:
@@ -82,7 +91,15 @@ def next_kernel(cwd: Path) -> Any:
     return current.take()
 
 
-@atexit.register
-def _discard_spare() -> None:
+def discard_spare() -> None:
+    """Stop the kernel booted for a next report that never came."""
+    global _spare
     if _spare is not None:
         _spare.discard()
+        _spare = None
+
+
+# the main process runs atexit handlers; multiprocessing workers leave through os._exit
+# and run only their registered finalizers, so register in both ways
+atexit.register(discard_spare)
+multiprocessing.util.Finalize(None, discard_spare, exitpriority=100)
