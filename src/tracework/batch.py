@@ -131,17 +131,7 @@ def render_one(root: str, name: str, commit: str, warm: bool = True) -> dict[str
         with locked(ws.reports / name / f"{commit[:12]}.render", timeout=3600):
             km = next_kernel(ws.root) if warm else None
             result = render(ws, name, commit, km=km)
-        records = json.loads((result.directory / "records.json").read_text(encoding="utf-8"))
-        drift = records.get("drift", {})
-        return Outcome(
-            name,
-            commit,
-            "rendered",
-            counts={s: drift.get("counts", {}).get(s, 0) for s in STATES},
-            first_changed=drift.get("first_changed", {}),
-            first_content_change=drift.get("first_content_change", {}),
-            format_only=drift.get("format_only", []),
-        ).as_json()
+        return _outcome(name, commit, "rendered", result.directory / "records.json")
     except TraceworkError as exc:
         return Outcome(name, commit, "failed", error=exc.message).as_json()
     except Exception as exc:  # a worker must report, not die: the batch goes on
@@ -153,15 +143,20 @@ def render_one(root: str, name: str, commit: str, warm: bool = True) -> dict[str
 
 def skipped(ws: Workspace, name: str, commit: str) -> dict[str, Any]:
     """The outcome of a report whose last render is current, read from its records.json."""
+    return _outcome(name, commit, "skipped", ws.reports / name / commit[:12] / "records.json")
+
+
+def _outcome(name: str, commit: str, status: Status, records_json: Path) -> dict[str, Any]:
+    """A rendered or skipped report's outcome, from the drift in its records.json."""
     try:
-        records = json.loads((ws.reports / name / commit[:12] / "records.json").read_text())
+        records = json.loads(records_json.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         records = {}
     drift = records.get("drift", {})
     return Outcome(
         name,
         commit,
-        "skipped",
+        status,
         counts={s: drift.get("counts", {}).get(s, 0) for s in STATES},
         first_changed=drift.get("first_changed", {}),
         first_content_change=drift.get("first_content_change", {}),
