@@ -503,3 +503,33 @@ def _print_rerender(results: list[dict[str, Any]]) -> None:
                 how = f"content first changed at {content[:12]}"
             line = f"{r['name']}: {visible(qid)} first changed at {commit[:12]} ({how})"
             console.print(Text(line))
+
+
+@main.command()
+@click.argument("subject_name", metavar="SUBJECT")
+@click.option("--commit", required=True, help="Commit to screen (hex id or unique prefix).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def screen(subject_name: str, commit: str, as_json: bool) -> None:
+    """Screen a subject at a commit without running anything: what would run or instruct."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from .highlight import visible
+    from .screen import screen as do_screen
+    from .subjects import open_mirror
+
+    mirror = open_mirror(_workspace(), subject_name)
+    result = do_screen(mirror, mirror.resolve_commit(commit))
+    if as_json:
+        _json({"subject": subject_name, **result.as_json()})
+        return
+    table = Table(
+        title=Text(f"{subject_name} at {result.commit[:12]}: nothing was run"), title_justify="left"
+    )
+    for col in ("category", "path", "line", "what", "text"):
+        table.add_column(col)
+    for f in result.findings:
+        table.add_row(f.category, Text(visible(f.path)), str(f.line), f.kind, Text(visible(f.text)))
+    console = _console()
+    console.print(table)
+    console.print(", ".join(f"{n} {c}" for c, n in result.counts().items()))

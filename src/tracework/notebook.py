@@ -39,8 +39,16 @@ from .hashing import sha256_hex
 from .jupyter import Html, QuoteView, cell_id, display, install_error_display
 from .models import GitSource, Register
 from .records import KINDS, AuthorityPath, Record, Route
+from .screen import Screen
 from .subjects import load_subject, open_mirror
-from .views import Diagram, QuoteInfo, diagram_note_html, records_section, summary_html
+from .views import (
+    Diagram,
+    QuoteInfo,
+    diagram_note_html,
+    records_section,
+    screen_html,
+    summary_html,
+)
 from .workspace import Workspace
 
 Mode = Literal["author", "render"]
@@ -112,6 +120,7 @@ class Workbench(RecordDeclarations):
         self._records_shown = False
         self._diagrams: dict[str, Diagram] = {}
         self._texts: list[bytes] | None = None
+        self._screen: Screen | None = None
         install_error_display()
 
     # -- sources and quotes ------------------------------------------------------------
@@ -275,6 +284,14 @@ class Workbench(RecordDeclarations):
                     self._texts += [b.data for b in blobs.values() if b.data is not None]
         return any(pattern.search(text) for text in self._texts)
 
+    def screen(self) -> None:
+        """Show the screen of the subject at the commit (see ``tracework screen``) as a
+        section, and keep its findings for records.json."""
+        from .screen import screen
+
+        self._screen = screen(open_mirror(self.ws, self.subject.name), self.commit)
+        display(Html(screen_html(self._screen), f"screen: {self._screen.counts()}"))
+
     def records(self) -> None:
         """Display the "Shared records" section: records by kind, then the quoted evidence."""
         display(
@@ -423,6 +440,7 @@ class Workbench(RecordDeclarations):
                 }
                 for name, d in self._diagrams.items()
             },
+            "screen": self._screen.as_json() if self._screen else None,
             "checks": self.summary(),
         }
 

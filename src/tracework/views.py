@@ -26,6 +26,7 @@ from .forge import upstream_url
 from .highlight import lexer_for, visible
 from .models import Quote
 from .records import KINDS, Absence, Record
+from .screen import Screen
 
 # raw HTML off (js-default); images off too, so no text can make a viewer fetch anything
 _MD = MarkdownIt("js-default", {"typographer": False}).disable("image")
@@ -289,6 +290,24 @@ def diagram_note_html(diagram: Diagram) -> str:
         f"{diagram_status_html(diagram.check)}"
         f"<details><summary>Diagram source</summary><pre><code>{esc(diagram.source)}"
         "</code></pre></details></div>"
+    )
+
+
+def screen_html(result: Screen) -> str:
+    """The screen as a report section: counts, then every finding with its line."""
+    counts = ", ".join(f"{n} {esc(c)}" for c, n in result.counts().items())
+    rows = "".join(
+        f'<tr><td>{esc(f.category)}</td><td><span class="tw-path">{esc(f.path)}:{f.line}'
+        f"</span></td><td>{esc(f.kind)}</td><td><code>{esc(f.text)}</code></td></tr>"
+        for f in result.findings
+    )
+    return (
+        '<section class="tw-screen"><h2 id="screen">Screen of the checkout</h2>'
+        f"<p>{result.files} paths at <code>{esc(result.commit[:12])}</code> read as git blobs; "
+        f"nothing was installed or run. {counts}. Agent-instruction files are listed as data "
+        "and were not followed.</p>"
+        "<table><thead><tr><th>category</th><th>where</th><th>what</th><th>the line</th></tr>"
+        f"</thead><tbody>{rows}</tbody></table></section>"
     )
 
 
