@@ -149,3 +149,26 @@ def test_a_writer_killed_mid_write_leaves_a_valid_register(pinned, tw, workspace
     # a killed writer may leave its temp file beside the register; it is never read
     assert all(p.name.startswith(".demo.yaml.") for p in leftovers)
     assert os.path.getsize(REGISTER) > 0
+
+
+def test_huge_files_are_hashed_by_streaming_and_big_spans_refused(pinned, tw, workspace):
+    huge = bytes(range(256)) * (50 * 4096)  # 50 MiB, binary
+    one_line = b"x" * 10_000_000  # one 10 MB line, no newline
+    million = b"".join(b"v%d\n" % n for n in range(1_000_000))  # 6.9 MB
+    marker = workspace.root / "tracework.toml"
+    marker.write_text(marker.read_text().replace("4194304", "16777216"))
+    pinned({"huge.bin": huge, "oneline.txt": one_line, "million.txt": million})
+    result = tw("register", "add-file", "demo", "SRC-1", "huge.bin", "oneline.txt", "million.txt")
+    assert result.exit_code == 0, result.output
+    import hashlib
+
+    files = reg.load(REGISTER.resolve()).git_source("SRC-1").files
+    assert files["huge.bin"].sha256 == hashlib.sha256(huge).hexdigest()
+    assert files["huge.bin"].binary and files["huge.bin"].size == len(huge)
+    quoted = tw("quote", "demo", "SRC-1", "million.txt", "--lines", "999999-999999")
+    assert quoted.exit_code == 0 and "v999998" in quoted.output
+    refused = tw("quote", "demo", "SRC-1", "oneline.txt", "--lines", "1-1")
+    assert refused.exit_code == 2 and "limit for one quote" in refused.output
+    refused = tw("quote", "demo", "SRC-1", "huge.bin", "--lines", "1-1")
+    assert refused.exit_code == 2
+    assert tw("check", "demo").exit_code == 0

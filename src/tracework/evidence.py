@@ -246,9 +246,20 @@ def quotable_lines(mirror: Mirror, entry: TreeEntry, path: str) -> Lines:
     return Lines(blob.data)
 
 
+#: A quote is evidence a reader reads: a span larger than this is refused (register the
+#: file by hash instead), which also keeps registers small and writes fast.
+MAX_QUOTE_BYTES = 256 * 1024
+
+
 def make_quote(sid: str, path: str, data: Lines, span: Span, anchor: Anchor | None) -> Quote:
     """A quote for a located span: exact text (or base64 bytes) and the span hash."""
     raw = data.span(span.first, span.last)
+    if len(raw) > MAX_QUOTE_BYTES:
+        raise NotQuotable(
+            f"{path}:{span.first}-{span.last} is {len(raw):,} bytes, over the "
+            f"{MAX_QUOTE_BYTES:,}-byte limit for one quote",
+            hint="quote a smaller span; the whole file can be registered by hash",
+        )
     try:
         text, raw_b64 = raw.decode("utf-8"), None
     except UnicodeDecodeError:
