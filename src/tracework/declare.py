@@ -10,7 +10,7 @@ Re-running the same JupyterLab cell may re-declare a record; another cell may no
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
@@ -55,12 +55,9 @@ class RecordDeclarations:
     _cells: dict[str, str | None]
     _quotes: dict[str, QuoteInfo]
     _absences: dict[str, AbsenceResult]
-
-    def _info(self, qid: str) -> QuoteInfo:
-        raise NotImplementedError
-
-    def _drifted(self) -> dict[str, list[str]]:
-        raise NotImplementedError
+    # provided by the Workbench: a quote's state at the commit, and the drifted evidence
+    _info: Callable[[str], QuoteInfo]
+    _drifted: Callable[[], dict[str, list[str]]]
 
     def _evidence(self, refs: Iterable[Any], record_id: str) -> tuple[str, ...]:
         out: list[str] = []

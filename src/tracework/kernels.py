@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing.util
 import threading
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -54,22 +55,18 @@ class WarmKernel:
     def discard(self) -> None:
         """Kill an unused kernel outright (also safe while the process is exiting)."""
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
-        try:
+        with suppress(Exception):  # already gone: nothing left to stop
             if process is not None:
                 process.kill()
                 process.wait(timeout=10)
             Path(self.km.connection_file).unlink(missing_ok=True)
-        except Exception:
-            pass
 
 
 def shutdown(km: Any) -> None:
     """Stop a kernel, quietly: it ran its one notebook (or was never used)."""
-    try:
+    with suppress(Exception):  # a kernel that died on its own needs no shutdown
         if km.has_kernel:
             km.shutdown_kernel(now=True)
-    except Exception:
-        pass
 
 
 _spare: WarmKernel | None = None
