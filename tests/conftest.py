@@ -7,10 +7,12 @@ dates are fixed and increase by one hour per commit, so commit ids are stable.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -144,3 +146,39 @@ def pinned(make_repo: Callable[[str], Repo], tw: Callable[..., Result]) -> Calla
         return repo
 
     return factory
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def needs_chromium() -> None:
+    """Skip without Debian's chromium, with the command that installs it; in CI (``CI``
+    set) a missing browser fails the test instead."""
+    if Path(CHROMIUM).is_file():
+        return
+    message = "browser tests need Debian's chromium: apt-get install -y chromium"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Headless chromium driven by Playwright, with background networking off."""
+    needs_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chrome = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                "--disable-sync",
+            ],
+        )
+        yield chrome
+        chrome.close()

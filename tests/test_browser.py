@@ -12,8 +12,6 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import os
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,10 +20,10 @@ import nbformat
 import pytest
 from click.testing import CliRunner
 
+from conftest import needs_chromium
 from tracework.cli import main
 
 pytestmark = pytest.mark.browser
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 HOSTILE = '"]<script>alert(1)</script>'
 
 CELLS = [
@@ -58,19 +56,10 @@ CELLS[1] = CELLS[1].replace(
 )
 
 
-def _needs_chromium() -> None:
-    if Path(CHROMIUM).is_file():
-        return
-    message = "browser tests need Debian's chromium: apt-get install -y chromium"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory, make_repo_module) -> Path:
     """A report with three diagrams (one with a hostile label), rendered at its pin."""
-    _needs_chromium()
+    needs_chromium()
     root = tmp_path_factory.mktemp("browser")
     repo = make_repo_module(root / "toy")
     first = repo
@@ -138,27 +127,6 @@ def server(report: Path) -> Iterator[str]:
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/{report.parent.name}/{report.name}/"
     httpd.shutdown()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    _needs_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chrome = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-                "--disable-sync",
-            ],
-        )
-        yield chrome
-        chrome.close()
 
 
 def _open(browser, url: str):

@@ -506,6 +506,46 @@ def _print_rerender(results: list[dict[str, Any]]) -> None:
 
 
 @main.command()
+@click.option(
+    "--out",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Folder to publish into (default: reports/site).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def publish(out: str | None, as_json: bool) -> None:
+    """Publish the static site: an index of every report, their renders, the registers
+    and one matrix per rubric.  Opens from disk; makes no outside request."""
+    from .publish import publish as do_publish
+
+    ws = _workspace()
+    result = do_publish(ws, Path(out) if out else None)
+    try:
+        where = str(result.out.relative_to(ws.root.resolve()))
+    except ValueError:
+        where = str(result.out)
+    if as_json:
+        _json(
+            {
+                "ok": True,
+                "out": where,
+                "reports": result.reports,
+                "renders": result.renders,
+                "rubrics": result.rubrics,
+                "pages": result.pages,
+                "skipped": result.skipped,
+            }
+        )
+        return
+    click.echo(
+        f"published {result.reports} reports ({result.renders} renders), "
+        f"{len(result.rubrics)} rubrics, {result.pages} pages to {where}/index.html"
+    )
+    for problem in result.skipped:
+        click.echo(f"  skipped {problem}", err=True)
+
+
+@main.command()
 @click.argument("subject_name", metavar="SUBJECT")
 @click.option("--commit", required=True, help="Commit to screen (hex id or unique prefix).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

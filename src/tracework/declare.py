@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from .absences import AbsenceResult, search
 from .errors import RecordError, TraceworkError
 from .jupyter import Html, QuoteView, cell_id
+from .marks import Mark, mark_html
 from .records import (
     VOCABULARIES,
     Absence,
@@ -32,6 +33,7 @@ from .records import (
     Route,
     kind_of,
 )
+from .rubrics import Rubric, RubricError, load_rubric
 from .subjects import open_mirror
 from .views import QuoteInfo, record_html
 
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 R = TypeVar("R", bound=Record)
+#: States that put a record up for re-review ("changed (format only)" does not).
+DRIFTED = {"changed", "ambiguous", "missing"}
 
 
 class RecordDeclarations:
@@ -55,6 +59,8 @@ class RecordDeclarations:
     _cells: dict[str, str | None]
     _quotes: dict[str, QuoteInfo]
     _absences: dict[str, AbsenceResult]
+    _marks: dict[str, Mark]
+    _rubrics: dict[str, tuple[Rubric, str]]
     # provided by the Workbench: a quote's state at the commit, and the drifted evidence
     _info: Callable[[str], QuoteInfo]
     _drifted: Callable[[], dict[str, list[str]]]
@@ -361,3 +367,70 @@ class RecordDeclarations:
         return self._view(
             self._declare(Annotation, id, evidence, reviewed, dict(on=on, text=text, **fields))
         )
+
+    # -- rubric marks --------------------------------------------------------------------
+
+    def mark(
+        self,
+        rubric: str,
+        mechanism: str,
+        *,
+        present: bool,
+        evidence: Sequence[Any] = (),
+        note: str | None = None,
+    ) -> Html:
+        """Mark a mechanism of ``registers/rubrics/RUBRIC.yaml`` as present or absent.
+
+        *present* needs evidence: quotes, quote ids or records declared above; *absent*
+        may cite an evidenced absence (``RT-ABS-…``).  Re-running the same cell may
+        re-mark a mechanism; another cell may not.
+        """
+        if not isinstance(present, bool):
+            raise RecordError(f"mark {rubric}/{mechanism}: present= takes True or False")
+        if rubric not in self._rubrics:
+            self._rubrics[rubric] = load_rubric(self.ws, rubric)
+        definition, _ = self._rubrics[rubric]
+        if definition.mechanism(mechanism) is None:
+            raise RubricError(
+                f"rubric {rubric} has no mechanism {mechanism!r}",
+                hint="its mechanisms: " + ", ".join(m.id for m in definition.mechanisms),
+            )
+        where = f"mark {rubric}/{mechanism}"
+        refs: list[str] = []
+        for ref in evidence:
+            if isinstance(ref, str) and ref.startswith("RT-"):
+                if ref not in self._records:
+                    raise RecordError(
+                        f"{where}: evidence {ref} is not a record declared above",
+                        hint="declare the record before marking with it",
+                    )
+                refs.append(ref)
+            else:
+                refs += self._evidence([ref], where)
+        if present and not refs:
+            raise RecordError(
+                f"{where}: a mechanism marked present needs evidence",
+                hint="cite the quotes or records that show it",
+            )
+        made = Mark(rubric, mechanism, present, tuple(refs), note)
+        cell = cell_id()
+        key = made.anchor
+        if key in self._marks and (cell is None or self._cells.get(key) != cell):
+            raise RecordError(f"{where} is marked twice", hint="mark each mechanism once")
+        self._marks[key], self._cells[key] = made, cell
+        markup = mark_html(made, definition, self._marks_drifted().get(key, ()))
+        return Html(markup, f"<mark {rubric}/{mechanism}: {'present' if present else 'absent'}>")
+
+    def _marks_drifted(self) -> dict[str, list[str]]:
+        """Per mark (by anchor), the cited evidence that no longer holds at the commit."""
+        records = self._drifted()
+        out: dict[str, list[str]] = {}
+        for key, mark in self._marks.items():
+            bad = [
+                e
+                for e in mark.evidence
+                if e in records or (e in self._quotes and self._quotes[e].state in DRIFTED)
+            ]
+            if bad:
+                out[key] = bad
+        return out

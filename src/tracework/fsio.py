@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-from filelock import FileLock
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
@@ -45,6 +44,20 @@ def _mode_for(path: Path) -> int:
 @contextmanager
 def locked(path: Path, timeout: float = 60.0) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (a ``.NAME.lock`` file beside it)."""
+    from filelock import FileLock  # only writers lock; importing it costs readers ~15 ms
+
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path.parent / f".{path.name}.lock"), timeout=timeout):
         yield
+
+
+def replace_dir(staging: Path, final: Path) -> None:
+    """Swap a finished staging folder in for ``final`` (two renames under a lock), so a
+    reader sees the old folder or the new one and a failure leaves the old one."""
+    with locked(final):
+        old = final.with_name(f".{final.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        if final.exists():
+            os.replace(final, old)
+        os.replace(staging, final)
+        shutil.rmtree(old, ignore_errors=True)

@@ -12,8 +12,10 @@ that made the change is named.  Only blobs are read, through one persistent
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
+import os
 import re
 import subprocess
 import textwrap
@@ -23,13 +25,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .blobs import FULL_OID, Mirror
 from .gitenv import hardened_env
-from .models import Register
 from .subjects import open_mirror
 from .workspace import Workspace
+
+if TYPE_CHECKING:  # the check imports this module for format_only, without pydantic
+    from .models import Register
 
 STATES = ("verified", "moved", "changed", "ambiguous", "missing")
 
@@ -321,6 +325,18 @@ def read_history(path: Path) -> list[dict[str, Any]]:
     )
 
 
+def today() -> str:
+    """The UTC date of this render, or of ``SOURCE_DATE_EPOCH`` when set (reproducible
+    builds' convention), for the history's "checked" date."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    moment = (
+        dt.datetime.fromtimestamp(int(epoch), dt.UTC)
+        if epoch.isdigit()
+        else dt.datetime.now(dt.UTC)
+    )
+    return moment.date().isoformat()
+
+
 def updated_history(entries: list[dict[str, Any]], records: dict[str, Any]) -> list[dict[str, Any]]:
     """The history with this render's entry added (or replaced, for the same commit)."""
     drift = records["drift"]
@@ -339,6 +355,7 @@ def updated_history(entries: list[dict[str, Any]], records: dict[str, Any]) -> l
         "counts": drift["counts"],
         "changed_in": changed_in,
         "ok": records["checks"]["ok"],
+        "checked": today(),
     }
     kept = [e for e in entries if e.get("commit") != entry["commit"]]
     return sorted([*kept, entry], key=lambda e: (e.get("commits_since_pin", 0), e["commit"]))

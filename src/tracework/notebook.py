@@ -21,7 +21,7 @@ from . import __version__
 from . import register as reg
 from .absences import AbsenceResult
 from .checks import CheckItem, CheckReport, check_register
-from .declare import RecordDeclarations
+from .declare import DRIFTED, RecordDeclarations
 from .diagrams import (
     DIRECTIONS,
     DiagramError,
@@ -37,8 +37,10 @@ from .execution import RECORDS_MIME
 from .fsio import write_atomic
 from .hashing import sha256_hex
 from .jupyter import Html, QuoteView, cell_id, display, install_error_display
+from .marks import Mark, marks_json, marks_section
 from .models import GitSource, Register
 from .records import KINDS, AuthorityPath, Record, Route
+from .rubrics import Rubric
 from .screen import Screen
 from .subjects import load_subject, open_mirror
 from .views import (
@@ -52,8 +54,6 @@ from .views import (
 from .workspace import Workspace
 
 Mode = Literal["author", "render"]
-#: States that put a record up for re-review ("changed (format only)" does not).
-DRIFTED = {"changed", "ambiguous", "missing"}
 
 
 class SourceHandle:
@@ -116,6 +116,8 @@ class Workbench(RecordDeclarations):
         self._cells: dict[str, str | None] = {}
         self._quotes: dict[str, QuoteInfo] = {}
         self._absences: dict[str, AbsenceResult] = {}
+        self._marks: dict[str, Mark] = {}
+        self._rubrics: dict[str, tuple[Rubric, str]] = {}
         self._checks: dict[str, CheckReport] = {}
         self._records_shown = False
         self._diagrams: dict[str, Diagram] = {}
@@ -293,7 +295,8 @@ class Workbench(RecordDeclarations):
         display(Html(screen_html(self._screen), f"screen: {self._screen.counts()}"))
 
     def records(self) -> None:
-        """Display the "Shared records" section: records by kind, then the quoted evidence."""
+        """Display the "Shared records" section: records by kind, then the quoted evidence,
+        then the rubric marks (when the report marks any)."""
         display(
             Html(
                 records_section(
@@ -302,6 +305,14 @@ class Workbench(RecordDeclarations):
                 f"{len(self._records)} records",
             )
         )
+        if self._marks:
+            rubrics = {name: rubric for name, (rubric, _) in self._rubrics.items()}
+            display(
+                Html(
+                    marks_section(self._marks.values(), rubrics, self._marks_drifted()),
+                    f"{len(self._marks)} rubric marks",
+                )
+            )
         self._records_shown = True
 
     def summary(self) -> dict[str, Any]:
@@ -368,6 +379,18 @@ class Workbench(RecordDeclarations):
                 f"checked; {len(failing)} with problems",
             },
         }
+        if self._marks:
+            stale = self._marks_drifted()
+            problems += [
+                f"mark {self._marks[key].rubric}/{self._marks[key].mechanism}: evidence "
+                "drifted: " + ", ".join(v)
+                for key, v in stale.items()
+            ]
+            checks["marks"] = {
+                "ok": not stale,
+                "detail": f"{len(self._marks)} marks against {len(self._rubrics)} rubrics; every "
+                f"present mark cites evidence; {len(stale)} need re-review",
+            }
         ok = all(c["ok"] for c in checks.values())
         return {
             "ok": ok,
@@ -441,6 +464,7 @@ class Workbench(RecordDeclarations):
                 for name, d in self._diagrams.items()
             },
             "screen": self._screen.as_json() if self._screen else None,
+            "marks": marks_json(self._marks.values(), self._rubrics, self._marks_drifted()),
             "checks": self.summary(),
         }
 

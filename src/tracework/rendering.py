@@ -20,6 +20,7 @@ from pygments.formatters import HtmlFormatter
 
 from . import __version__
 from .execution import RECORDS_MIME
+from .marks import carries_html
 from .models import GitSource, Register
 from .views import badge, esc
 
@@ -111,6 +112,9 @@ def header_html(records: dict[str, Any], summary_html: str, title: str) -> str:
         )
     if records.get("analysis_date"):
         rows.append(("Analysis date", esc(records["analysis_date"])))
+    carries = carries_html(records.get("marks") or {})
+    if carries:
+        rows.append(("Rubrics", carries))
     rows.append(("Checks", summary_html))
     meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
     return (

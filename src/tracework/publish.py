@@ -1,0 +1,540 @@
+"""``tracework publish``: the static site of every report, its history and the rubrics.
+
+The site is built from what renders left in ``reports/`` (records.json, manifest.json
+and report.html per rendered commit, history.json per report), the registers and the
+rubric files; nothing is re-executed.  Pages come from Jinja templates in
+``templates/site`` with autoescaping on.  Every link is relative, so the site opens
+from ``file://`` or any static host; pages carry a Content-Security-Policy and make no
+request outside the site.  The output is deterministic (sorted, no clock) and is built
+in a staging folder that replaces the old site only when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from . import __version__
+from . import register as reg
+from .errors import TraceworkError
+from .fsio import replace_dir
+from .hashing import sha256_hex
+from .highlight import visible
+from .marks import mark_anchor
+from .models import GitSource, Register
+from .rendering import TEMPLATES
+from .rubrics import Rubric, load_rubric, rubric_names
+from .views import markdown
+from .workspace import Workspace
+
+#: Site pages load only the site's own stylesheet and scripts.
+CSP = (
+    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
+    "connect-src 'none'; base-uri 'none'; form-action 'none'"
+)
+RENDER_FOLDER = re.compile(r"[0-9a-f]{12}")
+#: Quote states that count as drift on the index (a format-only change does not).
+DRIFT_STATES = ("changed", "ambiguous", "missing")
+
+
+@dataclass(frozen=True)
+class Render:
+    """One rendered commit of a report: its folder and what the render recorded."""
+
+    folder: str
+    records: dict[str, Any]
+    manifest: dict[str, Any]
+
+    @property
+    def commit(self) -> str:
+        return str(self.records["commit"])
+
+    @property
+    def order(self) -> tuple[int, str, str]:
+        drift = self.records.get("drift") or {}
+        return (int(drift.get("commits_since_pin", 0)), self.records["commit_date"], self.commit)
+
+    def status(self) -> tuple[str, str]:
+        """("holds" | "drift", a one-line account of the cited evidence at this render)."""
+        quotes = list(self.records.get("quotes", {}).values())
+        states = Counter(
+            "changed (format only)" if q.get("format_only") else q["state"] for q in quotes
+        )
+        broken = sum(1 for a in self.records.get("absences", {}).values() if not a["holds"])
+        at, total = self.commit[:12], len(quotes)
+        drift_of = [s for s in DRIFT_STATES if states[s]]
+        drift = [f"{states[s]} {s}" for s in drift_of]
+        if broken:
+            drift.append(f"{broken} broken absence" + ("s" if broken > 1 else ""))
+        benign = [
+            f"{n} {s}" for s, n in sorted(states.items()) if s != "verified" and s not in drift_of
+        ]
+        also = f" ({', '.join(benign)})" if benign else ""
+        if drift:
+            return "drift", f"drift: {', '.join(drift)} at {at}{also}"
+        if benign:
+            return "holds", f"{total}/{total} hold at {at}{also}"
+        return "holds", f"{total}/{total} verified at {at}"
+
+
+@dataclass
+class Report:
+    """A report as the site shows it: its renders oldest first, history and register."""
+
+    name: str
+    renders: list[Render]
+    history: list[dict[str, Any]]
+    register: Register | None
+    register_text: str | None
+    register_sha256: str | None
+
+    @property
+    def newest(self) -> Render:
+        return self.renders[-1]
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} runtime report"
+
+    def last_checked(self) -> str | None:
+        """The latest date a check ran: a render's, or one recorded with ``check --record``."""
+        dates = [str(e["checked"]) for e in self.history if e.get("checked")]
+        if self.register is not None:
+            dates += [c.date for c in self.register.checks]
+        return max(dates) if dates else None
+
+    def marks(self) -> dict[str, Any]:
+        return dict(self.newest.records.get("marks") or {})
+
+
+@dataclass
+class Site:
+    """Everything a publish writes, gathered before a byte is written."""
+
+    ws: Workspace
+    title: str
+    reports: list[Report]
+    rubrics: dict[str, tuple[Rubric, str]]
+    skipped: list[str] = field(default_factory=list)
+
+    @cached_property
+    def env(self) -> Environment:
+        env = Environment(
+            loader=FileSystemLoader(str(TEMPLATES / "site")),
+            autoescape=True,
+            undefined=StrictUndefined,
+            keep_trailing_newline=True,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        env.filters["markdown"] = markdown
+        env.filters["visible"] = visible
+        env.filters["short"] = lambda commit: str(commit)[:12]
+        env.globals.update(version=__version__, csp=CSP, site_title=self.title)
+        env.globals["rubric_links"] = [(n, r.title) for n, (r, _) in self.rubrics.items()]
+        return env
+
+
+@dataclass(frozen=True)
+class Published:
+    """What a publish wrote, for the CLI's summary and ``--json``."""
+
+    out: Path
+    reports: int
+    renders: int
+    rubrics: list[str]
+    pages: int
+    skipped: list[str]
+
+
+def publish(ws: Workspace, out: Path | None = None) -> Published:
+    """Build the site into a staging folder and swap it in for ``out`` when complete."""
+    out = (out or ws.reports / "site").resolve()
+    if out == ws.root.resolve() or out in ws.root.resolve().parents:
+        raise TraceworkError(f"--out {out} would replace the workspace itself")
+    if ws.reports.resolve() == out:
+        raise TraceworkError("--out must not be the reports folder itself")
+    site = gather(ws, out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # two publishes at once each build their own staging folder; the swaps are serial
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
+    try:
+        pages = write_site(site, staging)
+        replace_dir(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Published(
+        out,
+        len(site.reports),
+        sum(len(r.renders) for r in site.reports),
+        list(site.rubrics),
+        pages,
+        site.skipped,
+    )
+
+
+# -- gathering -----------------------------------------------------------------------
+
+
+def gather(ws: Workspace, out: Path) -> Site:
+    """Read every report's renders, history and register, and every rubric."""
+    settings = ws.settings().get("site", {})
+    title = settings.get("title") if isinstance(settings, dict) else None
+    rubrics = {name: load_rubric(ws, name) for name in rubric_names(ws)}
+    site = Site(ws, str(title) if title else "Reports", [], rubrics)
+    if not ws.reports.is_dir():
+        return site
+    for folder in sorted(ws.reports.iterdir()):
+        if not folder.is_dir() or folder.name.startswith(".") or folder.resolve() == out:
+            continue
+        renders = _renders(folder, site.skipped)
+        if not renders:
+            continue
+        register_path = ws.registers / f"{folder.name}.yaml"
+        register, text, digest = None, None, None
+        if register_path.is_file():
+            register = reg.load(register_path)
+            raw = register_path.read_bytes()
+            text, digest = raw.decode("utf-8"), sha256_hex(raw)
+        history = _history(folder / "history.json")
+        site.reports.append(Report(folder.name, renders, history, register, text, digest))
+    return site
+
+
+def _renders(folder: Path, skipped: list[str]) -> list[Render]:
+    out = []
+    for sub in sorted(folder.iterdir()):
+        if not (sub.is_dir() and RENDER_FOLDER.fullmatch(sub.name)):
+            continue
+        try:
+            records = json.loads((sub / "records.json").read_text(encoding="utf-8"))
+            manifest = json.loads((sub / "manifest.json").read_text(encoding="utf-8"))
+            if not (sub / "report.html").is_file():
+                raise OSError("no report.html")
+            if not isinstance(records, dict) or not str(records.get("commit", "")).startswith(
+                sub.name
+            ):
+                raise ValueError("records.json is not this render's")
+        except (OSError, ValueError, TypeError) as exc:
+            skipped.append(f"reports/{folder.name}/{sub.name}: {exc}")
+            continue
+        out.append(Render(sub.name, records, manifest))
+    return sorted(out, key=lambda r: r.order)
+
+
+def _history(path: Path) -> list[dict[str, Any]]:
+    from .history import read_history
+
+    return read_history(path)
+
+
+# -- writing -------------------------------------------------------------------------
+
+
+def write_site(site: Site, root: Path) -> int:
+    """Write every page and asset of ``site`` under ``root``; returns the page count."""
+    pages = 0
+
+    def page(rel: str, template: str, **context: Any) -> None:
+        nonlocal pages
+        depth = rel.count("/")
+        html = site.env.get_template(template).render(root="../" * depth, **context)
+        _write(root / rel, html)
+        pages += 1
+
+    assets = TEMPLATES / "site"
+    for asset in ("site.css", "search.js"):
+        _write(root / "assets" / asset, (assets / asset).read_text(encoding="utf-8"))
+    index = search_index(site)
+    _write(root / "search.json", json.dumps(index, indent=1, sort_keys=True) + "\n")
+    _write(
+        root / "assets" / "search-index.js",
+        "window.TRACEWORK_SEARCH = " + json.dumps(index, sort_keys=True) + ";\n",
+    )
+    rows = [_index_row(site, r) for r in site.reports]
+    page("index.html", "index.html.j2", title=site.title, rows=rows, rubrics=_rubric_list(site))
+    for report in site.reports:
+        base = f"reports/{report.name}"
+        for render in report.renders:
+            _link_tree(site.ws.reports / report.name / render.folder, root / base / render.folder)
+        page(
+            f"{base}/index.html",
+            "report.html.j2",
+            title=report.title,
+            report=report,
+            row=_index_row(site, report),
+            renders=_render_list(report),
+            marks=_marks_of(site, report),
+        )
+        if report.register is not None and report.register_text is not None:
+            _write(root / base / "register.yaml", report.register_text)
+            page(
+                f"{base}/register.html",
+                "register.html.j2",
+                title=f"Register {report.name}",
+                report=report,
+                register=report.register,
+                sources=_sources(report.register),
+            )
+    for name, (rubric, digest) in site.rubrics.items():
+        page(
+            f"rubrics/{name}.html",
+            "rubric.html.j2",
+            title=rubric.title,
+            name=name,
+            rubric=rubric,
+            matrix=rubric_matrix(site, name, rubric, digest),
+        )
+    return pages
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8"))
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """Put a render's files in the site: hard links when the file system allows (renders
+    replace folders, never files in place), else copies."""
+    for path in sorted(src.rglob("*")):
+        if path.name.startswith(".") or path.is_symlink():
+            continue
+        target = dst / path.relative_to(src)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)
+        except OSError:
+            shutil.copyfile(path, target)
+
+
+def _index_row(site: Site, report: Report) -> dict[str, Any]:
+    newest = report.newest
+    state, text = newest.status()
+    records = newest.records
+    return {
+        "name": report.name,
+        "href": f"reports/{report.name}/index.html",
+        "report_href": f"reports/{report.name}/{newest.folder}/report.html",
+        "subject": records["subject"],
+        "pin": records["pin"],
+        "newest": newest.commit,
+        "newest_date": records["commit_date"],
+        "state": state,
+        "status": text,
+        "marks": [
+            {
+                "name": name,
+                "title": entry["title"],
+                "carries": entry["carries"],
+                "of": entry["mechanisms"],
+                "href": f"rubrics/{name}.html" if name in site.rubrics else None,
+            }
+            for name, entry in sorted(report.marks().items())
+        ],
+        "checked": report.last_checked(),
+    }
+
+
+def _render_list(report: Report) -> list[dict[str, Any]]:
+    """The report's renders, newest first, each with its history entry when there is one."""
+    entries = {e["commit"]: e for e in report.history}
+    out = []
+    for render in reversed(report.renders):
+        state, text = render.status()
+        entry = entries.get(render.commit, {})
+        drift = render.records.get("drift") or {}
+        out.append(
+            {
+                "href": f"{render.folder}/report.html",
+                "commit": render.commit,
+                "date": render.records["commit_date"],
+                "since_pin": drift.get("commits_since_pin", 0),
+                "state": state,
+                "status": text,
+                "checked": entry.get("checked"),
+                "changed_in": sorted(
+                    (qid, c["path"], c["commit"]) for qid, c in entry.get("changed_in", {}).items()
+                ),
+            }
+        )
+    kept = {r.commit for r in report.renders}
+    gone = [e for e in reversed(report.history) if e["commit"] not in kept]
+    return out + [
+        {
+            "href": None,
+            "commit": e["commit"],
+            "date": e.get("date", ""),
+            "since_pin": e.get("commits_since_pin", 0),
+            "state": "holds" if e.get("ok") else "drift",
+            "status": "render no longer kept",
+            "checked": e.get("checked"),
+            "changed_in": [],
+        }
+        for e in gone
+    ]
+
+
+def _marks_of(site: Site, report: Report) -> list[dict[str, Any]]:
+    out = []
+    for name, entry in sorted(report.marks().items()):
+        out.append(
+            {
+                "name": name,
+                "title": entry["title"],
+                "carries": entry["carries"],
+                "of": entry["mechanisms"],
+                "href": f"../../rubrics/{name}.html" if name in site.rubrics else None,
+            }
+        )
+    return out
+
+
+def _rubric_list(site: Site) -> list[dict[str, Any]]:
+    out = []
+    for name, (rubric, _) in site.rubrics.items():
+        systems = sum(1 for r in site.reports if name in r.marks())
+        out.append(
+            {
+                "name": name,
+                "title": rubric.title,
+                "mechanisms": len(rubric.mechanisms),
+                "systems": systems,
+            }
+        )
+    return out
+
+
+def _sources(register: Register) -> list[dict[str, Any]]:
+    out = []
+    for sid, src in sorted(register.sources.items(), key=lambda kv: int(kv[0].split("-")[1])):
+        if isinstance(src, GitSource):
+            out.append(
+                {
+                    "id": sid,
+                    "kind": "git",
+                    "what": f"{src.subject} @ {src.commit}",
+                    "files": sorted(src.files.items()),
+                }
+            )
+        else:
+            out.append({"id": sid, "kind": "document", "what": str(src), "files": []})
+    return out
+
+
+def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[str, Any]:
+    """Systems by mechanisms, with per-row and per-column counts and the distribution."""
+    rows = []
+    per_mechanism = Counter[str]()
+    for report in site.reports:
+        entry = report.marks().get(name)
+        if entry is None:
+            continue
+        newest = report.newest
+        base = f"../reports/{report.name}/{newest.folder}/report.html"
+        cells: list[dict[str, Any]] = []
+        carried = 0
+        for mechanism in rubric.mechanisms:
+            mark = entry["marks"].get(mechanism.id)
+            if mark is None:
+                cells.append({"state": "unmarked", "text": "not marked", "href": None})
+                continue
+            state = "present" if mark["present"] else "absent"
+            carried += mark["present"]
+            per_mechanism[mechanism.id] += mark["present"]
+            cells.append(
+                {
+                    "state": state,
+                    "text": state,
+                    "review": bool(mark.get("needs_review")),
+                    "href": f"{base}#{mark_anchor(name, mechanism.id)}",
+                }
+            )
+        rows.append(
+            {
+                "name": report.name,
+                "href": f"../reports/{report.name}/index.html",
+                "commit": newest.commit,
+                "cells": cells,
+                "carries": carried,
+                "stale": entry.get("sha256") != digest,
+            }
+        )
+    systems = len(rows)
+    spread = Counter(r["carries"] for r in rows)
+    distribution = [
+        {
+            "carries": k,
+            "systems": spread[k],
+            "share": _percent(spread[k], systems),
+        }
+        for k in range(len(rubric.mechanisms) + 1)
+    ]
+    return {
+        "rows": rows,
+        "systems": systems,
+        "per_mechanism": [per_mechanism[m.id] for m in rubric.mechanisms],
+        "distribution": distribution,
+        "none_or_one": _percent(spread[0] + spread[1], systems),
+    }
+
+
+def _percent(part: int, whole: int) -> int:
+    return round(100 * part / whole) if whole else 0
+
+
+def search_index(site: Site) -> list[dict[str, Any]]:
+    """The client-side search's entries: records, quotes and reports, with their links."""
+    out: list[dict[str, Any]] = []
+    for report in site.reports:
+        newest = report.newest
+        base = f"reports/{report.name}/{newest.folder}/report.html"
+        quotes = newest.records.get("quotes", {})
+        out.append(
+            {
+                "kind": "report",
+                "id": report.name,
+                "label": f"{newest.records['subject']} at {newest.commit[:12]}",
+                "report": report.name,
+                "paths": [],
+                "href": f"reports/{report.name}/index.html",
+            }
+        )
+        for record in newest.records.get("records", []):
+            paths = sorted({quotes[e]["path"] for e in record.get("evidence", []) if e in quotes})
+            out.append(
+                {
+                    "kind": record["kind"],
+                    "id": record["id"],
+                    "label": record.get("label", ""),
+                    "report": report.name,
+                    "paths": paths,
+                    "href": f"{base}#{record['id']}",
+                }
+            )
+        for qid, quote in sorted(quotes.items()):
+            first, last = quote["lines"]
+            out.append(
+                {
+                    "kind": "quote",
+                    "id": qid,
+                    "label": f"{quote['path']}:{first}-{last}",
+                    "report": report.name,
+                    "paths": [quote["path"]],
+                    "href": f"{base}#{qid}",
+                }
+            )
+    return out

@@ -1,0 +1,109 @@
+"""Rubrics: named sets of mechanisms that reports mark as present or absent.
+
+A rubric lives in ``registers/rubrics/NAME.yaml``: a title, a description and a
+list of mechanisms, each with an id, a name, a one-paragraph definition and what
+evidence counts.  A notebook marks a mechanism with ``wb.mark(...)``; the published
+site draws one matrix per rubric, systems by mechanisms.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import TraceworkError
+from .hashing import sha256_hex
+from .workspace import Workspace, check_name
+
+
+class RubricError(TraceworkError):
+    """A rubric file that is missing or malformed, or a mark that names no mechanism."""
+
+
+class Mechanism(BaseModel):
+    """One mechanism of a rubric: what it is and what evidence shows it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str = Field(description="short id, unique in the rubric (letters, digits, -)")
+    name: str = Field(min_length=1, description="a short human name")
+    definition: str = Field(min_length=1, description="one paragraph (Markdown)")
+    evidence: str = Field(min_length=1, description="what evidence counts (Markdown)")
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", value):
+            raise ValueError("a mechanism id is lower-case letters, digits and -")
+        return value
+
+
+class Rubric(BaseModel):
+    """A rubric file: title, description and its mechanisms in display order."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    title: str = Field(min_length=1)
+    description: str = ""
+    mechanisms: tuple[Mechanism, ...] = Field(min_length=1)
+
+    @field_validator("mechanisms")
+    @classmethod
+    def _unique(cls, value: tuple[Mechanism, ...]) -> tuple[Mechanism, ...]:
+        seen: set[str] = set()
+        for m in value:
+            if m.id in seen:
+                raise ValueError(f"mechanism id {m.id!r} appears twice")
+            seen.add(m.id)
+        return value
+
+    def mechanism(self, mid: str) -> Mechanism | None:
+        return next((m for m in self.mechanisms if m.id == mid), None)
+
+
+def rubrics_dir(ws: Workspace) -> Path:
+    return ws.registers / "rubrics"
+
+
+def rubric_path(ws: Workspace, name: str) -> Path:
+    check_name(name, "rubric")
+    return rubrics_dir(ws) / f"{name}.yaml"
+
+
+def rubric_names(ws: Workspace) -> list[str]:
+    """Every rubric of the workspace, by name, sorted."""
+    folder = rubrics_dir(ws)
+    return sorted(p.stem for p in folder.glob("*.yaml") if not p.name.startswith("."))
+
+
+def load_rubric(ws: Workspace, name: str) -> tuple[Rubric, str]:
+    """A rubric and the SHA-256 of its file, or one clear error naming the file."""
+    from .register import parse, safe_yaml
+
+    path = rubric_path(ws, name)
+    where = f"registers/rubrics/{name}.yaml"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise RubricError(
+            f"no rubric {name!r} ({where} does not exist)",
+            hint="write the rubric file first; the README shows its shape",
+        ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RubricError(f"{where}: not UTF-8 text") from None
+    try:
+        data: Any = parse(text, Path(where), safe_yaml())
+    except TraceworkError as exc:
+        raise RubricError(exc.message, hint=exc.hint) from None
+    if not isinstance(data, dict):
+        raise RubricError(f"{where}: not a rubric (expected a mapping at the top level)")
+    try:
+        rubric = Rubric.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        at = ".".join(str(p) for p in first["loc"]) or "top level"
+        raise RubricError(f"{where}: malformed rubric at {at}: {first['msg']}") from None
+    return rubric, sha256_hex(raw)

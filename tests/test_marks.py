@@ -1,0 +1,156 @@
+"""Rubrics and ``wb.mark``: rubric files, marks checked like records, records.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tracework
+from tracework.errors import RecordError
+from tracework.rubrics import RubricError, load_rubric
+
+RUBRIC = """\
+# hand-written, with a comment
+title: Store hygiene
+description: What a key-value store may do to keep itself tidy.
+mechanisms:
+  - id: bounded
+    name: A bound on items
+    definition: Puts beyond a limit are refused.
+    evidence: The check and its limit.
+  - id: expiry
+    name: Items expire
+    definition: Items leave on their own after a while.
+    evidence: The rule that ages them out.
+  - id: audit
+    name: Writes are logged
+    definition: Every put leaves a trace.
+    evidence: The logging call.
+"""
+
+STORE = (
+    "LIMIT = 3\n"
+    "\n"
+    "\n"
+    "class Store:\n"
+    "    def put(self, key, value):\n"
+    "        if len(self.items) >= LIMIT:\n"
+    "            raise ValueError(key)\n"
+    "        self.items[key] = value\n"
+)
+
+
+@pytest.fixture
+def wb(pinned, workspace):
+    pinned({"pkg/store.py": STORE})
+    (workspace.registers / "rubrics").mkdir()
+    (workspace.registers / "rubrics" / "hygiene.yaml").write_text(RUBRIC)
+    return tracework.open("demo")
+
+
+def test_marks_are_checked_counted_and_written_to_records_json(wb, workspace):
+    guard = wb.source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
+    wb.guarantee(
+        "RT-GRT-bound",
+        owner="`Store.put`",
+        enforcement_point="the length check",
+        strength="enforced",
+        covered_path="every put",
+        evidence=[guard],
+    )
+    wb.absence(
+        "RT-ABS-log",
+        label="No logging",
+        statement="Nothing logs a put.",
+        scope=["pkg/*.py"],
+        patterns=[r"\blogging\b", r"print\("],
+    )
+    card = wb.mark("hygiene", "bounded", present=True, evidence=["RT-GRT-bound", guard])
+    assert "present" in card._repr_html_() and "A bound on items" in card._repr_html_()
+    wb.mark("hygiene", "audit", present=False, evidence=["RT-ABS-log"], note="Checked by search.")
+    wb.done()
+    data = json.loads((workspace.reports / "demo" / "draft" / "records.json").read_text())
+    marks = data["marks"]["hygiene"]
+    assert (marks["title"], marks["mechanisms"], marks["carries"]) == ("Store hygiene", 3, 1)
+    assert marks["marks"]["bounded"] == {
+        "present": True,
+        "evidence": ["RT-GRT-bound", "Q-guard"],
+        "note": None,
+        "needs_review": [],
+    }
+    assert marks["marks"]["audit"]["evidence"] == ["RT-ABS-log"]
+    assert "expiry" not in marks["marks"]  # not marked: counted in "mechanisms" only
+    assert marks["sha256"] == load_rubric(workspace, "hygiene")[1]
+    assert data["checks"]["checks"]["marks"]["ok"] is True
+
+
+def test_a_mark_is_refused_when_it_cannot_be_checked(wb):
+    q = wb.source("SRC-1").quote("pkg/store.py", lines=(1, 1), id="Q-limit")
+    with pytest.raises(RecordError, match="present needs evidence"):
+        wb.mark("hygiene", "bounded", present=True)
+    with pytest.raises(RubricError, match="no mechanism 'nope'"):
+        wb.mark("hygiene", "nope", present=False)
+    with pytest.raises(RubricError, match="no rubric 'other'"):
+        wb.mark("other", "bounded", present=False)
+    with pytest.raises(RecordError, match="RT-CMP-ghost is not a record declared above"):
+        wb.mark("hygiene", "bounded", present=True, evidence=["RT-CMP-ghost"])
+    with pytest.raises(RecordError, match="not a quote in register"):
+        wb.mark("hygiene", "bounded", present=True, evidence=["Q-ghost"])
+    with pytest.raises(RecordError, match="True or False"):
+        wb.mark("hygiene", "bounded", present="yes", evidence=[q])  # type: ignore[arg-type]
+    wb.mark("hygiene", "bounded", present=True, evidence=[q])
+    with pytest.raises(RecordError, match="marked twice"):
+        wb.mark("hygiene", "bounded", present=False)
+
+
+def test_a_mark_whose_evidence_drifted_needs_re_review(pinned, tw, workspace):
+    repo = pinned({"pkg/store.py": STORE})
+    (workspace.registers / "rubrics").mkdir()
+    (workspace.registers / "rubrics" / "hygiene.yaml").write_text(RUBRIC)
+    wb = tracework.open("demo")
+    guard = wb.source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
+    repo.write("pkg/store.py", STORE.replace("if len(self.items) >= LIMIT:", "if False:"))
+    head = repo.commit("drop the bound")
+    assert tw("fetch", "toy").exit_code == 0
+
+    later = tracework.open("demo", commit=head, mode="render")
+    q = later.source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
+    assert q.id == guard.id and q.state == "changed"
+    card = later.mark("hygiene", "bounded", present=True, evidence=[q])
+    assert "needs re-review" in card._repr_html_()
+    data = later.records_json()
+    assert data["marks"]["hygiene"]["marks"]["bounded"]["needs_review"] == ["Q-guard"]
+    summary = data["checks"]
+    assert summary["checks"]["marks"]["ok"] is False
+    assert any(p.startswith("mark hygiene/bounded: evidence drifted") for p in summary["problems"])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("title: [unclosed\n", "not valid YAML"),
+        ("- a list\n", "expected a mapping"),
+        ("title: T\nmechanisms: []\n", "malformed rubric at mechanisms"),
+        (
+            "title: T\nmechanisms:\n  - {id: Bad Id, name: n, definition: d, evidence: e}\n",
+            "lower-case letters",
+        ),
+        (
+            "title: T\nmechanisms:\n"
+            "  - {id: a, name: n, definition: d, evidence: e}\n"
+            "  - {id: a, name: m, definition: d, evidence: e}\n",
+            "appears twice",
+        ),
+        ("title: T\nmechanisms:\n  - {id: a, name: n, definition: d}\n", "evidence"),
+        (b"title: \xff\n", "not UTF-8"),
+    ],
+)
+def test_a_malformed_rubric_is_one_clear_error(workspace, text, message):
+    folder = workspace.registers / "rubrics"
+    folder.mkdir(exist_ok=True)
+    path = folder / "broken.yaml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(RubricError, match=message) as caught:
+        load_rubric(workspace, "broken")
+    assert "registers/rubrics/broken.yaml" in str(caught.value)

@@ -1,0 +1,353 @@
+"""``tracework publish``: the demo's site, its links, determinism, atomicity and a11y.
+
+One module fixture copies the demo's inputs (notebook, register, rubric, subject
+definition) into a temporary workspace, builds the Larkspur subject there, renders the
+report at its pin and at the newest commit, and publishes.  The tests then read the
+site as files; ``test_browser_site.py`` drives it in chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from click.testing import CliRunner
+
+from tracework import publish as publish_module
+from tracework.cli import main
+from tracework.errors import TraceworkError
+from tracework.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "examples"))
+
+from build_subject import build  # noqa: E402
+
+EPOCH = "1774224000"  # 2026-03-23T00:00:00Z: the renders' "checked" date
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def demo_workspace(root: Path) -> tuple[Workspace, list[str]]:
+    """The demo's committed inputs in a fresh workspace, with its subject built."""
+    ws = Workspace.init(root)
+    shutil.copy(REPO / "tracework.toml", root / "tracework.toml")
+    shutil.copy(REPO / "sources" / "larkspur.toml", root / "sources" / "larkspur.toml")
+    shutil.copy(REPO / "notebooks" / "larkspur.ipynb", root / "notebooks" / "larkspur.ipynb")
+    shutil.copy(REPO / "registers" / "larkspur.yaml", root / "registers" / "larkspur.yaml")
+    shutil.copytree(REPO / "registers" / "rubrics", root / "registers" / "rubrics")
+    commits = build(root / "examples" / "build" / "larkspur")
+    return ws, commits
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, list[str]]:
+    root = tmp_path_factory.mktemp("site") / "ws"
+    ws, commits = demo_workspace(root)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        patch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+        run("fetch", "larkspur")
+        run("render", "larkspur")
+        run("render", "larkspur", "--commit", commits[-1])
+        run("publish")
+    return ws, commits
+
+
+@pytest.fixture
+def site(demo: tuple[Workspace, list[str]]) -> Path:
+    return demo[0].reports / "site"
+
+
+class Page(HTMLParser):
+    """What a link check needs from a page: ids, links and resources, headings, a11y."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.links: list[tuple[str, str, str]] = []  # (tag, attribute, value)
+        self.headings: list[int] = []
+        self.csp: str | None = None
+        self.anchors_without_href = 0
+        self.tabindex: list[str] = []
+        self.figures: list[dict[str, str | None]] = []
+        self.inputs: list[str | None] = []
+        self.labels: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(str(a["id"]))
+        for attr in ("href", "src"):
+            if a.get(attr) is not None:
+                self.links.append((tag, attr, str(a[attr])))
+        if tag == "a" and a.get("href") is None and not a.get("id"):
+            self.anchors_without_href += 1
+        if a.get("tabindex") is not None:
+            self.tabindex.append(str(a["tabindex"]))
+        if len(tag) == 2 and tag[0] == "h" and tag[1].isdigit():
+            self.headings.append(int(tag[1]))
+        if tag == "meta" and a.get("http-equiv") == "Content-Security-Policy":
+            self.csp = a.get("content")
+        if tag == "figure" and "tw-diagram" in (a.get("class") or ""):
+            self.figures.append(a)
+        if tag == "input" and a.get("type") != "hidden":
+            self.inputs.append(a.get("id"))
+        if tag == "label" and a.get("for"):
+            self.labels.add(str(a["for"]))
+
+
+def parse(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def pages(site: Path) -> list[Path]:
+    return sorted(site.rglob("*.html"))
+
+
+def test_publish_writes_index_report_pages_registers_and_rubrics(site, demo):
+    ws, commits = demo
+    assert (site / "index.html").is_file()
+    assert (site / "reports" / "larkspur" / "index.html").is_file()
+    assert (site / "reports" / "larkspur" / "register.html").is_file()
+    assert (site / "reports" / "larkspur" / "register.yaml").read_bytes() == (
+        ws.registers / "larkspur.yaml"
+    ).read_bytes()
+    for commit in (commits[0], commits[-1]):
+        render = site / "reports" / "larkspur" / commit[:12]
+        assert (render / "report.html").read_bytes() == (
+            ws.reports / "larkspur" / commit[:12] / "report.html"
+        ).read_bytes()
+        assert (render / "assets" / "mermaid.min.js").is_file()
+    assert (site / "rubrics" / "retention.html").is_file()
+    index = (site / "index.html").read_text()
+    assert f"13/13 verified at {commits[0][:12]}" not in index  # only the newest render
+    assert f"drift: 3 changed, 2 missing, 1 broken absence at {commits[-1][:12]}" in index
+    assert "Retention controls</a>: 3 of 7" in index
+    assert "2026-03-23" in index  # last checked: the render's date (SOURCE_DATE_EPOCH)
+    report = (site / "reports" / "larkspur" / "index.html").read_text()
+    assert f"13/13 verified at {commits[0][:12]}" in report  # the history lists the pin
+    assert f'href="{commits[0][:12]}/report.html"' in report
+    assert f'href="{commits[-1][:12]}/report.html"' in report
+    assert "The newest render used exactly this register." in report
+
+
+def test_every_internal_link_and_anchor_resolves_and_nothing_points_outside(site):
+    parsed = {path: parse(path) for path in pages(site)}
+    problems = []
+    checked = 0
+    for path, page in parsed.items():
+        for tag, attr, value in page.links:
+            url = urlsplit(value)
+            if url.scheme or value.startswith("//"):
+                # a reader may follow a link out; nothing is ever loaded from outside
+                if attr == "src" or tag == "link" or url.scheme not in ("https", "mailto"):
+                    problems.append(f"{path.relative_to(site)}: {tag} {attr}={value}")
+                continue
+            target = (path.parent / unquote(url.path)).resolve() if url.path else path
+            if site.resolve() not in (target, *target.parents):
+                problems.append(f"{path.relative_to(site)}: {value} leaves the site")
+                continue
+            if not target.is_file():
+                problems.append(f"{path.relative_to(site)}: {value} does not exist")
+                continue
+            if url.fragment:
+                ids = parsed[target].ids if target in parsed else parse(target).ids
+                if unquote(url.fragment) not in ids:
+                    problems.append(f"{path.relative_to(site)}: no #{url.fragment} in {value}")
+            checked += 1
+    assert not problems, "\n".join(problems[:20])
+    assert checked > 100  # the check really walked the site
+
+
+def test_site_pages_carry_a_csp_that_allows_nothing_from_outside(site):
+    for path in pages(site):
+        csp = parse(path).csp
+        assert csp, f"{path} has no Content-Security-Policy"
+        assert "default-src 'none'" in csp and "http" not in csp
+        assert "connect-src 'none'" in csp
+
+
+def test_accessibility_headings_text_alternatives_keyboard_and_labels(site):
+    for path in pages(site):
+        page = parse(path)
+        rel = path.relative_to(site)
+        assert page.headings[:1] == [1] and page.headings.count(1) == 1, rel
+        for before, after in zip(page.headings, page.headings[1:], strict=False):
+            assert after <= before + 1, f"{rel}: h{before} then h{after}"
+        for figure in page.figures:
+            assert figure.get("aria-label"), f"{rel}: a diagram without a text alternative"
+        assert all(int(t) <= 0 for t in page.tabindex), f"{rel}: a positive tabindex"
+        assert page.anchors_without_href == 0, f"{rel}: a link keyboard users cannot reach"
+        for input_id in page.inputs:
+            assert input_id in page.labels, f"{rel}: input {input_id} has no label"
+    report = parse(next(site.glob("reports/larkspur/*/report.html")))
+    assert len(report.figures) == 3
+
+
+def test_the_rubric_matrix_links_each_cell_to_the_mark(site, demo):
+    _, commits = demo
+    page = (site / "rubrics" / "retention.html").read_text()
+    newest = commits[-1][:12]
+    for mechanism in ("recall-into-prompt", "per-user-scope", "expiry"):
+        href = f"../reports/larkspur/{newest}/report.html#mark-retention-{mechanism}"
+        assert f'href="{href}"' in page
+    assert "3 of 7" in page and "needs re-review" in page
+    assert "Carries none or one: 0% of systems." in page
+
+
+def test_search_index_covers_records_quotes_and_paths(site):
+    entries = json.loads((site / "search.json").read_text())
+    by_id = {e["id"]: e for e in entries}
+    assert by_id["RT-CMP-note-store"]["paths"] == ["larkspur/notes.py"]
+    assert by_id["RT-CMP-note-store"]["href"].endswith("/report.html#RT-CMP-note-store")
+    assert by_id["Q-keep"]["label"].startswith("larkspur/notes.py:")
+    script = (site / "assets" / "search-index.js").read_text()
+    assert json.loads(script.removeprefix("window.TRACEWORK_SEARCH = ").rstrip(";\n")) == entries
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def test_publishing_twice_gives_identical_bytes(demo, site, tmp_path, monkeypatch):
+    ws, _ = demo
+    monkeypatch.chdir(ws.root)
+    before = _tree(site)
+    other = tmp_path / "elsewhere"
+    out = json.loads(run("publish", "--out", str(other), "--json"))
+    assert out["ok"] and out["reports"] == 1 and out["renders"] == 2
+    assert out["rubrics"] == ["retention"]
+    assert _tree(other) == before
+    run("publish")
+    assert _tree(site) == before
+
+
+def test_a_failed_publish_leaves_the_previous_site(demo, site, monkeypatch):
+    ws, _ = demo
+    monkeypatch.chdir(ws.root)
+    before = _tree(site)
+    rubric = ws.registers / "rubrics" / "retention.yaml"
+    good = rubric.read_bytes()
+    rubric.write_text("title: [broken\n")
+    try:
+        result = CliRunner().invoke(main, ["publish"])
+    finally:
+        rubric.write_bytes(good)
+    assert result.exit_code == 2
+    assert "registers/rubrics/retention.yaml: not valid YAML" in result.output
+    assert "Traceback" not in result.output
+    assert _tree(site) == before
+
+    # a failure half-way through writing: the old site stays, the staging folder goes
+    def fail_after_some_pages(src: Path, dst: Path) -> None:
+        raise TraceworkError("the disk filled up")
+
+    monkeypatch.setattr(publish_module, "_link_tree", fail_after_some_pages)
+    result = CliRunner().invoke(main, ["publish"])
+    assert result.exit_code == 2 and "the disk filled up" in result.output
+    assert _tree(site) == before
+    assert not list(site.parent.glob(".site.*.staging"))
+
+
+def test_a_broken_render_folder_is_skipped_and_named(demo, tmp_path, monkeypatch):
+    ws, _ = demo
+    monkeypatch.chdir(ws.root)
+    broken = ws.reports / "larkspur" / "0123456789ab"
+    broken.mkdir()
+    (broken / "records.json").write_text("{not json")
+    try:
+        out = json.loads(run("publish", "--out", str(tmp_path / "s"), "--json"))
+    finally:
+        shutil.rmtree(broken)
+    assert out["renders"] == 2
+    assert len(out["skipped"]) == 1 and "reports/larkspur/0123456789ab" in out["skipped"][0]
+
+
+def test_the_matrix_counts_systems_and_the_distribution(demo, tmp_path, monkeypatch):
+    """Two more systems, made from the rendered one with other marks, fill the matrix."""
+    ws, commits = demo
+    monkeypatch.chdir(ws.root)
+    made = []
+    for name, present in (("second", set()), ("third", {"expiry"})):
+        folder = ws.reports / name / commits[-1][:12]
+        shutil.copytree(ws.reports / "larkspur" / commits[-1][:12], folder)
+        records = json.loads((folder / "records.json").read_text())
+        marks = records["marks"]["retention"]
+        for mid, mark in marks["marks"].items():
+            mark["present"] = mid in present
+        marks["carries"] = len(present)
+        (folder / "records.json").write_text(json.dumps(records))
+        made.append(ws.reports / name)
+    try:
+        run("publish", "--out", str(tmp_path / "s"))
+    finally:
+        for folder in made:
+            shutil.rmtree(folder)
+    page = (tmp_path / "s" / "rubrics" / "retention.html").read_text()
+    assert "3 systems marked against 7 mechanisms" in page
+    assert "Carries none or one: 67% of systems." in page
+    footer = page.split("<tfoot>", 1)[1].split("</tfoot>", 1)[0]
+    # larkspur carries recall, bounded and framing; "third" carries expiry only
+    assert re.findall(r"<td>(\d) of 3</td>", footer) == ["1", "0", "0", "0", "1", "1", "1"]
+    assert "<td>0 of 7</td>" in page  # "second" carries nothing
+
+
+@pytest.mark.browser
+def test_a_reader_browses_the_site_from_disk(browser, site, demo):
+    """Index → search → a report → a history entry → the rubric → a cell: all from
+    file://, with no request leaving the site."""
+    _, commits = demo
+    page = browser.new_page()
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto((site / "index.html").as_uri())
+
+    page.fill("#search", "notes.py keep")
+    results = page.locator("#search-results li")
+    results.first.wait_for()
+    assert "match" in (page.text_content("#search-status") or "")
+    texts = [results.nth(i).text_content() or "" for i in range(results.count())]
+    assert any(t.startswith("RT-CMP-note-store") for t in texts), texts
+    page.locator("#search-results a", has_text="RT-CMP-note-store").click()
+    assert page.url.endswith(f"/{commits[-1][:12]}/report.html#RT-CMP-note-store")
+    page.locator('[id="RT-CMP-note-store"]').wait_for(state="visible")
+
+    page.goto((site / "index.html").as_uri())
+    page.locator("table.reports a", has_text="larkspur").first.click()
+    assert page.url.endswith("/reports/larkspur/index.html")
+    page.locator(f"#render-{commits[0][:12]} a").click()  # the pin, from the history
+    assert page.url.endswith(f"/{commits[0][:12]}/report.html")
+    page.locator("h1").first.wait_for(state="visible")
+
+    page.goto((site / "index.html").as_uri())
+    page.locator("header.site nav a", has_text="Retention controls").click()
+    page.locator("table.matrix td.cell-absent a").first.click()
+    assert "#mark-retention-" in page.url
+    anchor = page.url.split("#", 1)[1]
+    page.locator(f'[id="{anchor}"]').wait_for(state="visible")
+
+    # keyboard: Tab from the top reaches the skip link, then the site's links
+    page.goto((site / "index.html").as_uri())
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to the content"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.tagName") == "A"
+
+    outside = [u for u in requests if not u.startswith("file://")]
+    assert outside == [], outside
+    page.close()
