@@ -10,7 +10,9 @@ command, printed before it runs, in this repository's own workspace:
 5. check at the newest commit, then ``rerender --all --latest``: moved, changed and
    missing evidence, the commit at which each changed quote changed (a formatting-only
    change named as such), a broken evidenced absence, a vanished diagram identifier,
-   and the records that need re-review.
+   and the records that need re-review;
+6. publish the site: an index of the reports, each report's renders, its register,
+   and the rubric matrix of ``registers/rubrics/retention.yaml``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def main() -> None:
     tracework("render", "larkspur")
     tracework("check", "larkspur", "--at", newest[:12], expect=(1,))
     tracework("rerender", "--all", "--latest")
+    tracework("publish")
     reports = ROOT / "reports" / "larkspur"
     print("\nReports (open them in a browser, straight from disk):")
     for commit, what in (
@@ -52,6 +55,7 @@ def main() -> None:
         (newest, "at the newest commit, with drift"),
     ):
         print(f"  {reports / commit[:12] / 'report.html'}  ({what})")
+    print(f"\nThe published site: {ROOT / 'reports' / 'site' / 'index.html'}")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ def _offline_ok() -> bool:
 
 
 @pytest.mark.skipif(not _offline_ok(), reason="needs `unshare -n` (root) to cut the network")
-def test_check_and_render_work_with_no_network_but_loopback(pinned, tw, workspace):
+def test_check_render_and_publish_work_with_no_network_but_loopback(pinned, tw, workspace):
     repo = pinned({"pkg/a.py": "def f():\n    return 1\n"})
     assert tw("quote", "demo", "SRC-1", "pkg/a.py", "--symbol", "f").exit_code == 0
     from tracework.scaffold import notebook_for
@@ -46,7 +46,7 @@ def test_check_and_render_work_with_no_network_but_loopback(pinned, tw, workspac
     nbformat.write(nb, workspace.notebooks / "demo.ipynb")
     script = (
         "ip link set lo up && "
-        f"{TRACEWORK} check demo && {TRACEWORK} render demo && "
+        f"{TRACEWORK} check demo && {TRACEWORK} render demo && {TRACEWORK} publish && "
         f'{sys.executable} -c "import socket; s = socket.socket(); s.settimeout(2); '
         "raise SystemExit(0 if s.connect_ex(('192.0.2.1', 443)) else 1)\""
     )
@@ -59,6 +59,7 @@ def test_check_and_render_work_with_no_network_but_loopback(pinned, tw, workspac
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert (workspace.reports / "demo" / repo.commits[0][:12] / "report.html").is_file()
+    assert (workspace.reports / "site" / "reports" / "demo" / "index.html").is_file()
 
 
 @settings(

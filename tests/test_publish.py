@@ -265,17 +265,25 @@ def test_a_failed_publish_leaves_the_previous_site(demo, site, monkeypatch):
 
 
 def test_a_broken_render_folder_is_skipped_and_named(demo, tmp_path, monkeypatch):
-    ws, _ = demo
+    ws, commits = demo
     monkeypatch.chdir(ws.root)
     broken = ws.reports / "larkspur" / "0123456789ab"
     broken.mkdir()
     (broken / "records.json").write_text("{not json")
+    partial = ws.reports / "larkspur" / "ba9876543210"
+    shutil.copytree(ws.reports / "larkspur" / commits[-1][:12], partial)
+    (partial / "records.json").write_text(json.dumps({"commit": "ba9876543210" + "0" * 28}))
     try:
         out = json.loads(run("publish", "--out", str(tmp_path / "s"), "--json"))
     finally:
         shutil.rmtree(broken)
+        shutil.rmtree(partial)
     assert out["renders"] == 2
-    assert len(out["skipped"]) == 1 and "reports/larkspur/0123456789ab" in out["skipped"][0]
+    assert [s.split(":")[0] for s in out["skipped"]] == [
+        "reports/larkspur/0123456789ab",
+        "reports/larkspur/ba9876543210",
+    ]
+    assert "records.json has no str 'commit_date'" in out["skipped"][1]
 
 
 def test_the_matrix_counts_systems_and_the_distribution(demo, tmp_path, monkeypatch):

@@ -537,9 +537,13 @@ def publish(out: str | None, as_json: bool) -> None:
             }
         )
         return
+    def count(n: int, what: str) -> str:
+        return f"{n} {what}" + ("" if n == 1 else "s")
+
     click.echo(
-        f"published {result.reports} reports ({result.renders} renders), "
-        f"{len(result.rubrics)} rubrics, {result.pages} pages to {where}/index.html"
+        f"published {count(result.reports, 'report')} ({count(result.renders, 'render')}), "
+        f"{count(len(result.rubrics), 'rubric')}, {count(result.pages, 'page')} "
+        f"to {where}/index.html"
     )
     for problem in result.skipped:
         click.echo(f"  skipped {problem}", err=True)

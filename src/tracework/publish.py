@@ -1,8 +1,7 @@
 """``tracework publish``: the static site of every report, its history and the rubrics.
 
-The site is built from what renders left in ``reports/`` (records.json, manifest.json
-and report.html per rendered commit, history.json per report), the registers and the
-rubric files; nothing is re-executed.  Pages come from Jinja templates in
+The site is built from what renders left in ``reports/`` (read by :mod:`tracework.site`),
+the registers and the rubric files; nothing is re-executed.  Pages come from Jinja templates in
 ``templates/site`` with autoescaping on.  Every link is relative, so the site opens
 from ``file://`` or any static host; pages carry a Content-Security-Policy and make no
 request outside the site.  The output is deterministic (sorted, no clock) and is built
@@ -13,27 +12,24 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from . import __version__
-from . import register as reg
 from .errors import TraceworkError
 from .fsio import replace_dir
-from .hashing import sha256_hex
 from .highlight import visible
 from .marks import mark_anchor
 from .models import GitSource, Register
 from .rendering import TEMPLATES
-from .rubrics import Rubric, load_rubric, rubric_names
+from .rubrics import Rubric
+from .site import Report, Site, gather
 from .views import markdown
 from .workspace import Workspace
 
@@ -42,107 +38,6 @@ CSP = (
     "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
     "connect-src 'none'; base-uri 'none'; form-action 'none'"
 )
-RENDER_FOLDER = re.compile(r"[0-9a-f]{12}")
-#: Quote states that count as drift on the index (a format-only change does not).
-DRIFT_STATES = ("changed", "ambiguous", "missing")
-
-
-@dataclass(frozen=True)
-class Render:
-    """One rendered commit of a report: its folder and what the render recorded."""
-
-    folder: str
-    records: dict[str, Any]
-    manifest: dict[str, Any]
-
-    @property
-    def commit(self) -> str:
-        return str(self.records["commit"])
-
-    @property
-    def order(self) -> tuple[int, str, str]:
-        drift = self.records.get("drift") or {}
-        return (int(drift.get("commits_since_pin", 0)), self.records["commit_date"], self.commit)
-
-    def status(self) -> tuple[str, str]:
-        """("holds" | "drift", a one-line account of the cited evidence at this render)."""
-        quotes = list(self.records.get("quotes", {}).values())
-        states = Counter(
-            "changed (format only)" if q.get("format_only") else q["state"] for q in quotes
-        )
-        broken = sum(1 for a in self.records.get("absences", {}).values() if not a["holds"])
-        at, total = self.commit[:12], len(quotes)
-        drift_of = [s for s in DRIFT_STATES if states[s]]
-        drift = [f"{states[s]} {s}" for s in drift_of]
-        if broken:
-            drift.append(f"{broken} broken absence" + ("s" if broken > 1 else ""))
-        benign = [
-            f"{n} {s}" for s, n in sorted(states.items()) if s != "verified" and s not in drift_of
-        ]
-        also = f" ({', '.join(benign)})" if benign else ""
-        if drift:
-            return "drift", f"drift: {', '.join(drift)} at {at}{also}"
-        if benign:
-            return "holds", f"{total}/{total} hold at {at}{also}"
-        return "holds", f"{total}/{total} verified at {at}"
-
-
-@dataclass
-class Report:
-    """A report as the site shows it: its renders oldest first, history and register."""
-
-    name: str
-    renders: list[Render]
-    history: list[dict[str, Any]]
-    register: Register | None
-    register_text: str | None
-    register_sha256: str | None
-
-    @property
-    def newest(self) -> Render:
-        return self.renders[-1]
-
-    @property
-    def title(self) -> str:
-        return f"{self.name} runtime report"
-
-    def last_checked(self) -> str | None:
-        """The latest date a check ran: a render's, or one recorded with ``check --record``."""
-        dates = [str(e["checked"]) for e in self.history if e.get("checked")]
-        if self.register is not None:
-            dates += [c.date for c in self.register.checks]
-        return max(dates) if dates else None
-
-    def marks(self) -> dict[str, Any]:
-        return dict(self.newest.records.get("marks") or {})
-
-
-@dataclass
-class Site:
-    """Everything a publish writes, gathered before a byte is written."""
-
-    ws: Workspace
-    title: str
-    reports: list[Report]
-    rubrics: dict[str, tuple[Rubric, str]]
-    skipped: list[str] = field(default_factory=list)
-
-    @cached_property
-    def env(self) -> Environment:
-        env = Environment(
-            loader=FileSystemLoader(str(TEMPLATES / "site")),
-            autoescape=True,
-            undefined=StrictUndefined,
-            keep_trailing_newline=True,
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
-        env.filters["markdown"] = markdown
-        env.filters["visible"] = visible
-        env.filters["short"] = lambda commit: str(commit)[:12]
-        env.globals.update(version=__version__, csp=CSP, site_title=self.title)
-        env.globals["rubric_links"] = [(n, r.title) for n, (r, _) in self.rubrics.items()]
-        return env
 
 
 @dataclass(frozen=True)
@@ -184,72 +79,35 @@ def publish(ws: Workspace, out: Path | None = None) -> Published:
     )
 
 
-# -- gathering -----------------------------------------------------------------------
-
-
-def gather(ws: Workspace, out: Path) -> Site:
-    """Read every report's renders, history and register, and every rubric."""
-    settings = ws.settings().get("site", {})
-    title = settings.get("title") if isinstance(settings, dict) else None
-    rubrics = {name: load_rubric(ws, name) for name in rubric_names(ws)}
-    site = Site(ws, str(title) if title else "Reports", [], rubrics)
-    if not ws.reports.is_dir():
-        return site
-    for folder in sorted(ws.reports.iterdir()):
-        if not folder.is_dir() or folder.name.startswith(".") or folder.resolve() == out:
-            continue
-        renders = _renders(folder, site.skipped)
-        if not renders:
-            continue
-        register_path = ws.registers / f"{folder.name}.yaml"
-        register, text, digest = None, None, None
-        if register_path.is_file():
-            register = reg.load(register_path)
-            raw = register_path.read_bytes()
-            text, digest = raw.decode("utf-8"), sha256_hex(raw)
-        history = _history(folder / "history.json")
-        site.reports.append(Report(folder.name, renders, history, register, text, digest))
-    return site
-
-
-def _renders(folder: Path, skipped: list[str]) -> list[Render]:
-    out = []
-    for sub in sorted(folder.iterdir()):
-        if not (sub.is_dir() and RENDER_FOLDER.fullmatch(sub.name)):
-            continue
-        try:
-            records = json.loads((sub / "records.json").read_text(encoding="utf-8"))
-            manifest = json.loads((sub / "manifest.json").read_text(encoding="utf-8"))
-            if not (sub / "report.html").is_file():
-                raise OSError("no report.html")
-            if not isinstance(records, dict) or not str(records.get("commit", "")).startswith(
-                sub.name
-            ):
-                raise ValueError("records.json is not this render's")
-        except (OSError, ValueError, TypeError) as exc:
-            skipped.append(f"reports/{folder.name}/{sub.name}: {exc}")
-            continue
-        out.append(Render(sub.name, records, manifest))
-    return sorted(out, key=lambda r: r.order)
-
-
-def _history(path: Path) -> list[dict[str, Any]]:
-    from .history import read_history
-
-    return read_history(path)
-
-
 # -- writing -------------------------------------------------------------------------
+
+
+def environment(site: Site) -> Environment:
+    """The Jinja environment of the site's templates: autoescaping on, undefined is an error."""
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES / "site")),
+        autoescape=True,
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["markdown"] = markdown
+    env.filters["visible"] = visible
+    env.filters["short"] = lambda commit: str(commit)[:12]
+    env.globals.update(version=__version__, csp=CSP, site_title=site.title)
+    env.globals["rubric_links"] = [(n, r.title) for n, (r, _) in site.rubrics.items()]
+    return env
 
 
 def write_site(site: Site, root: Path) -> int:
     """Write every page and asset of ``site`` under ``root``; returns the page count."""
-    pages = 0
+    pages, env = 0, environment(site)
 
     def page(rel: str, template: str, **context: Any) -> None:
         nonlocal pages
         depth = rel.count("/")
-        html = site.env.get_template(template).render(root="../" * depth, **context)
+        html = env.get_template(template).render(root="../" * depth, **context)
         _write(root / rel, html)
         pages += 1
 
@@ -275,7 +133,6 @@ def write_site(site: Site, root: Path) -> int:
             report=report,
             row=_index_row(site, report),
             renders=_render_list(report),
-            marks=_marks_of(site, report),
         )
         if report.register is not None and report.register_text is not None:
             _write(root / base / "register.yaml", report.register_text)
@@ -335,16 +192,7 @@ def _index_row(site: Site, report: Report) -> dict[str, Any]:
         "newest_date": records["commit_date"],
         "state": state,
         "status": text,
-        "marks": [
-            {
-                "name": name,
-                "title": entry["title"],
-                "carries": entry["carries"],
-                "of": entry["mechanisms"],
-                "href": f"rubrics/{name}.html" if name in site.rubrics else None,
-            }
-            for name, entry in sorted(report.marks().items())
-        ],
+        "marks": _marks_of(site, report),
         "checked": report.last_checked(),
     }
 
@@ -389,18 +237,18 @@ def _render_list(report: Report) -> list[dict[str, Any]]:
 
 
 def _marks_of(site: Site, report: Report) -> list[dict[str, Any]]:
-    out = []
-    for name, entry in sorted(report.marks().items()):
-        out.append(
-            {
-                "name": name,
-                "title": entry["title"],
-                "carries": entry["carries"],
-                "of": entry["mechanisms"],
-                "href": f"../../rubrics/{name}.html" if name in site.rubrics else None,
-            }
-        )
-    return out
+    """The newest render's rubric marks: title, carried of total, and whether the rubric
+    has a page (a mark against a rubric file since removed has none)."""
+    return [
+        {
+            "name": name,
+            "title": entry["title"],
+            "carries": entry["carries"],
+            "of": entry["mechanisms"],
+            "linked": name in site.rubrics,
+        }
+        for name, entry in sorted(report.marks().items())
+    ]
 
 
 def _rubric_list(site: Site) -> list[dict[str, Any]]:
