@@ -9,19 +9,25 @@ site as files; ``test_browser_site.py`` drives it in chromium.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tracework import publish as publish_module
 from tracework.cli import main
 from tracework.errors import TraceworkError
+from tracework.publish import write_site
+from tracework.site import gather
 from tracework.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -283,7 +289,7 @@ def test_a_broken_render_folder_is_skipped_and_named(demo, tmp_path, monkeypatch
         "reports/larkspur/0123456789ab",
         "reports/larkspur/ba9876543210",
     ]
-    assert "records.json has no str 'commit_date'" in out["skipped"][1]
+    assert "records.json: commit_date: Field required" in out["skipped"][1]
 
 
 def test_the_matrix_counts_systems_and_the_distribution(demo, tmp_path, monkeypatch):
@@ -359,3 +365,67 @@ def test_a_reader_browses_the_site_from_disk(browser, site, demo):
     outside = [u for u in requests if not u.startswith("file://")]
     assert outside == [], outside
     page.close()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Every path into a JSON value (dict keys and list indices)."""
+    out = [prefix]
+    if isinstance(value, dict):
+        for key, child in value.items():
+            out += _paths(child, (*prefix, key))
+    elif isinstance(value, list):
+        for i, child in enumerate(value):
+            out += _paths(child, (*prefix, i))
+    return out
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_fuzzed_records_and_history_never_break_a_publish(demo, tmp_path, data):
+    """Any records.json or history.json a render could have left, however mangled, is
+    published or skipped with a message; never an exception."""
+    ws, commits = demo
+    folder = commits[-1][:12]
+    good = json.loads((ws.reports / "larkspur" / folder / "records.json").read_text())
+    history = json.loads((ws.reports / "larkspur" / "history.json").read_text())
+    target = data.draw(st.sampled_from(["records", "history"]))
+    value = good if target == "records" else history
+    path = data.draw(st.sampled_from(_paths(value)))
+    replacement = data.draw(JSON)
+    if path:
+        node = value
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = replacement
+    else:
+        value = replacement
+    root = Path(tempfile.mkdtemp(dir=tmp_path))
+    reports = root / "reports" / "larkspur"
+    shutil.copytree(ws.reports / "larkspur" / folder, reports / folder, copy_function=os.link)
+    (reports / folder / "records.json").unlink()
+    (reports / folder / "records.json").write_text(
+        json.dumps(value if target == "records" else good)
+    )
+    (reports / "history.json").write_text(json.dumps(value if target == "history" else history))
+    (root / "tracework.toml").write_text("")
+    try:
+        site = gather(Workspace(root), root / "reports" / "site")
+        write_site(site, root / "out")
+        assert (root / "out" / "index.html").is_file()
+        assert len(site.reports) + len(site.skipped) >= 1
+    finally:
+        shutil.rmtree(root)

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +28,13 @@ from .fsio import replace_dir
 from .highlight import visible
 from .marks import mark_anchor
 from .models import GitSource, Register
-from .rendering import TEMPLATES
 from .rubrics import Rubric
 from .site import Report, Site, gather
 from .views import markdown
 from .workspace import Workspace
 
+#: The site's templates and assets (not imported from rendering: that loads nbformat).
+TEMPLATES = Path(str(files("tracework") / "templates"))
 #: Site pages load only the site's own stylesheet and scripts.
 CSP = (
     "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "

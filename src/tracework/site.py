@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from . import register as reg
 from .hashing import sha256_hex
 from .history import read_history
@@ -24,16 +26,83 @@ from .workspace import Workspace
 RENDER_FOLDER = re.compile(r"[0-9a-f]{12}")
 #: Quote states that count as drift on the index (a format-only change does not).
 DRIFT_STATES = ("changed", "ambiguous", "missing")
-#: What the site reads from a render's records.json, and the type each must have.
-RECORDS_FIELDS = {
-    "commit": str,
-    "commit_date": str,
-    "pin": str,
-    "subject": str,
-    "quotes": dict,
-    "records": list,
-    "absences": dict,
-}
+
+
+class _Read(BaseModel):
+    """What the site reads of a file a render wrote; anything else in it is ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class _QuoteState(_Read):
+    state: str
+    path: str
+    lines: tuple[int, int]
+    format_only: bool = False
+
+
+class _RecordEntry(_Read):
+    id: str
+    kind: str
+    label: str = ""
+    evidence: list[str] = Field(default_factory=list)
+
+
+class _AbsenceState(_Read):
+    holds: bool
+
+
+class _MarkEntry(_Read):
+    present: bool
+    needs_review: list[str] = Field(default_factory=list)
+
+
+class _RubricMarks(_Read):
+    title: str
+    sha256: str
+    mechanisms: int
+    carries: int
+    marks: dict[str, _MarkEntry]
+
+
+class _Drift(_Read):
+    commits_since_pin: int = 0
+
+
+class RenderedRecords(_Read):
+    """The parts of a render's records.json the site shows."""
+
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    commit_date: str
+    pin: str = Field(pattern=r"^[0-9a-f]{40}$")
+    subject: str
+    quotes: dict[str, _QuoteState]
+    records: list[_RecordEntry]
+    absences: dict[str, _AbsenceState]
+    marks: dict[str, _RubricMarks] = Field(default_factory=dict)
+    drift: _Drift = Field(default_factory=_Drift)
+
+
+class _ChangedIn(_Read):
+    path: str
+    commit: str
+
+
+class HistoryEntry(_Read):
+    """One entry of a report's history.json."""
+
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    date: str = ""
+    commits_since_pin: int = 0
+    ok: bool = False
+    checked: str | None = None
+    changed_in: dict[str, _ChangedIn] = Field(default_factory=dict)
+
+
+def _problem(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "top level"
+    return f"{where}: {first['msg']}"
 
 
 @dataclass(frozen=True)
@@ -137,7 +206,7 @@ def gather(ws: Workspace, out: Path) -> Site:
             register = reg.load(register_path)
             raw = register_path.read_bytes()
             text, digest = raw.decode("utf-8"), sha256_hex(raw)
-        history = read_history(folder / "history.json")
+        history = _history(folder / "history.json", site.skipped)
         site.reports.append(Report(folder.name, renders, history, register, text, digest))
     return site
 
@@ -148,23 +217,31 @@ def _renders(folder: Path, skipped: list[str]) -> list[Render]:
         if not (sub.is_dir() and RENDER_FOLDER.fullmatch(sub.name)):
             continue
         try:
-            records = json.loads((sub / "records.json").read_text(encoding="utf-8"))
-            manifest = json.loads((sub / "manifest.json").read_text(encoding="utf-8"))
             if not (sub / "report.html").is_file():
                 raise OSError("no report.html")
-            _check_records(records, sub.name)
-        except (OSError, ValueError, TypeError) as exc:
+            raw = (sub / "records.json").read_bytes()
+            records = RenderedRecords.model_validate_json(raw).model_dump(mode="json")
+            manifest = json.loads((sub / "manifest.json").read_text(encoding="utf-8"))
+            if not isinstance(manifest, dict):
+                raise ValueError("manifest.json is not an object")
+            if not records["commit"].startswith(sub.name):
+                raise ValueError("records.json is not this render's")
+        except ValidationError as exc:
+            skipped.append(f"reports/{folder.name}/{sub.name}: records.json: {_problem(exc)}")
+            continue
+        except (OSError, ValueError) as exc:
             skipped.append(f"reports/{folder.name}/{sub.name}: {exc}")
             continue
         out.append(Render(sub.name, records, manifest))
     return sorted(out, key=lambda r: r.order)
 
 
-def _check_records(records: Any, folder: str) -> None:
-    if not isinstance(records, dict):
-        raise ValueError("records.json is not an object")
-    for key, kind in RECORDS_FIELDS.items():
-        if not isinstance(records.get(key), kind):
-            raise ValueError(f"records.json has no {kind.__name__} {key!r}")
-    if not records["commit"].startswith(folder):
-        raise ValueError("records.json is not this render's")
+def _history(path: Path, skipped: list[str]) -> list[dict[str, Any]]:
+    """The report's history.json entries the site can show; others are named and left out."""
+    out = []
+    for entry in read_history(path):
+        try:
+            out.append(HistoryEntry.model_validate(entry).model_dump(mode="json"))
+        except ValidationError as exc:
+            skipped.append(f"reports/{path.parent.name}/history.json: an entry's {_problem(exc)}")
+    return out
