@@ -1,18 +1,20 @@
-"""The demo: build the Larkspur subject, then show the workbench on it.
+"""The demo: build two subjects, then show the workbench on them.
 
 Run by ``make demo`` from a fresh clone.  Each step is a real ``tracework``
 command, printed before it runs, in this repository's own workspace:
 
-1. build the subject repository (three commits with fixed dates, so fixed ids);
-2. fetch its mirror (``sources/larkspur.toml`` is committed);
-3. check the committed register ``registers/larkspur.yaml`` at its pin;
-4. render ``notebooks/larkspur.ipynb`` at the pin: every check holds;
-5. check at the newest commit, then ``rerender --all --latest``: moved, changed and
-   missing evidence, the commit at which each changed quote changed (a formatting-only
-   change named as such), a broken evidenced absence, a vanished diagram identifier,
-   and the records that need re-review;
+1. build the subject repositories, Larkspur and Fennel (commits with fixed dates,
+   so fixed ids);
+2. fetch their mirrors (``sources/*.toml`` are committed);
+3. check the committed registers ``registers/*.yaml`` at their pins;
+4. render ``notebooks/larkspur.ipynb`` and ``notebooks/fennel.ipynb`` at their pins:
+   every check holds;
+5. check Larkspur at its newest commit, then ``rerender --all --latest``: moved,
+   changed and missing evidence, the commit at which each changed quote changed (a
+   formatting-only change named as such), a broken evidenced absence, a vanished
+   diagram identifier, and the records and rubric marks that need re-review;
 6. publish the site: an index of the reports, each report's renders, its register,
-   and the rubric matrix of ``registers/rubrics/retention.yaml``.
+   and the matrix of both systems against ``registers/rubrics/retention.yaml``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 
-from build_subject import build  # noqa: E402
+from build_subject import SUBJECTS, build  # noqa: E402
 
 
 def tracework(*args: str, expect: tuple[int, ...] = (0,)) -> None:
@@ -37,14 +39,16 @@ def tracework(*args: str, expect: tuple[int, ...] = (0,)) -> None:
 
 
 def main() -> None:
-    commits = build()
-    print("built the demo subject examples/build/larkspur:")
-    for n, commit in enumerate(commits, 1):
-        print(f"  commit {n}: {commit}")
-    pin, newest = commits[0], commits[-1]
-    tracework("fetch", "larkspur")
-    tracework("check", "larkspur")
-    tracework("render", "larkspur")
+    built = {name: build(name=name) for name in SUBJECTS}
+    for name, commits in built.items():
+        print(f"built the demo subject examples/build/{name}:")
+        for n, commit in enumerate(commits, 1):
+            print(f"  commit {n}: {commit}")
+    for name in SUBJECTS:
+        tracework("fetch", name)
+        tracework("check", name)
+        tracework("render", name)
+    pin, newest = built["larkspur"][0], built["larkspur"][-1]
     tracework("check", "larkspur", "--at", newest[:12], expect=(1,))
     tracework("rerender", "--all", "--latest")
     tracework("publish")

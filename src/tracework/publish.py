@@ -25,7 +25,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from . import __version__
 from .errors import TraceworkError
 from .fsio import replace_dir
-from .highlight import visible
+from .highlight import visible, visible_name
 from .marks import mark_anchor
 from .models import GitSource, Register
 from .rubrics import Rubric
@@ -96,6 +96,7 @@ def environment(site: Site) -> Environment:
     )
     env.filters["markdown"] = markdown
     env.filters["visible"] = visible
+    env.filters["name"] = visible_name
     env.filters["short"] = lambda commit: str(commit)[:12]
     env.globals.update(version=__version__, csp=CSP, site_title=site.title)
     env.globals["rubric_links"] = [(n, r.title) for n, (r, _) in site.rubrics.items()]
@@ -381,7 +382,7 @@ def search_index(site: Site) -> list[dict[str, Any]]:
                 {
                     "kind": "quote",
                     "id": qid,
-                    "label": f"{quote['path']}:{first}-{last}",
+                    "label": f"{visible_name(quote['path'])}:{first}-{last}",
                     "report": report.name,
                     "paths": [quote["path"]],
                     "href": f"{base}#{qid}",
