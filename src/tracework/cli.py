@@ -152,18 +152,17 @@ def register_add_file(
 ) -> None:
     """Register files (paths, folders or globs over the tree) with their SHA-256."""
     from .evidence import add_files
-    from .highlight import visible
+    from .highlight import visible_name
 
     ws = _workspace()
     added = add_files(ws, ws.register_file(register_name), source_id, list(paths), expect_sha256)
     new = sum(1 for a in added if a.new)
     for item in added[:50]:
-        kind = (
-            ""
-            if item.entry.kind == "file" and not item.entry.binary
-            else (" (binary)" if item.entry.binary else f" ({item.entry.kind})")
-        )
-        click.echo(f"  {item.entry.sha256[:12]}  {visible(item.path)}{kind}")
+        kind = {
+            "file": " (binary)" if item.entry.binary else "",
+            "lfs-pointer": " (Git LFS pointer: hashed as the pointer, content not in the repo)",
+        }.get(item.entry.kind, f" ({item.entry.kind})")
+        click.echo(f"  {item.entry.sha256[:12]}  {visible_name(item.path)}{kind}")
     if len(added) > 50:
         click.echo(f"  … and {len(added) - 50} more")
     click.echo(f"{len(added)} files, {new} newly registered")
@@ -204,16 +203,20 @@ def quote(
     quote_id: str | None,
 ) -> None:
     """Quote a span of PATH at the source's pin and add it to the register."""
+    from . import register as reg
     from .evidence import QuoteRequest, add_quote
-    from .highlight import terminal_lines, visible
+    from .highlight import terminal_lines, visible_name
 
     if sum(x is not None for x in (lines, symbol, match)) != 1:
         raise click.UsageError("give exactly one of --lines, --symbol or --match")
     ws = _workspace()
     request = QuoteRequest(_line_range(lines), symbol, match, context)
-    qid, q = add_quote(ws, ws.register_file(register_name), source_id, path, request, quote_id)
+    register_path = ws.register_file(register_name)
+    qid, q = add_quote(ws, register_path, source_id, path, request, quote_id)
     color = sys.stdout.isatty()
-    click.echo(f"{qid}  {visible(q.path)}:{q.lines[0]}-{q.lines[1]}  sha256 {q.sha256}")
+    click.echo(f"{qid}  {visible_name(q.path)}:{q.lines[0]}-{q.lines[1]}  sha256 {q.sha256}")
+    if reg.load(register_path).git_source(source_id).files[q.path].kind == "lfs-pointer":
+        click.echo("(a Git LFS pointer: the content it names is not in the repository)")
     click.echo(terminal_lines(q.text, q.lines[0], q.path, color=color))
 
 

@@ -15,8 +15,15 @@ from . import register as reg
 from . import register_yaml as regy
 from .blobs import Blob, Mirror, TreeEntry
 from .errors import NotQuotable, PathNotFound, RegisterError, SpanError
-from .hashing import Lines, display_text, is_binary, sha256_hex
-from .models import QUOTE_ID, Anchor, FileEntry, GitSource, Quote
+from .hashing import (
+    LFS_POINTER_CUTOFF,
+    Lines,
+    display_text,
+    is_binary,
+    is_lfs_pointer,
+    sha256_hex,
+)
+from .models import QUOTE_ID, Anchor, FileEntry, FileKind, GitSource, Quote
 from .spans import Span, by_lines, by_match, by_symbol
 from .subjects import open_mirror
 from .workspace import Workspace
@@ -109,7 +116,11 @@ def expand_paths(tree: dict[str, TreeEntry], patterns: list[str], commit: str) -
 
 
 def file_entry(entry: TreeEntry, blob: Blob | None, expect_sha256: str | None = None) -> FileEntry:
-    """The register entry for a tree entry (submodules are hashed as their commit id)."""
+    """The register entry for a tree entry (submodules are hashed as their commit id).
+
+    A file whose blob is a Git LFS pointer is registered as ``lfs-pointer``: its hash is
+    the pointer's, since the content it names is not in the repository.
+    """
     if entry.kind == "submodule" or blob is None:
         return FileEntry(
             sha256=sha256_hex(entry.oid.encode()),
@@ -119,9 +130,12 @@ def file_entry(entry: TreeEntry, blob: Blob | None, expect_sha256: str | None = 
             expect_sha256=expect_sha256,
         )
     target = display_text(blob.head) if entry.kind == "symlink" else None
+    kind: FileKind = entry.kind
+    if kind == "file" and blob.size < LFS_POINTER_CUTOFF and is_lfs_pointer(blob.head):
+        kind = "lfs-pointer"
     return FileEntry(
         sha256=blob.sha256,
-        kind=entry.kind,
+        kind=kind,
         size=blob.size,
         binary=entry.kind == "file" and is_binary(blob.head),
         target=target,
@@ -305,6 +319,7 @@ def add_quote(
             f"'{quote_id}' is not a valid quote id",
             hint="letters, digits, '.', '_', ':' and '-', starting with a letter",
         )
+    _refuse_undecodable([path])
     source = reg.load(register_path).git_source(sid)
     mirror = open_mirror(ws, source.subject)
     entry = mirror.entry(source.commit, path)

@@ -14,6 +14,7 @@ U+2028, no lone CR).  For a span whose last line ends in a newline this equals::
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from bisect import bisect_right
 from itertools import accumulate
@@ -22,6 +23,11 @@ from itertools import accumulate
 def sha256_hex(data: bytes) -> str:
     """Full lowercase hex SHA-256 of ``data``."""
     return hashlib.sha256(data).hexdigest()
+
+
+def span_bytes(text: str, raw_b64: str | None) -> bytes:
+    """The exact bytes a quote's hash covers: its raw bytes when kept, else its text."""
+    return base64.b64decode(raw_b64) if raw_b64 else text.encode("utf-8")
 
 
 class Lines:
@@ -119,6 +125,21 @@ class Lines:
 def is_binary(data: bytes) -> bool:
     """Git's own heuristic: a NUL byte in the first 8000 bytes means binary."""
     return b"\0" in data[:8000]
+
+
+#: The first line of every Git LFS pointer, exactly as the pointer spec writes it.
+LFS_POINTER_HEADER = b"version https://git-lfs.github.com/spec/v1\n"
+#: Git LFS reads only blobs smaller than this as pointers (its ``blobSizeCutoff``).
+LFS_POINTER_CUTOFF = 1024
+
+
+def is_lfs_pointer(data: bytes) -> bool:
+    """Whether a blob is a Git LFS pointer: small, and opening with the spec's header line.
+
+    Judged from the bytes alone, as git-lfs judges them; git-lfs is never run, so the
+    pointer is what gets hashed and shown, never the content it names.
+    """
+    return len(data) < LFS_POINTER_CUTOFF and data.startswith(LFS_POINTER_HEADER)
 
 
 def display_text(data: bytes) -> str:

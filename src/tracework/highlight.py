@@ -9,6 +9,7 @@ written unescaped (``title``, ``cssfile``, ``classprefix``).
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from pygments import highlight as _highlight
 from pygments.formatters import TerminalFormatter
@@ -34,18 +35,40 @@ def lexer_for(path: str) -> Lexer:
         return TextLexer(stripnl=False, ensurenl=False)
 
 
+def _mark(ch: str) -> str:
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a name that is not UTF-8 (surrogateescape)
+        return f"<0x{code - 0xDC00:02X}>"
+    return f"<U+{code:04X}>"
+
+
 def visible(text: str) -> str:
-    """Make control, bidi and escape characters visible (``\\x1b`` → ``␛``-style marks).
+    """Make control, bidi and escape characters visible (``\\x1b`` → ``<U+001B>``).
 
     Tabs and newlines stay; everything else that could move the cursor, recolour the
-    terminal or reorder text is shown as ``<U+XXXX>``.
+    terminal or reorder text is shown as ``<U+XXXX>``, and a byte of a file name that
+    is not UTF-8 as ``<0xNN>``.
     """
-
-    def mark(m: re.Match[str]) -> str:
-        return f"<U+{ord(m.group()):04X}>"
-
     # a CR ending a line is part of its terminator (CRLF files), not hidden content
-    return _INVISIBLE.sub(mark, text.replace("\r\n", "\n"))
+    return _INVISIBLE.sub(lambda m: _mark(m.group()), text.replace("\r\n", "\n"))
+
+
+def visible_name(name: str) -> str:
+    """A file name as a reader must see it: one line, and told apart from its look-alikes.
+
+    Besides what :func:`visible` marks, tabs and newlines are marked (a name is one
+    line), and so are the combining characters of a name not in Unicode NFC form, so
+    that ``e`` + U+0301 shows as ``e<U+0301>`` and never looks like its NFC twin ``é``.
+    """
+    decomposed = not unicodedata.is_normalized("NFC", name)
+    return "".join(
+        _mark(ch)
+        if ch in "\t\n"
+        or _INVISIBLE.match(ch)
+        or (decomposed and (unicodedata.combining(ch) or unicodedata.normalize("NFC", ch) != ch))
+        else ch
+        for ch in name
+    )
 
 
 _INVISIBLE = re.compile(
@@ -60,7 +83,7 @@ _INVISIBLE = re.compile(
             | {"\u2028", "\u2029", "\ufeff", "\u200b", "\u200c", "\u200d"}
         )
     )
-    + "]"
+    + "\ud800-\udfff]"  # lone surrogates: bytes of names that are not UTF-8
 )
 
 

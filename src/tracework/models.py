@@ -35,14 +35,18 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+FileKind = Literal["file", "symlink", "submodule", "lfs-pointer"]
+
+
 class FileEntry(Frozen):
     """A registered file: its blob hash at the source's commit and what kind of entry it is."""
 
     sha256: Sha256 = Field(description="SHA-256 of the blob bytes (`git show C:P | sha256sum`)")
-    kind: Literal["file", "symlink", "submodule"] = Field(
+    kind: FileKind = Field(
         "file",
         description="symlinks are hashed as their target text, never followed; "
-        "a submodule is hashed as its commit id in hex",
+        "a submodule is hashed as its commit id in hex; a Git LFS pointer is hashed as "
+        "the pointer's bytes (the content it names is not in the repository)",
     )
     size: int = Field(ge=0, description="blob size in bytes")
     binary: bool = Field(False, description="a NUL byte in the first 8000 bytes, as git judges")

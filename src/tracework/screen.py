@@ -2,9 +2,10 @@
 
 Reads the tree and blobs at one commit and nothing else.  Each finding names its
 path and the line that makes it one: auto-run surfaces (editor, container and hook
-configurations), agent-instruction files (shown as data, never followed), build-time
-execution points, and dependency surfaces with unpinned ranges.  The result is
-deterministic: findings are sorted by category, path and line.
+configurations, committed git repositories whose config git would obey),
+agent-instruction files (shown as data, never followed), build-time execution
+points, and dependency surfaces with unpinned ranges.  The result is deterministic:
+findings are sorted by category, path and line.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -89,6 +91,12 @@ _VSCODE_RUN = re.compile(
     r'task\.allowAutomaticTasks|runOn|command)"\s*:'
 )
 _REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(.*)$")
+# keys of a git config that make git run a command (or point it at a work tree)
+_GIT_CONFIG_RUNS = re.compile(
+    r"^\s*(fsmonitor|hookspath|sshcommand|pager|editor|askpass|gitproxy|worktree|"
+    r"clean|smudge|process|textconv|command|driver)\s*=",
+    re.IGNORECASE,
+)
 
 
 def _lines(data: bytes) -> list[str]:
@@ -195,6 +203,32 @@ class Screen:
         }
 
 
+def embedded_repositories(paths: Iterable[str]) -> list[str]:
+    """Folders of a tree that git would take for a repository of their own.
+
+    A committed bare repository (``HEAD``, ``config``, ``objects/``, ``refs/``) is
+    entered by any git command run inside it in a checkout — a shell prompt showing
+    ``git status`` is enough — and its ``config`` can then run commands
+    (``core.fsmonitor``, ``core.pager``, filters…).  Found from names only.
+    """
+    listed = set(paths)
+    heads = sorted(p for p in listed if p == "HEAD" or p.endswith("/HEAD"))
+    return [
+        folder
+        for folder in (head[: -len("HEAD")] for head in heads)
+        if f"{folder}config" in listed
+        and any(p.startswith(f"{folder}objects/") for p in listed)
+        and any(p.startswith(f"{folder}refs/") for p in listed)
+    ]
+
+
+def _embedded_findings(folder: str, data: bytes | None) -> list[Finding]:
+    kind = "embedded git repository: git run inside it obeys this config"
+    lines = _lines(data) if data is not None and not is_binary(data[:8000]) else []
+    hits = _first(lines, _GIT_CONFIG_RUNS) or [(1, lines[0] if lines else "")]
+    return [Finding("auto-run", f"{folder}config", n, kind, ln.strip()[:240]) for n, ln in hits]
+
+
 def screen(mirror: Mirror, commit: str) -> Screen:
     """Screen every path of the tree at ``commit``, reading only the blobs that matter."""
     tree = mirror.tree(commit)
@@ -211,12 +245,18 @@ def screen(mirror: Mirror, commit: str) -> Screen:
         and (PurePosixPath(p).name.lower() in by_content or classify(p, b"", True))
     ]
     wanted = sorted(set(candidates))
-    blobs = mirror.read_blobs(tree[p].oid for p in wanted)
+    embedded = [f for f in embedded_repositories(tree) if tree[f"{f}config"].kind == "file"]
+    blobs = mirror.read_blobs(
+        [*(tree[p].oid for p in wanted), *(tree[f"{f}config"].oid for f in embedded)]
+    )
     findings: list[Finding] = []
     for path in wanted:
         blob = blobs[tree[path].oid]
         has_lock = str(PurePosixPath(path).parent) in folders_with_lock
         findings += classify(path, blob.data if blob.data is not None else blob.head, has_lock)
+    for folder in embedded:
+        blob = blobs[tree[f"{folder}config"].oid]
+        findings += _embedded_findings(folder, blob.data if blob.data is not None else blob.head)
     order = {c: i for i, c in enumerate(CATEGORIES)}
     findings.sort(key=lambda f: (order[f.category], f.path, f.line, f.kind))
     return Screen(commit, tuple(findings), len(tree))

@@ -23,7 +23,8 @@ from .absences import AbsenceResult
 from .checks import CheckItem
 from .diagrams import DiagramCheck
 from .forge import upstream_url
-from .highlight import lexer_for, visible
+from .hashing import is_lfs_pointer
+from .highlight import lexer_for, visible, visible_name
 from .models import Quote
 from .records import KINDS, Absence, Record
 from .screen import Screen
@@ -35,6 +36,11 @@ _MD = MarkdownIt("js-default", {"typographer": False}).disable("image")
 def esc(text: object) -> str:
     """Escape for HTML text and attribute values, making control characters visible."""
     return html.escape(visible(str(text)), quote=True)
+
+
+def esc_name(path: str) -> str:
+    """Escape a file name for HTML, one line and told apart from its look-alikes."""
+    return html.escape(visible_name(path), quote=True)
 
 
 def markdown(text: str) -> str:
@@ -83,8 +89,18 @@ class QuoteInfo:
         return "changed (format only)" if self.drift.format_only else self.drift.state
 
     def location(self) -> str:
+        """``path:A–B`` with the path made visible (one line, look-alikes told apart)."""
         a, b = self.quote.lines
-        return f"{self.quote.path}:{a}–{b}" if a != b else f"{self.quote.path}:{a}"
+        path = visible_name(self.quote.path)
+        return f"{path}:{a}–{b}" if a != b else f"{path}:{a}"
+
+    @property
+    def lfs_pointer(self) -> bool:
+        """Whether the quoted text is a Git LFS pointer (its header line opens the span).
+
+        Pointers are UTF-8 by their spec, so the text is their bytes.
+        """
+        return self.quote.lines[0] == 1 and is_lfs_pointer(self.quote.text.encode("utf-8"))
 
 
 def quote_html(info: QuoteInfo, *, anchor: bool = False) -> str:
@@ -99,12 +115,14 @@ def quote_html(info: QuoteInfo, *, anchor: bool = False) -> str:
         f'<span class="tw-hash" title="sha256 {esc(q.sha256)}">sha256 {esc(q.sha256[:12])}</span>',
         badge(info.state),
     ]
+    if info.lfs_pointer:
+        parts.append(badge("lfs-pointer", "Git LFS pointer: the content it names is not here"))
     if link:
         parts.append(f'<a class="tw-upstream" href="{esc(link)}" rel="noopener">upstream</a>')
     body = code_block(q.text, q.path, q.lines[0])
     drift = info.drift
     if drift is not None and drift.state != "verified":
-        where = drift.new_path or q.path
+        where = visible_name(drift.new_path or q.path)
         if drift.new_lines:
             where += f":{drift.new_lines[0]}–{drift.new_lines[1]}"
         note = f"at {esc(info.commit[:12])}: {esc(drift.state)} ({esc(drift.detail)})"
@@ -207,7 +225,8 @@ def absence_html(result: AbsenceResult) -> str:
             f"<code>{esc(result.commit[:12])}</code>: no match.{skipped}</p>"
         )
     items = "".join(
-        f'<li><span class="tw-path">{esc(m.path)}:{m.line}</span> <code>{esc(m.text)}</code></li>'
+        f'<li><span class="tw-path">{esc_name(m.path)}:{m.line}</span> '
+        f"<code>{esc(m.text)}</code></li>"
         for m in result.matches
     )
     more = "<li>… more matches not shown</li>" if result.truncated else ""
@@ -297,7 +316,7 @@ def screen_html(result: Screen) -> str:
     """The screen as a report section: counts, then every finding with its line."""
     counts = ", ".join(f"{n} {esc(c)}" for c, n in result.counts().items())
     rows = "".join(
-        f'<tr><td>{esc(f.category)}</td><td><span class="tw-path">{esc(f.path)}:{f.line}'
+        f'<tr><td>{esc(f.category)}</td><td><span class="tw-path">{esc_name(f.path)}:{f.line}'
         f"</span></td><td>{esc(f.kind)}</td><td><code>{esc(f.text)}</code></td></tr>"
         for f in result.findings
     )
