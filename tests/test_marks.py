@@ -154,3 +154,37 @@ def test_a_malformed_rubric_is_one_clear_error(workspace, text, message):
     with pytest.raises(RubricError, match=message) as caught:
         load_rubric(workspace, "broken")
     assert "registers/rubrics/broken.yaml" in str(caught.value)
+
+
+def test_marks_after_records_still_get_their_anchors(wb, monkeypatch):
+    """done() shows the marks section, with the quotes only marks cite, whatever the
+    order of records() and mark() in the notebook."""
+    shown: list[str] = []
+    monkeypatch.setattr(
+        "tracework.notebook.display", lambda obj, **kw: shown.append(getattr(obj, "markup", ""))
+    )
+    wb.absence("RT-ABS-log", statement="No logging.", scope=["pkg/*.py"], patterns=["logging"])
+    wb.records()
+    q = wb.source("SRC-1").quote("pkg/store.py", lines=(1, 1), id="Q-limit")
+    wb.mark("hygiene", "bounded", present=True, evidence=[q])
+    wb.mark("hygiene", "audit", present=False, evidence=["RT-ABS-log"])
+    wb.done()
+    page = "".join(shown)
+    assert page.count('id="mark/hygiene/bounded"') == 1
+    assert page.count('id="rubric/hygiene"') == 1
+    assert page.count('id="Q-limit"') == 1  # first cited by a mark, after records()
+    assert "expiry (Items expire): not marked" in page
+
+
+def test_mark_anchors_never_collide(pinned, workspace):
+    pinned({"pkg/store.py": STORE})
+    folder = workspace.registers / "rubrics"
+    folder.mkdir()
+    mechanism = "  - {id: %s, name: n, definition: d, evidence: e}\n"
+    (folder / "a.yaml").write_text("title: A\nmechanisms:\n" + mechanism % "b-c")
+    (folder / "a-b.yaml").write_text("title: AB\nmechanisms:\n" + mechanism % "c")
+    wb = tracework.open("demo")
+    wb.mark("a", "b-c", present=False)
+    wb.mark("a-b", "c", present=False)  # once "mark-a-b-c" for both
+    marks = wb.records_json()["marks"]
+    assert set(marks) == {"a", "a-b"}

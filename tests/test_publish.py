@@ -35,8 +35,6 @@ sys.path.insert(0, str(REPO / "examples"))
 
 from build_subject import build  # noqa: E402
 
-EPOCH = "1774224000"  # 2026-03-23T00:00:00Z: the renders' "checked" date
-
 
 def run(*args: str) -> str:
     result = CliRunner().invoke(main, list(args), catch_exceptions=False)
@@ -62,7 +60,6 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, list[str]
     ws, commits = demo_workspace(root)
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
-        patch.setenv("SOURCE_DATE_EPOCH", EPOCH)
         run("fetch", "larkspur")
         run("render", "larkspur")
         run("render", "larkspur", "--commit", commits[-1])
@@ -142,7 +139,7 @@ def test_publish_writes_index_report_pages_registers_and_rubrics(site, demo):
     assert f"13/13 verified at {commits[0][:12]}" not in index  # only the newest render
     assert f"drift: 3 changed, 2 missing, 1 broken absence at {commits[-1][:12]}" in index
     assert "Retention controls</a>: 3 of 7" in index
-    assert "2026-03-23" in index  # last checked: the render's date (SOURCE_DATE_EPOCH)
+    assert "2026-03-20" in index  # last checked: the newest render's analysis date
     report = (site / "reports" / "larkspur" / "index.html").read_text()
     assert f"13/13 verified at {commits[0][:12]}" in report  # the history lists the pin
     assert f'href="{commits[0][:12]}/report.html"' in report
@@ -208,7 +205,7 @@ def test_the_rubric_matrix_links_each_cell_to_the_mark(site, demo):
     page = (site / "rubrics" / "retention.html").read_text()
     newest = commits[-1][:12]
     for mechanism in ("recall-into-prompt", "per-user-scope", "expiry"):
-        href = f"../reports/larkspur/{newest}/report.html#mark-retention-{mechanism}"
+        href = f"../reports/larkspur/{newest}/report.html#mark/retention/{mechanism}"
         assert f'href="{href}"' in page
     assert "3 of 7" in page and ">re-review</span>" in page
     assert "Carries none or one: 0% of systems." in page
@@ -247,27 +244,42 @@ def test_a_failed_publish_leaves_the_previous_site(demo, site, monkeypatch):
     ws, _ = demo
     monkeypatch.chdir(ws.root)
     before = _tree(site)
-    rubric = ws.registers / "rubrics" / "retention.yaml"
-    good = rubric.read_bytes()
-    rubric.write_text("title: [broken\n")
-    try:
-        result = CliRunner().invoke(main, ["publish"])
-    finally:
-        rubric.write_bytes(good)
-    assert result.exit_code == 2
-    assert "registers/rubrics/retention.yaml: not valid YAML" in result.output
-    assert "Traceback" not in result.output
-    assert _tree(site) == before
+    real = publish_module.write_site
 
-    # a failure half-way through writing: the old site stays, the staging folder goes
-    def fail_after_some_pages(src: Path, dst: Path) -> None:
+    def write_then_fail(built, root):  # a failure half-way through writing
+        real(built, root)
         raise TraceworkError("the disk filled up")
 
-    monkeypatch.setattr(publish_module, "_link_tree", fail_after_some_pages)
+    monkeypatch.setattr(publish_module, "write_site", write_then_fail)
     result = CliRunner().invoke(main, ["publish"])
     assert result.exit_code == 2 and "the disk filled up" in result.output
+    assert "Traceback" not in result.output
     assert _tree(site) == before
     assert not list(site.parent.glob(".site.*.staging"))
+
+
+def test_a_broken_rubric_or_register_is_left_out_and_named(demo, tmp_path, monkeypatch):
+    ws, _ = demo
+    monkeypatch.chdir(ws.root)
+    rubric = ws.registers / "rubrics" / "retention.yaml"
+    register = ws.registers / "larkspur.yaml"
+    good_rubric, good_register = rubric.read_bytes(), register.read_bytes()
+    rubric.write_text("title: [broken\n")
+    register.write_text("sources: 3\n")
+    (ws.registers / "rubrics" / "a folder.yaml").mkdir()
+    try:
+        out = json.loads(run("publish", "--out", str(tmp_path / "s"), "--json"))
+    finally:
+        rubric.write_bytes(good_rubric)
+        register.write_bytes(good_register)
+        (ws.registers / "rubrics" / "a folder.yaml").rmdir()
+    assert out["rubrics"] == [] and out["reports"] == 1
+    skipped = "\n".join(out["skipped"])
+    assert "registers/rubrics/retention.yaml: not valid YAML" in skipped
+    assert "registers/rubrics/a folder.yaml: 'a folder' is not a valid rubric name" in skipped
+    assert "registers/larkspur.yaml: " in skipped
+    report = (tmp_path / "s" / "reports" / "larkspur" / "index.html").read_text()
+    assert "No readable register" in report and not (tmp_path / "s" / "rubrics").exists()
 
 
 def test_a_broken_render_folder_is_skipped_and_named(demo, tmp_path, monkeypatch):
@@ -351,7 +363,7 @@ def test_a_reader_browses_the_site_from_disk(browser, site, demo):
     page.goto((site / "index.html").as_uri())
     page.locator("header.site nav a", has_text="Retention controls").click()
     page.locator("table.matrix td.cell-absent a").first.click()
-    assert "#mark-retention-" in page.url
+    assert "#mark/retention/" in page.url
     anchor = page.url.split("#", 1)[1]
     page.locator(f'[id="{anchor}"]').wait_for(state="visible")
 
@@ -422,10 +434,99 @@ def test_fuzzed_records_and_history_never_break_a_publish(demo, tmp_path, data):
     )
     (reports / "history.json").write_text(json.dumps(value if target == "history" else history))
     (root / "tracework.toml").write_text("")
+    shutil.copytree(ws.registers / "rubrics", root / "registers" / "rubrics")
+    shutil.copy(ws.registers / "larkspur.yaml", root / "registers" / "larkspur.yaml")
     try:
-        site = gather(Workspace(root), root / "reports" / "site")
+        site = gather(Workspace(root), root / "out")
         write_site(site, root / "out")
         assert (root / "out" / "index.html").is_file()
         assert len(site.reports) + len(site.skipped) >= 1
+        if site.reports:  # the pages that show records and marks were written too
+            assert (root / "out" / "rubrics" / "retention.html").is_file()
+            assert (root / "out" / "reports" / "larkspur" / "register.html").is_file()
     finally:
         shutil.rmtree(root)
+
+
+def test_publish_never_replaces_a_folder_it_did_not_make(demo, tmp_path, monkeypatch):
+    ws, _ = demo
+    monkeypatch.chdir(ws.root)
+    mine = tmp_path / "notes"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("mine")
+    for out in (str(mine), "notebooks", "registers"):
+        result = CliRunner().invoke(main, ["publish", "--out", out])
+        assert result.exit_code == 2 and "a folder publish did not make" in result.output
+    assert (mine / "keep.txt").read_text() == "mine"
+    assert (ws.notebooks / "larkspur.ipynb").is_file()
+    # a report that happens to be called "site" is never taken for the published site
+    other = tmp_path / "other"
+    other_ws = Workspace.init(other)
+    (other_ws.reports / "site" / "0123456789ab").mkdir(parents=True)
+    monkeypatch.chdir(other)
+    result = CliRunner().invoke(main, ["publish"])
+    assert result.exit_code == 2 and "reports/site" in result.output
+    assert (other_ws.reports / "site" / "0123456789ab").is_dir()
+    # an empty folder, or an earlier site, is fine; "relative" means from the workspace root
+    monkeypatch.chdir(ws.root / "notebooks")
+    out = json.loads(run("publish", "--out", "reports/elsewhere", "--json"))
+    assert (
+        out["out"] == "reports/elsewhere"
+        and (ws.reports / "elsewhere" / ".tracework-site").is_file()
+    )
+    run("publish", "--out", "reports/elsewhere")
+    shutil.rmtree(ws.reports / "elsewhere")
+
+
+def test_the_site_is_readable_by_others_as_the_umask_allows(site):
+    mask = os.umask(0)
+    os.umask(mask)
+    assert site.stat().st_mode & 0o777 == 0o777 & ~mask
+
+
+def test_an_unmarked_mechanism_and_a_hostile_rubric_publish_safely(demo, tmp_path, monkeypatch):
+    ws, commits = demo
+    monkeypatch.chdir(ws.root)
+    rubric = ws.registers / "rubrics" / "retention.yaml"
+    good = rubric.read_text()
+    folder = ws.reports / "partial" / commits[-1][:12]
+    shutil.copytree(ws.reports / "larkspur" / commits[-1][:12], folder)
+    records = json.loads((folder / "records.json").read_text())
+    del records["marks"]["retention"]["marks"]["expiry"]
+    (folder / "records.json").write_text(json.dumps(records))
+    rubric.write_text(
+        good.replace("title: Retention controls", 'title: "<script>alert(1)</script> controls"')
+        + "  - id: audit\n    name: <b>Audited</b>\n    definition: '# Not a heading'\n"
+        "    evidence: A log line.\n"
+    )
+    try:
+        run("publish", "--out", str(tmp_path / "s"))
+    finally:
+        rubric.write_text(good)
+        shutil.rmtree(ws.reports / "partial")
+    page = (tmp_path / "s" / "rubrics" / "retention.html").read_text()
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>Audited" not in page and "&lt;b&gt;Audited" in page
+    assert "<h1>Not a heading" not in page and "# Not a heading" in page
+    row = page.split('href="../reports/partial/index.html"', 1)[1].split("</tr>", 1)[0]
+    assert row.count("not marked") == 2  # expiry, unmarked, and audit, new to the rubric
+    assert "(marked against an earlier version of this rubric)" in row
+    index = (tmp_path / "s" / "index.html").read_text()
+    assert "<script>alert" not in index
+
+
+def test_the_newest_render_is_at_the_current_pin_then_by_time():
+    from tracework.site import Render
+
+    def render(commit: str, pin: str, date: str, since: int) -> Render:
+        records = {"commit": commit, "pin": pin, "commit_date": date}
+        return Render(commit[:12], {**records, "drift": {"commits_since_pin": since}}, {})
+
+    old_pin, new_pin = "a" * 40, "b" * 40
+    old = render("c" * 40, old_pin, "2026-03-10T10:00:00+00:00", 10)
+    new = render("d" * 40, new_pin, "2026-03-09T10:00:00+00:00", 0)
+    assert sorted([old, new], key=lambda r: r.order(new_pin))[-1] is new
+    # commit times compare in UTC, whatever offset each was written with
+    east = render("e" * 40, new_pin, "2026-03-09T12:30:00+02:00", 1)  # 10:30 UTC
+    west = render("f" * 40, new_pin, "2026-03-09T06:00:00-04:00", 1)  # 10:00 UTC
+    assert sorted([east, west], key=lambda r: r.order(new_pin))[-1] is east

@@ -387,6 +387,8 @@ class RecordDeclarations:
         """
         if not isinstance(present, bool):
             raise RecordError(f"mark {rubric}/{mechanism}: present= takes True or False")
+        if note is not None and not isinstance(note, str):
+            raise RecordError(f"mark {rubric}/{mechanism}: note= takes text (Markdown)")
         if rubric not in self._rubrics:
             self._rubrics[rubric] = load_rubric(self.ws, rubric)
         definition, _ = self._rubrics[rubric]
@@ -398,6 +400,11 @@ class RecordDeclarations:
         where = f"mark {rubric}/{mechanism}"
         refs: list[str] = []
         for ref in evidence:
+            if not isinstance(ref, str | QuoteView):
+                raise RecordError(
+                    f"{where}: evidence must be quotes, quote ids, record ids or SRC ids",
+                    hint="cite a record by its id, e.g. evidence=[\"RT-CMP-store\"]",
+                )
             if isinstance(ref, str) and ref.startswith("RT-"):
                 if ref not in self._records:
                     raise RecordError(

@@ -7,6 +7,8 @@ and exit code 2 in a single place; the library never calls ``sys.exit``.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class TraceworkError(Exception):
     """Base class: a clear, user-facing problem with a remedy."""
@@ -90,3 +92,12 @@ class ChecksFailed(TraceworkError):
 
 class RenderError(TraceworkError):
     """A render that could not run or finish (its previous good output is kept)."""
+
+
+def validation_problem(exc: Any) -> str:
+    """The first problem of a pydantic ``ValidationError`` as "where: what" (and how many
+    more), for one-line messages that name the field."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "top level"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}"

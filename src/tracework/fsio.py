@@ -52,12 +52,13 @@ def locked(path: Path, timeout: float = 60.0) -> Iterator[None]:
 
 
 def replace_dir(staging: Path, final: Path) -> None:
-    """Swap a finished staging folder in for ``final`` (two renames under a lock), so a
-    reader sees the old folder or the new one and a failure leaves the old one."""
-    with locked(final):
-        old = final.with_name(f".{final.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        if final.exists():
-            os.replace(final, old)
-        os.replace(staging, final)
-        shutil.rmtree(old, ignore_errors=True)
+    """Swap a finished staging folder in for ``final``: the old folder is renamed aside,
+    the new one renamed in, the old one removed.  A failure leaves the old folder; for
+    the instant between the two renames neither exists (two folders cannot be swapped
+    in one rename).  The caller holds ``locked(final)``."""
+    old = final.with_name(f".{final.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(staging, final)
+    shutil.rmtree(old, ignore_errors=True)

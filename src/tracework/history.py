@@ -12,10 +12,8 @@ that made the change is named.  Only blobs are read, through one persistent
 
 from __future__ import annotations
 
-import datetime as dt
 import io
 import json
-import os
 import re
 import subprocess
 import textwrap
@@ -325,18 +323,6 @@ def read_history(path: Path) -> list[dict[str, Any]]:
     )
 
 
-def today() -> str:
-    """The UTC date of this render, or of ``SOURCE_DATE_EPOCH`` when set (reproducible
-    builds' convention), for the history's "checked" date."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
-    moment = (
-        dt.datetime.fromtimestamp(int(epoch), dt.UTC)
-        if epoch.isdigit()
-        else dt.datetime.now(dt.UTC)
-    )
-    return moment.date().isoformat()
-
-
 def updated_history(entries: list[dict[str, Any]], records: dict[str, Any]) -> list[dict[str, Any]]:
     """The history with this render's entry added (or replaced, for the same commit)."""
     drift = records["drift"]
@@ -355,7 +341,7 @@ def updated_history(entries: list[dict[str, Any]], records: dict[str, Any]) -> l
         "counts": drift["counts"],
         "changed_in": changed_in,
         "ok": records["checks"]["ok"],
-        "checked": today(),
+        "checked": records.get("analysis_date"),
     }
     kept = [e for e in entries if e.get("commit") != entry["commit"]]
     return sorted([*kept, entry], key=lambda e: (e.get("commits_since_pin", 0), e["commit"]))

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .rubrics import Rubric
-from .views import badge, esc, markdown
+from .rubrics import Rubric, RubricError
+from .views import QuoteInfo, badge, esc, markdown, quote_html
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,13 @@ class Mark:
 
 
 def mark_anchor(rubric: str, mechanism: str) -> str:
-    return f"mark-{rubric}-{mechanism}"
+    """``mark/RUBRIC/MECHANISM``: unique, since neither part may hold a ``/``, and never a
+    record or quote id, which may not either."""
+    return f"mark/{rubric}/{mechanism}"
+
+
+def rubric_anchor(rubric: str) -> str:
+    return f"rubric/{rubric}"
 
 
 def mark_html(
@@ -42,7 +48,8 @@ def mark_html(
 ) -> str:
     """A mark's card: the mechanism, present or absent, evidence and note."""
     mechanism = rubric.mechanism(mark.mechanism)
-    assert mechanism is not None
+    if mechanism is None:
+        raise RubricError(f"rubric {mark.rubric} has no mechanism {mark.mechanism!r}")
     ident = f' id="{esc(mark.anchor)}"' if anchor else ""
     verdict = "present" if mark.present else "absent"
     head = (
@@ -66,9 +73,13 @@ def mark_html(
 
 
 def marks_section(
-    marks: Iterable[Mark], rubrics: Mapping[str, Rubric], drifted: Mapping[str, list[str]]
+    marks: Iterable[Mark],
+    rubrics: Mapping[str, Rubric],
+    drifted: Mapping[str, list[str]],
+    quotes: Sequence[QuoteInfo] = (),
 ) -> str:
-    """The "Rubric marks" section: per rubric, every mechanism marked or not."""
+    """The "Rubric marks" section: per rubric, every mechanism marked or not; then the
+    cards of ``quotes`` (cited by marks, not shown with the records)."""
     by_rubric: dict[str, dict[str, Mark]] = {}
     for mark in marks:
         by_rubric.setdefault(mark.rubric, {})[mark.mechanism] = mark
@@ -79,7 +90,7 @@ def marks_section(
         rubric, marked = rubrics[name], by_rubric[name]
         carried = sum(m.present for m in marked.values())
         out.append(
-            f'<h3 id="rubric-{esc(name)}">{esc(rubric.title)}: carries {carried} of '
+            f'<h3 id="{esc(rubric_anchor(name))}">{esc(rubric.title)}: carries {carried} of '
             f"{len(rubric.mechanisms)}</h3>"
         )
         for mechanism in rubric.mechanisms:
@@ -91,6 +102,9 @@ def marks_section(
                 )
             else:
                 out.append(mark_html(found, rubric, drifted.get(found.anchor, ()), anchor=True))
+    if quotes:
+        out.append('<h3 id="marks-quoted-evidence">Quoted evidence of the marks</h3>')
+        out += [quote_html(info, anchor=True) for info in quotes]
     out.append("</section>")
     return "".join(out)
 
@@ -128,7 +142,7 @@ def carries_html(marks: Mapping[str, Any]) -> str:
     """The header's line per rubric, from records.json "marks": "<title>: carries N of M",
     linking the report's section on it."""
     return "<br>".join(
-        f'<a href="#rubric-{esc(name)}">{esc(entry["title"])}</a>: carries '
+        f'<a href="#{esc(rubric_anchor(name))}">{esc(entry["title"])}</a>: carries '
         f"{int(entry['carries'])} of {int(entry['mechanisms'])}"
         for name, entry in marks.items()
     )

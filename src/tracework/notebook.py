@@ -120,6 +120,7 @@ class Workbench(RecordDeclarations):
         self._rubrics: dict[str, tuple[Rubric, str]] = {}
         self._checks: dict[str, CheckReport] = {}
         self._records_shown = False
+        self._quotes_shown: set[str] = set()
         self._diagrams: dict[str, Diagram] = {}
         self._texts: list[bytes] | None = None
         self._screen: Screen | None = None
@@ -295,8 +296,8 @@ class Workbench(RecordDeclarations):
         display(Html(screen_html(self._screen), f"screen: {self._screen.counts()}"))
 
     def records(self) -> None:
-        """Display the "Shared records" section: records by kind, then the quoted evidence,
-        then the rubric marks (when the report marks any)."""
+        """Display the "Shared records" section: records by kind, then the quoted evidence.
+        (``done()`` shows it when the notebook never does, and then the rubric marks.)"""
         display(
             Html(
                 records_section(
@@ -305,15 +306,20 @@ class Workbench(RecordDeclarations):
                 f"{len(self._records)} records",
             )
         )
-        if self._marks:
-            rubrics = {name: rubric for name, (rubric, _) in self._rubrics.items()}
-            display(
-                Html(
-                    marks_section(self._marks.values(), rubrics, self._marks_drifted()),
-                    f"{len(self._marks)} rubric marks",
-                )
-            )
         self._records_shown = True
+        self._quotes_shown = set(self._quotes)
+
+    def _show_marks(self) -> None:
+        """The "Rubric marks" section, with the cards of quotes first cited by a mark, so
+        that every link to a mark or its evidence lands on an anchor."""
+        rubrics = {name: rubric for name, (rubric, _) in self._rubrics.items()}
+        late = [self._quotes[q] for q in sorted(set(self._quotes) - self._quotes_shown)]
+        display(
+            Html(
+                marks_section(self._marks.values(), rubrics, self._marks_drifted(), late),
+                f"{len(self._marks)} rubric marks",
+            )
+        )
 
     def summary(self) -> dict[str, Any]:
         """Every check on this report at its commit, as data (the records.json "checks")."""
@@ -488,6 +494,8 @@ class Workbench(RecordDeclarations):
             )
         if not self._records_shown:
             self.records()
+        if self._marks:
+            self._show_marks()
         summary = data["checks"]
         display(
             Html(summary_html(summary), "checks hold" if summary["ok"] else "checks fail"),

@@ -21,20 +21,24 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markdown_it import MarkdownIt
 
 from . import __version__
 from .errors import TraceworkError
-from .fsio import replace_dir
+from .fsio import locked, replace_dir
 from .highlight import visible, visible_name
 from .marks import mark_anchor
 from .models import GitSource, Register
 from .rubrics import Rubric
-from .site import Report, Site, gather
-from .views import markdown
+from .site import SITE_MARKER, Report, Site, gather
 from .workspace import Workspace
 
 #: The site's templates and assets (not imported from rendering: that loads nbformat).
 TEMPLATES = Path(str(files("tracework") / "templates"))
+#: Rubric text is prose inside a page's own sections: no headings, raw HTML or images.
+_RUBRIC_MD = MarkdownIt("js-default", {"typographer": False}).disable(
+    ["image", "heading", "lheading"]
+)
 #: Site pages load only the site's own stylesheet and scripts.
 CSP = (
     "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
@@ -55,22 +59,26 @@ class Published:
 
 
 def publish(ws: Workspace, out: Path | None = None) -> Published:
-    """Build the site into a staging folder and swap it in for ``out`` when complete."""
-    out = (out or ws.reports / "site").resolve()
-    if out == ws.root.resolve() or out in ws.root.resolve().parents:
-        raise TraceworkError(f"--out {out} would replace the workspace itself")
-    if ws.reports.resolve() == out:
-        raise TraceworkError("--out must not be the reports folder itself")
-    site = gather(ws, out)
+    """Build the site into a staging folder and swap it in for ``out`` when complete.
+
+    ``out`` (default ``reports/site``; relative to the workspace root) must be new, empty
+    or a site published before (it holds the marker file): publish never replaces a
+    folder it did not make.
+    """
+    out = _checked_out(ws, ws.root / out if out else ws.reports / "site")
     out.parent.mkdir(parents=True, exist_ok=True)
-    # two publishes at once each build their own staging folder; the swaps are serial
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
-    try:
-        pages = write_site(site, staging)
-        replace_dir(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    with locked(out):
+        for stale in out.parent.glob(f".{out.name}.*.staging"):
+            shutil.rmtree(stale, ignore_errors=True)  # left by a publish that was killed
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
+        try:
+            os.chmod(staging, 0o777 & ~_umask())  # mkdtemp's 0700 would stay on the site
+            site = gather(ws, staging)
+            pages = write_site(site, staging)
+            replace_dir(staging, out)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     return Published(
         out,
         len(site.reports),
@@ -81,7 +89,33 @@ def publish(ws: Workspace, out: Path | None = None) -> Published:
     )
 
 
+def _checked_out(ws: Workspace, out: Path) -> Path:
+    """The output folder, refused when publishing there could destroy anything else."""
+    out = out.resolve()
+    root = ws.root.resolve()
+    if out == root or out in root.parents:
+        raise TraceworkError(f"--out {out} would replace the workspace itself")
+    if out.exists() and not out.is_dir():
+        raise TraceworkError(f"--out {out} is a file, not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / SITE_MARKER).is_file():
+        raise TraceworkError(
+            f"--out {out} is a folder publish did not make (no {SITE_MARKER} in it)",
+            hint="publish into a new or empty folder; publish only ever replaces its own sites",
+        )
+    return out
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 # -- writing -------------------------------------------------------------------------
+
+
+def _rubric_markdown(text: str) -> str:
+    return str(_RUBRIC_MD.render(visible(text)))
 
 
 def environment(site: Site) -> Environment:
@@ -94,7 +128,8 @@ def environment(site: Site) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["markdown"] = markdown
+    env.filters["markdown"] = _rubric_markdown
+    env.filters["plural"] = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")
     env.filters["visible"] = visible
     env.filters["name"] = visible_name
     env.filters["short"] = lambda commit: str(commit)[:12]
@@ -114,6 +149,7 @@ def write_site(site: Site, root: Path) -> int:
         _write(root / rel, html)
         pages += 1
 
+    _write(root / SITE_MARKER, f"published by tracework {__version__}\n")
     assets = TEMPLATES / "site"
     for asset in ("site.css", "search.js"):
         _write(root / "assets" / asset, (assets / asset).read_text(encoding="utf-8"))
@@ -124,11 +160,9 @@ def write_site(site: Site, root: Path) -> int:
         "window.TRACEWORK_SEARCH = " + json.dumps(index, sort_keys=True) + ";\n",
     )
     rows = [_index_row(site, r) for r in site.reports]
-    page("index.html", "index.html.j2", title=site.title, rows=rows, rubrics=_rubric_list(site))
+    page("index.html", "index.html.j2", title="Index", rows=rows, rubrics=_rubric_list(site))
     for report in site.reports:
         base = f"reports/{report.name}"
-        for render in report.renders:
-            _link_tree(site.ws.reports / report.name / render.folder, root / base / render.folder)
         page(
             f"{base}/index.html",
             "report.html.j2",
@@ -162,23 +196,6 @@ def write_site(site: Site, root: Path) -> int:
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(text.encode("utf-8"))
-
-
-def _link_tree(src: Path, dst: Path) -> None:
-    """Put a render's files in the site: hard links when the file system allows (renders
-    replace folders, never files in place), else copies."""
-    for path in sorted(src.rglob("*")):
-        if path.name.startswith(".") or path.is_symlink():
-            continue
-        target = dst / path.relative_to(src)
-        if path.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(path, target)
-        except OSError:
-            shutil.copyfile(path, target)
 
 
 def _index_row(site: Site, report: Report) -> dict[str, Any]:
@@ -282,7 +299,8 @@ def _sources(register: Register) -> list[dict[str, Any]]:
                 }
             )
         else:
-            out.append({"id": sid, "kind": "document", "what": str(src), "files": []})
+            what = f"document {src.location} (SHA-256 {src.sha256})"
+            out.append({"id": sid, "kind": "document", "what": what, "files": []})
     return out
 
 
@@ -301,7 +319,9 @@ def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[st
         for mechanism in rubric.mechanisms:
             mark = entry["marks"].get(mechanism.id)
             if mark is None:
-                cells.append({"state": "unmarked", "text": "not marked", "href": None})
+                cells.append(
+                    {"state": "unmarked", "text": "not marked", "review": False, "href": None}
+                )
                 continue
             state = "present" if mark["present"] else "absent"
             carried += mark["present"]

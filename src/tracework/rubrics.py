@@ -8,13 +8,14 @@ site draws one matrix per rubric, systems by mechanisms.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import TraceworkError
+from .errors import TraceworkError, validation_problem
 from .hashing import sha256_hex
 from .workspace import Workspace, check_name
 
@@ -78,11 +79,17 @@ def rubric_names(ws: Workspace) -> list[str]:
 
 
 def load_rubric(ws: Workspace, name: str) -> tuple[Rubric, str]:
-    """A rubric and the SHA-256 of its file, or one clear error naming the file."""
+    """A rubric and the digest of its content, or one clear error naming the file."""
     from .register import parse, safe_yaml
 
-    path = rubric_path(ws, name)
     where = f"registers/rubrics/{name}.yaml"
+    try:
+        path = rubric_path(ws, name)
+    except TraceworkError:
+        raise RubricError(
+            f"{where}: {name!r} is not a valid rubric name",
+            hint="use letters, digits, '.', '_' and '-', starting with a letter or digit",
+        ) from None
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -90,6 +97,8 @@ def load_rubric(ws: Workspace, name: str) -> tuple[Rubric, str]:
             f"no rubric {name!r} ({where} does not exist)",
             hint="write the rubric file first; the README shows its shape",
         ) from None
+    except OSError as exc:
+        raise RubricError(f"{where}: cannot be read ({exc.strerror})") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -103,7 +112,12 @@ def load_rubric(ws: Workspace, name: str) -> tuple[Rubric, str]:
     try:
         rubric = Rubric.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        at = ".".join(str(p) for p in first["loc"]) or "top level"
-        raise RubricError(f"{where}: malformed rubric at {at}: {first['msg']}") from None
-    return rubric, sha256_hex(raw)
+        raise RubricError(f"{where}: malformed rubric at {validation_problem(exc)}") from None
+    return rubric, rubric_digest(rubric)
+
+
+def rubric_digest(rubric: Rubric) -> str:
+    """SHA-256 of the rubric's content (canonical JSON): comments and layout do not count,
+    so reformatting a rubric never makes the marks made against it look stale."""
+    canonical = json.dumps(rubric.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+    return sha256_hex(canonical.encode("utf-8"))

@@ -64,6 +64,11 @@ def notebook_for(name: str) -> nbformat.NotebookNode:
 def new_report(ws: Workspace, name: str, subject: str, commit: str) -> tuple[Path, Path]:
     """Create ``notebooks/NAME.ipynb`` and ``registers/NAME.yaml`` pinned at ``commit``."""
     check_name(name, "report")
+    if name == "site":
+        raise TraceworkError(
+            "'site' is not a report name: reports/site is where the site is published",
+            hint="choose another name",
+        )
     notebook = ws.notebooks / f"{name}.ipynb"
     register_path = ws.registers / f"{name}.yaml"
     for path in (notebook, register_path):

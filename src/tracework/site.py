@@ -7,8 +7,11 @@ report.html; one that cannot be read is skipped and named, never fatal.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
 import re
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +20,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import register as reg
+from .errors import TraceworkError, validation_problem
 from .hashing import sha256_hex
 from .history import read_history
-from .models import Register
+from .models import GitSource, Register
 from .rubrics import Rubric, load_rubric, rubric_names
 from .workspace import Workspace
 
@@ -99,12 +103,6 @@ class HistoryEntry(_Read):
     changed_in: dict[str, _ChangedIn] = Field(default_factory=dict)
 
 
-def _problem(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "top level"
-    return f"{where}: {first['msg']}"
-
-
 @dataclass(frozen=True)
 class Render:
     """One rendered commit of a report: its folder and what the render recorded."""
@@ -117,10 +115,18 @@ class Render:
     def commit(self) -> str:
         return str(self.records["commit"])
 
-    @property
-    def order(self) -> tuple[int, str, str]:
+    def order(self, current_pin: str | None) -> tuple[bool, str, int, str]:
+        """Sort key, oldest first: renders against the register's current pin come last
+        (a re-pinned report's old renders never count as its newest), then by commit time
+        in UTC, then by commits since the pin."""
+        when = dt.datetime.fromisoformat(self.records["commit_date"]).astimezone(dt.UTC)
         drift = self.records.get("drift") or {}
-        return (int(drift.get("commits_since_pin", 0)), self.records["commit_date"], self.commit)
+        return (
+            self.records["pin"] == current_pin,
+            when.isoformat(),
+            int(drift.get("commits_since_pin", 0)),
+            self.commit,
+        )
 
     def status(self) -> tuple[str, str]:
         """("holds" | "drift", a one-line account of the cited evidence at this render)."""
@@ -165,7 +171,8 @@ class Report:
         return f"{self.name} runtime report"
 
     def last_checked(self) -> str | None:
-        """The latest date a check ran: a render's, or one recorded with ``check --record``."""
+        """The latest date evidence was checked: a render's analysis date, or a check
+        recorded with ``check --record``."""
         dates = [str(e["checked"]) for e in self.history if e.get("checked")]
         if self.register is not None:
             dates += [c.date for c in self.register.checks]
@@ -177,7 +184,7 @@ class Report:
 
 @dataclass
 class Site:
-    """Everything a publish writes, gathered before a byte is written."""
+    """Everything a publish writes, gathered before a page is written."""
 
     ws: Workspace
     title: str
@@ -186,54 +193,110 @@ class Site:
     skipped: list[str] = field(default_factory=list)
 
 
-def gather(ws: Workspace, out: Path) -> Site:
-    """Read every report's renders, history and register, and every rubric."""
+#: The file that marks a folder as a published site (publish replaces only such folders).
+SITE_MARKER = ".tracework-site"
+
+
+def gather(ws: Workspace, staging: Path) -> Site:
+    """Read every report's renders, history and register, and every rubric.
+
+    Each render folder is first linked into ``staging`` (where the site is being built)
+    and then read from there, so the pages always describe the files published beside
+    them, even when a render replaces the folder meanwhile.  Whatever cannot be read is
+    left out and named in ``skipped``.
+    """
     settings = ws.settings().get("site", {})
     title = settings.get("title") if isinstance(settings, dict) else None
-    rubrics = {name: load_rubric(ws, name) for name in rubric_names(ws)}
-    site = Site(ws, str(title) if title else "Reports", [], rubrics)
+    site = Site(ws, str(title) if title else "Reports", [], {})
+    for name in rubric_names(ws):
+        try:
+            site.rubrics[name] = load_rubric(ws, name)
+        except TraceworkError as exc:
+            site.skipped.append(f"rubric {name}: {exc.message}")
     if not ws.reports.is_dir():
         return site
     for folder in sorted(ws.reports.iterdir()):
-        if not folder.is_dir() or folder.name.startswith(".") or folder.resolve() == out:
+        if not folder.is_dir() or folder.name.startswith(".") or (folder / SITE_MARKER).exists():
             continue
-        renders = _renders(folder, site.skipped)
+        renders = _renders(folder, staging / "reports" / folder.name, site.skipped)
         if not renders:
             continue
-        register_path = ws.registers / f"{folder.name}.yaml"
-        register, text, digest = None, None, None
-        if register_path.is_file():
-            register = reg.load(register_path)
-            raw = register_path.read_bytes()
-            text, digest = raw.decode("utf-8"), sha256_hex(raw)
+        register, text, digest = _register(ws, folder.name, site.skipped)
         history = _history(folder / "history.json", site.skipped)
+        sources = register.sources.values() if register else ()
+        current = next((s.commit for s in sources if isinstance(s, GitSource)), None)
+        renders.sort(key=lambda r: r.order(current))
         site.reports.append(Report(folder.name, renders, history, register, text, digest))
     return site
 
 
-def _renders(folder: Path, skipped: list[str]) -> list[Render]:
+def _register(
+    ws: Workspace, name: str, skipped: list[str]
+) -> tuple[Register | None, str | None, str | None]:
+    """The report's register, its text and SHA-256; (None, None, None) when missing or bad."""
+    path = ws.registers / f"{name}.yaml"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, None, None
+    except OSError as exc:
+        skipped.append(f"registers/{name}.yaml: {exc.strerror}")
+        return None, None, None
+    try:
+        register = reg.load(path)
+    except TraceworkError as exc:
+        skipped.append(f"registers/{name}.yaml: {exc.message}")
+        return None, None, None
+    return register, raw.decode("utf-8"), sha256_hex(raw)
+
+
+def _renders(folder: Path, staged: Path, skipped: list[str]) -> list[Render]:
     out = []
     for sub in sorted(folder.iterdir()):
         if not (sub.is_dir() and RENDER_FOLDER.fullmatch(sub.name)):
             continue
+        where = f"reports/{folder.name}/{sub.name}"
+        target = staged / sub.name
         try:
-            if not (sub / "report.html").is_file():
-                raise OSError("no report.html")
-            raw = (sub / "records.json").read_bytes()
+            link_tree(sub, target)
+            if not (target / "report.html").is_file():
+                raise ValueError("no report.html")
+            raw = (target / "records.json").read_bytes()
             records = RenderedRecords.model_validate_json(raw).model_dump(mode="json")
-            manifest = json.loads((sub / "manifest.json").read_text(encoding="utf-8"))
+            manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
             if not isinstance(manifest, dict):
                 raise ValueError("manifest.json is not an object")
             if not records["commit"].startswith(sub.name):
                 raise ValueError("records.json is not this render's")
         except ValidationError as exc:
-            skipped.append(f"reports/{folder.name}/{sub.name}: records.json: {_problem(exc)}")
+            problem = f"records.json: {validation_problem(exc)}"
+        except OSError as exc:
+            problem = f"{exc.strerror or exc} ({Path(exc.filename or '').name})"
+        except ValueError as exc:
+            problem = str(exc)
+        else:
+            out.append(Render(sub.name, records, manifest))
             continue
-        except (OSError, ValueError) as exc:
-            skipped.append(f"reports/{folder.name}/{sub.name}: {exc}")
+        skipped.append(f"{where}: {problem}")
+        shutil.rmtree(target, ignore_errors=True)
+    return out
+
+
+def link_tree(src: Path, dst: Path) -> None:
+    """Put a render's files in the site: hard links where the file system allows (renders
+    replace folders, never files in place), else copies."""
+    for path in sorted(src.rglob("*")):
+        if path.name.startswith(".") or path.is_symlink():
             continue
-        out.append(Render(sub.name, records, manifest))
-    return sorted(out, key=lambda r: r.order)
+        target = dst / path.relative_to(src)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)
+        except OSError:
+            shutil.copyfile(path, target)
 
 
 def _history(path: Path, skipped: list[str]) -> list[dict[str, Any]]:
@@ -243,5 +306,7 @@ def _history(path: Path, skipped: list[str]) -> list[dict[str, Any]]:
         try:
             out.append(HistoryEntry.model_validate(entry).model_dump(mode="json"))
         except ValidationError as exc:
-            skipped.append(f"reports/{path.parent.name}/history.json: an entry's {_problem(exc)}")
+            skipped.append(
+                f"reports/{path.parent.name}/history.json: an entry's {validation_problem(exc)}"
+            )
     return out
