@@ -20,6 +20,7 @@ from .errors import RecordError, TraceworkError
 from .jupyter import Html, QuoteView, cell_id
 from .marks import Mark, mark_html
 from .records import (
+    DRIFT_STATES,
     VOCABULARIES,
     Absence,
     Annotation,
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 R = TypeVar("R", bound=Record)
-#: States that put a record up for re-review ("changed (format only)" does not).
-DRIFTED = {"changed", "ambiguous", "missing"}
 
 
 class RecordDeclarations:
@@ -403,7 +402,7 @@ class RecordDeclarations:
             if not isinstance(ref, str | QuoteView):
                 raise RecordError(
                     f"{where}: evidence must be quotes, quote ids, record ids or SRC ids",
-                    hint="cite a record by its id, e.g. evidence=[\"RT-CMP-store\"]",
+                    hint='cite a record by its id, e.g. evidence=["RT-CMP-store"]',
                 )
             if isinstance(ref, str) and ref.startswith("RT-"):
                 if ref not in self._records:
@@ -436,7 +435,7 @@ class RecordDeclarations:
             bad = [
                 e
                 for e in mark.evidence
-                if e in records or (e in self._quotes and self._quotes[e].state in DRIFTED)
+                if e in records or (e in self._quotes and self._quotes[e].state in DRIFT_STATES)
             ]
             if bad:
                 out[key] = bad

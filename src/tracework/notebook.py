@@ -21,7 +21,7 @@ from . import __version__
 from . import register as reg
 from .absences import AbsenceResult
 from .checks import CheckItem, CheckReport, check_register
-from .declare import DRIFTED, RecordDeclarations
+from .declare import RecordDeclarations
 from .diagrams import (
     DIRECTIONS,
     DiagramError,
@@ -39,7 +39,7 @@ from .hashing import sha256_hex
 from .jupyter import Html, QuoteView, cell_id, display, install_error_display
 from .marks import Mark, marks_json, marks_section
 from .models import GitSource, Register
-from .records import KINDS, AuthorityPath, Record, Route
+from .records import DRIFT_STATES, KINDS, AuthorityPath, Record, Route
 from .rubrics import Rubric
 from .screen import Screen
 from .subjects import load_subject, open_mirror
@@ -202,9 +202,8 @@ class Workbench(RecordDeclarations):
         """Per record, the cited evidence that no longer holds at the commit."""
         out: dict[str, list[str]] = {}
         for record in self._records.values():
-            bad = [
-                e for e in record.evidence if e in self._quotes and self._quotes[e].state in DRIFTED
-            ]
+            quotes = [self._quotes[e] for e in record.evidence if e in self._quotes]
+            bad = [q.quote_id for q in quotes if q.state in DRIFT_STATES]
             if record.id in self._absences and not self._absences[record.id].holds:
                 bad.append(record.id)
             if bad:

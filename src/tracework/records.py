@@ -26,6 +26,10 @@ VOCABULARIES: dict[str, tuple[str, ...]] = {
 
 Markdown = Annotated[str, Field(description="Markdown text")]
 
+#: Quote states that put the records and marks citing them up for re-review, in the order
+#: reports list them ("changed (format only)" is not one of them).
+DRIFT_STATES = ("changed", "ambiguous", "missing")
+
 
 class ReviewStamp(BaseModel):
     """The commit an analyst last confirmed a record against, and when."""

@@ -24,12 +24,11 @@ from .errors import TraceworkError, validation_problem
 from .hashing import sha256_hex
 from .history import read_history
 from .models import GitSource, Register
+from .records import DRIFT_STATES
 from .rubrics import Rubric, load_rubric, rubric_names
 from .workspace import Workspace
 
 RENDER_FOLDER = re.compile(r"[0-9a-f]{12}")
-#: Quote states that count as drift on the index (a format-only change does not).
-DRIFT_STATES = ("changed", "ambiguous", "missing")
 
 
 class _Read(BaseModel):
