@@ -6,15 +6,19 @@ with one new commit and N small reports on it.  In one run it times
   * the naive loop a shell script would run: `papermill` then `jupyter nbconvert --to
     html` per report (the baseline);
   * `tracework rerender --all --commit NEW -j 1` and `-j 2` (each after removing the
-    previous output, so every report renders);
+    previous output, so every report renders; ``--repeat R`` alternates them R times
+    and reports the medians);
   * a no-op `tracework rerender --all --commit NEW` (everything skipped).
+Beside each wall time it prints the CPU seconds of all the processes involved and the
+load average: the machine may be shared, and the CPU figures are what noise changes
+least.
 Part 2 (``--commits 1000 --quotes 100``): a linear history of that many commits in
 which the quoted spans change at known commits; times the first-change search for
 all quotes and checks that every culprit found is the commit that changed it.
 
 A benchmark never fails on time: it prints ratios and PASS/MISS against the targets.
 
-    .venv/bin/python benchmarks/bench_rerender.py [--reports 40] [--skip-batch]
+    .venv/bin/python benchmarks/bench_rerender.py [--reports 40] [--repeat 3] [--skip-batch]
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,6 +68,15 @@ def timed(fn) -> float:  # type: ignore[no-untyped-def]
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+def measured(fn) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
+    """Wall seconds, CPU seconds of the (waited-for) child processes, 1-minute load."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(fn)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu, os.getloadavg()[0]
 
 
 # -- part 1: batch renders ---------------------------------------------------------------
@@ -108,7 +123,7 @@ def build_batch(root: Path, reports: int) -> tuple[Path, str]:
     return ws, git(repo, "rev-parse", "HEAD")
 
 
-def batch(reports: int) -> list[str]:
+def batch(reports: int, repeat: int) -> list[str]:
     verdicts = []
     with tempfile.TemporaryDirectory() as tmp:
         ws, new = build_batch(Path(tmp), reports)
@@ -154,31 +169,46 @@ def batch(reports: int) -> list[str]:
                     capture_output=True,
                 )
 
-        def rerender(jobs: int) -> float:
+        def rerender(jobs: int) -> tuple[float, float, float]:
             shutil.rmtree(ws / "reports", ignore_errors=True)
             (ws / "reports").mkdir()
-            seconds = timed(lambda: tw(ws, "rerender", "--all", "--commit", new, "-j", str(jobs)))
+            run = measured(lambda: tw(ws, "rerender", "--all", "--commit", new, "-j", str(jobs)))
             rendered = len(list((ws / "reports").glob("r*/" + new[:12] + "/report.html")))
             assert rendered == reports, f"only {rendered} of {reports} reports rendered"
-            return seconds
+            print(f"  -j {jobs}: {run[0]:6.2f} s wall, {run[1]:6.2f} s CPU, load {run[2]:.2f}")
+            return run
 
-        naive_s = timed(naive)
-        one = rerender(1)
-        two = rerender(2)
-        noop = timed(lambda: tw(ws, "rerender", "--all", "--commit", new))
+        print(f"\nbatch of {reports} reports (one new commit):")
+        naive_s, naive_cpu, naive_load = measured(naive)
+        print(f"  naive: {naive_s:6.2f} s wall, {naive_cpu:6.2f} s CPU, load {naive_load:.2f}")
+        runs: dict[int, list[tuple[float, float, float]]] = {1: [], 2: []}
+        for _ in range(repeat):
+            for jobs in (1, 2):
+                runs[jobs].append(rerender(jobs))
+        noop, _, noop_load = measured(lambda: tw(ws, "rerender", "--all", "--commit", new))
+    one, two = (statistics.median(r[0] for r in runs[j]) for j in (1, 2))
+    cpu_one, cpu_two = (statistics.median(r[1] for r in runs[j]) for j in (1, 2))
     per_naive, per_one, per_two = naive_s / reports, one / reports, two / reports
-    print(f"\nbatch of {reports} reports (one new commit):")
-    print(f"  naive loop (papermill + nbconvert CLIs): {naive_s:7.1f} s  {per_naive:5.2f} s/report")
+    median = f"median of {repeat}" if repeat > 1 else "one run each"
+    print(f"\nbatch of {reports} reports ({median}; CPU: every process, per report):")
+    print(
+        f"  naive loop (papermill + nbconvert CLIs): {naive_s:7.1f} s  {per_naive:5.2f} s/report"
+        f"  CPU {naive_cpu / reports:5.2f} s/report"
+    )
     print(
         f"  tracework rerender -j 1:                 {one:7.1f} s  {per_one:5.2f} s/report"
-        f"  ({per_naive / per_one:.1f}x faster than the loop)"
+        f"  CPU {cpu_one / reports:5.2f} s/report  ({per_naive / per_one:.1f}x the loop's speed)"
     )
     print(
         f"  tracework rerender -j 2:                 {two:7.1f} s  {per_two:5.2f} s/report"
-        f"  (-j 2 / -j 1 = {two / one:.2f})"
+        f"  CPU {cpu_two / reports:5.2f} s/report  (-j 2 / -j 1 = {two / one:.2f})"
     )
-    print(f"  no-op re-run of all {reports}:                {noop:7.2f} s")
+    print(f"  no-op re-run of all {reports}:                {noop:7.2f} s  (load {noop_load:.2f})")
     verdicts.append(f"per report ≤ 0.5 s: {'PASS' if per_two <= 0.5 else 'MISS'} ({per_two:.2f} s)")
+    verdicts.append(
+        f"≥ 8x the naive loop: {'PASS' if per_naive / per_two >= 8 else 'MISS'}"
+        f" ({per_naive / per_two:.1f}x)"
+    )
     verdicts.append(
         f"-j 2 / -j 1 ≤ 0.7: {'PASS' if two / one <= 0.7 else 'MISS'} ({two / one:.2f})"
     )
@@ -260,13 +290,14 @@ found: dict[str, tuple[str | None, str | None]] = {}
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reports", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=1, help="-j 1 and -j 2 runs, alternated")
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--quotes", type=int, default=100)
     parser.add_argument("--skip-batch", action="store_true")
     args = parser.parse_args()
     verdicts = bisection(args.commits, args.quotes)
     if not args.skip_batch:
-        verdicts += batch(args.reports)
+        verdicts += batch(args.reports, args.repeat)
     print("\ntargets: " + " · ".join(verdicts))
 
 

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import copy
+import gc
 import json
+import os
+import threading
+from contextlib import suppress
+from pathlib import Path
 
 import nbformat
 import pytest
 
+from tracework import kernels, rendering
+from tracework.batch import render_one
 from tracework.blobs import Mirror
 from tracework.history import Graph, first_change, format_only, normalise
+from tracework.register import load
+from tracework.views import summary_html
 
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
 CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
@@ -136,6 +146,22 @@ def test_rerender_reports_drift_first_changes_and_isolates_failures(reports, tw,
     history = json.loads((workspace.reports / "good" / "history.json").read_text())
     assert [e["commit"] for e in history] == [edit] and history[0]["commits_since_pin"] == 3
     assert not (workspace.reports / "broken" / edit[:12]).exists()
+    assert _processes_in(workspace.root) == []  # no kernel, kernel host or worker left
+
+
+def _processes_in(folder: Path) -> list[str]:
+    """Kernels, kernel hosts and batch workers still running in ``folder`` (Linux)."""
+    found: list[str] = []
+    if not Path("/proc/self/cwd").exists():
+        return found
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            with suppress(OSError):  # gone meanwhile, or a zombie
+                if Path(os.readlink(proc / "cwd")) == folder:
+                    cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                    if "ipykernel" in cmdline or "multiprocessing.spawn" in cmdline:
+                        found.append(cmdline)
+    return found
 
 
 def test_rerender_skips_what_did_not_change_and_force_renders_again(reports, tw, workspace):
@@ -174,6 +200,171 @@ def test_a_batch_render_in_a_warm_kernel_gives_the_same_bytes_as_render(reports,
     assert tw("rerender", "good", "--commit", reformat, "--force", "-j", "1").exit_code == 0
     warm = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     assert warm == cold
+
+
+LEAVE = """
+import builtins, os, sys, tracework
+tracework.LEFT = builtins.LEFT = 1
+os.environ["TRACEWORK_LEFT"] = "1"
+sys.modules["left_behind"] = sys
+"""
+FIND = """
+import builtins, os, sys, tracework
+left = [where for where, found in (("module", hasattr(tracework, "LEFT")),
+        ("builtins", hasattr(builtins, "LEFT")), ("environ", "TRACEWORK_LEFT" in os.environ),
+        ("sys.modules", "left_behind" in sys.modules)) if found]
+assert not left, f"state of the previous report: {left}"
+"""
+WHO = """
+try:
+    with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+        parent = f.read().replace(bytes(1), b" ").decode()
+except OSError:
+    parent = "(no /proc)"
+print("kernel", os.getpid(), parent)
+"""
+
+
+def test_each_report_runs_in_a_fresh_kernel_of_its_own(reports, tw, workspace):
+    """Kernels are booted ahead (forked by the kernel host where there is one), yet the
+    second report sees nothing the first one left in its kernel."""
+    _, reformat, _ = reports
+    for name, code in (("broken", LEAVE), ("good", FIND)):
+        path = workspace.notebooks / f"{name}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        nb.cells[4].source = CELL + "\n" + code + WHO
+        nbformat.write(nb, path)
+    result = tw("rerender", "broken", "good", "--commit", reformat, "-j", "1", "--json")
+    assert result.exit_code == 0, result.output
+    assert [r["status"] for r in json.loads(result.output)["reports"]] == ["rendered"] * 2
+    kernels_seen = []
+    for name in ("broken", "good"):
+        executed = nbformat.read(workspace.reports / name / reformat[:12] / "report.ipynb", 4)
+        texts = [o.get("text", "") for c in executed.cells for o in c.get("outputs", [])]
+        _, pid, parent = next(t for t in texts if t.startswith("kernel ")).split(" ", 2)
+        kernels_seen.append(pid)
+        if kernels.HOSTED:
+            assert "host_main" in parent  # forked by the host, not started from scratch
+    assert kernels_seen[0] != kernels_seen[1]
+    assert _processes_in(workspace.root) == []
+
+
+def test_a_batch_worker_keeps_no_resources_per_report(reports, workspace):
+    """Threads and file descriptors of a worker stay level however many reports it renders
+    (papermill leaves open the client of a kernel it did not start)."""
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("counts file descriptors in /proc")
+    _, reformat, _ = reports
+    (workspace.notebooks / "broken.ipynb").unlink()
+
+    def render_and_count() -> tuple[int, int]:
+        assert render_one(str(workspace.root), "good", reformat)["status"] == "rendered"
+        kernels.release()  # the next report's kernel, booting or not, and the host
+        gc.collect()
+        return len(os.listdir("/proc/self/fd")), threading.active_count()
+
+    render_and_count()
+    level = render_and_count()
+    assert render_and_count() == level
+    assert render_and_count() == level
+    assert _processes_in(workspace.root) == []
+
+
+DESCRIBE = """
+import json, os, signal, sys
+print(json.dumps({
+    "argv": [sys.argv[0], sys.argv[1], *sys.argv[3:]],
+    "path": sys.path,
+    "cwd": os.getcwd(),
+    "environ": {k: v for k, v in os.environ.items() if k != "JPY_PARENT_PID"},
+    "parent_is_JPY_PARENT_PID": os.environ.get("JPY_PARENT_PID") == str(os.getppid()),
+    "own_session_and_group": os.getsid(0) == os.getpgid(0) == os.getpid(),
+    "signals": {s.name: str(signal.getsignal(s)) for s in
+                (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE)},
+    "streams": [type(sys.stdout).__name__, type(sys.stderr).__name__],
+    "flags": str(sys.flags),
+    "tracework_loaded": "tracework.notebook" in sys.modules,
+    "nbformat_loaded": "nbformat" in sys.modules,
+}, sort_keys=True))
+"""
+
+
+def _describe(warm: kernels.WarmKernel) -> dict[str, object]:
+    km = warm.take()
+    assert km is not None, "no kernel started"
+    client = km.client()
+    client.start_channels()
+    out: list[str] = []
+    try:
+        client.wait_for_ready(timeout=60)
+        client.execute_interactive(
+            DESCRIBE,
+            timeout=60,
+            output_hook=lambda msg: out.append(msg["content"].get("text", "")),
+        )
+    finally:
+        client.stop_channels()
+        kernels.shutdown(km)
+    described: dict[str, object] = json.loads("".join(out))
+    return described
+
+
+def test_a_forked_kernel_is_the_kernel_a_launch_would_give(workspace):
+    if not kernels.HOSTED:
+        pytest.skip("kernel hosts need pidfd_open (Linux)")
+    host = kernels.KernelHost(workspace.root)
+    try:
+        forked = _describe(kernels.WarmKernel(workspace.root, host))
+        launched = _describe(kernels.WarmKernel(workspace.root))
+    finally:
+        host.close()
+    assert forked["parent_is_JPY_PARENT_PID"] and forked["own_session_and_group"]
+    assert forked["tracework_loaded"] and not forked["nbformat_loaded"]
+    assert forked == launched
+    assert host.process.returncode is not None and _processes_in(workspace.root) == []
+
+
+def test_a_kept_exporter_gives_the_page_a_fresh_one_gives(reports, tw, workspace):
+    """A batch worker keeps one nbconvert exporter; no export may leave anything in it
+    that changes the next page."""
+    _, reformat, edit = reports
+    (workspace.notebooks / "broken.ipynb").unlink()
+    inputs = []
+    for commit in (reformat, edit):
+        assert tw("rerender", "good", "--commit", commit).exit_code == 0
+        folder = workspace.reports / "good" / commit[:12]
+        records = json.loads((folder / "records.json").read_text())
+        inputs.append(
+            [
+                nbformat.read(folder / "report.ipynb", as_version=4),
+                records,
+                load(workspace.registers / "good.yaml"),
+                json.loads((folder / "manifest.json").read_text()),
+                summary_html(records["checks"]),
+                json.loads((workspace.reports / "good" / "history.json").read_text()),
+            ]
+        )
+    # the second page also carries a diagram: scripts, CSP and assets differ
+    diagram = nbformat.v4.new_output(
+        "display_data",
+        data={"text/vnd.mermaid": "flowchart LR\n  a --> b\n", "text/plain": "diagram"},
+        metadata={"tracework": {"diagram": "flow"}},
+    )
+    inputs[1][0] = copy.deepcopy(inputs[1][0])
+    code_cells = [c for c in inputs[1][0].cells if c.cell_type == "code"]
+    code_cells[-1].outputs.append(diagram)
+
+    def fresh(args: list[object]) -> str:
+        rendering._exporters.__dict__.clear()
+        return rendering.export_html(*args)
+
+    first, second = fresh(inputs[0]), fresh(inputs[1])
+    assert first != second and "assets/mermaid.min.js" in second
+    kept = rendering.html_exporter()
+    assert rendering.export_html(*inputs[0]) == first  # after the page with a diagram
+    assert rendering.export_html(*inputs[1]) == second
+    assert rendering.export_html(*inputs[0]) == first
+    assert rendering.html_exporter() is kept
 
 
 def test_rerender_runs_on_a_dask_cluster(reports, tw, workspace):

@@ -14,14 +14,16 @@ import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from .errors import TraceworkError
+from .execution import load_nbformat
 from .fsio import locked
 from .history import STATES
-from .kernels import next_kernel, shutdown
+from .kernels import next_kernel, prestart, release, shutdown
 from .models import GitSource
 from .pipeline import inputs_key, render
 from .register import load
@@ -91,11 +93,11 @@ def targets(
     if do_fetch:
         for subject in sorted(set(subjects.values())):
             fetch(ws, subject)
-    out: dict[str, str] = {}
-    for name, subject in subjects.items():
+    resolved: dict[str, str] = {}  # one git lookup per subject, not per report
+    for subject in sorted(set(subjects.values())):
         mirror = open_mirror(ws, subject)
         if commit is not None:
-            out[name] = mirror.resolve_commit(commit)
+            resolved[subject] = mirror.resolve_commit(commit)
         else:
             track = load_subject(ws, subject).track
             head = mirror.head_of(track)
@@ -104,8 +106,8 @@ def targets(
                     f"subject {subject}: its tracked ref {track} is not in the mirror",
                     hint=f"run `tracework fetch {subject}`",
                 )
-            out[name] = head
-    return out
+            resolved[subject] = head
+    return {name: resolved[subject] for name, subject in subjects.items()}
 
 
 def up_to_date(ws: Workspace, name: str, commit: str) -> bool:
@@ -139,6 +141,22 @@ def render_one(root: str, name: str, commit: str, warm: bool = True) -> dict[str
     finally:
         if km is not None:
             shutdown(km)
+
+
+def start_worker(root: str) -> None:
+    """Ready a worker before its first report: its first kernel starts booting, then
+    papermill and nbconvert load and the report template compiles, side by side.
+
+    Never raises: whatever fails here fails again, and is reported, in the render.
+    """
+    with suppress(Exception):
+        prestart(Path(root))
+        load_nbformat()
+        import papermill  # noqa: F401  (its import is most of a worker's start)
+
+        from .rendering import html_exporter
+
+        html_exporter().template  # noqa: B018  (loads and compiles the templates)
 
 
 def skipped(ws: Workspace, name: str, commit: str) -> dict[str, Any]:
@@ -189,14 +207,23 @@ def rerender(
     if todo and scheduler is not None:
         results.update(_on_dask(ws, plan, todo, scheduler, on_update))
     elif todo and workers == 1:
-        for name in todo:
-            on_update(name, "rendering")
-            results[name] = render_one(str(ws.root), name, plan[name])
-            on_update(name, results[name]["status"])
+        start_worker(str(ws.root))
+        try:
+            for name in todo:
+                on_update(name, "rendering")
+                results[name] = render_one(str(ws.root), name, plan[name])
+                on_update(name, results[name]["status"])
+        finally:
+            release()  # the kernel booted for a next report, and the kernel host
     elif todo:
         # spawned, not forked: a worker must not inherit the parent's threads and loops
         spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=spawn,
+            initializer=start_worker,
+            initargs=(str(ws.root),),
+        ) as pool:
             futures: dict[Future[dict[str, Any]], str] = {}
             for name in todo:
                 futures[pool.submit(render_one, str(ws.root), name, plan[name])] = name

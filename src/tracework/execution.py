@@ -8,9 +8,11 @@ paths are removed — so that the same inputs give the same bytes.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from collections.abc import Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,28 @@ if TYPE_CHECKING:  # nbformat costs a second to import (jsonschema); load it on 
 
 KERNEL_NAME = "tracework"
 RECORDS_MIME = "application/vnd.tracework.records+json"
+
+
+def load_nbformat() -> None:
+    """Import nbformat, keeping jsonschema from building a grammar no notebook needs.
+
+    nbformat validates notebooks with jsonschema.  When the optional ``rfc3987_syntax``
+    package is installed (JupyterLab's event schemas ask for it), importing jsonschema
+    compiles a Lark Earley parser for its ``iri`` format checks: a second or more of
+    CPU in every process that reads a notebook.  nbformat, papermill, nbclient and
+    nbconvert never check formats, so jsonschema is imported with that package
+    hidden; the package itself stays importable for anything else in the process.
+    """
+    if "jsonschema" not in sys.modules:
+        hidden = "rfc3987_syntax" not in sys.modules
+        if hidden:
+            sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # import fails
+        try:
+            importlib.import_module("jsonschema")
+        finally:
+            if hidden:
+                del sys.modules["rfc3987_syntax"]
+    import nbformat  # noqa: F401
 
 
 def ensure_kernelspec() -> str:
@@ -104,6 +128,7 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
             hint="create one with `tracework new NAME --subject S --commit C`",
         )
     try:
+        load_nbformat()
         import nbformat
 
         nb: nbformat.NotebookNode = nbformat.read(path, as_version=4)
@@ -123,10 +148,12 @@ def execute(
     Parameters go through papermill's Python API, so a commit id like ``1234567`` or
     ``1e10`` stays a string (its ``-p`` option would turn it into a number).
     """
+    load_nbformat()
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     kernel = ensure_kernelspec()
+    clients = _clients_of(km) if km is not None else []
     try:
         papermill.execute_notebook(
             notebook,
@@ -152,10 +179,33 @@ def execute(
             f"the notebook could not be executed: {type(exc).__name__}: "
             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else 'no detail'}"
         ) from None
+    finally:
+        for client in clients:
+            with suppress(Exception):  # never hide the run's own error behind this
+                client.stop_channels()
     import nbformat
 
     nb = normalise(nbformat.read(output, as_version=4))
     return nb
+
+
+def _clients_of(km: Any) -> list[Any]:
+    """The kernel clients ``km`` makes from now on, to be closed after the run.
+
+    nbclient closes its client only when it started the kernel itself; with a kernel
+    it was given, it leaves the client's sockets, heartbeat thread and zmq context
+    open, about ten file descriptors and three threads per report in a batch worker.
+    """
+    clients: list[Any] = []
+    make = km.client
+
+    def client(**kwargs: Any) -> Any:
+        made = make(**kwargs)
+        clients.append(made)
+        return made
+
+    km.client = client
+    return clients
 
 
 _VOLATILE_CELL_KEYS = ("execution", "papermill")

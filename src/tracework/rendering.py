@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import copy
 import html
+import threading
 from html.parser import HTMLParser
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 from pygments.formatters import HtmlFormatter
@@ -23,6 +24,9 @@ from .execution import RECORDS_MIME
 from .marks import carries_html
 from .models import GitSource, Register
 from .views import badge, esc
+
+if TYPE_CHECKING:  # nbconvert loads on first export
+    from nbconvert import HTMLExporter
 
 TEMPLATES = Path(str(files("tracework") / "templates"))
 
@@ -344,6 +348,33 @@ def history_html(entries: list[dict[str, Any]]) -> str:
     )
 
 
+_exporters = threading.local()
+
+
+def html_exporter() -> HTMLExporter:
+    """This thread's nbconvert exporter for report pages, built on first use.
+
+    Building one loads and compiles the ``tracework`` and ``lab`` Jinja templates, a
+    tenth of a second; a batch worker exports many reports, so it keeps one.  Every
+    export passes its own notebook and resources (the exporter re-registers its
+    per-notebook filters on each call), so a kept exporter gives the same bytes.
+    One per thread, as an exporter's filters are set per call.
+    """
+    exporter: HTMLExporter | None = getattr(_exporters, "html", None)
+    if exporter is None:
+        from nbconvert import HTMLExporter
+
+        exporter = HTMLExporter(
+            template_name="tracework",
+            extra_template_basedirs=[str(TEMPLATES)],
+            exclude_input=True,
+            exclude_input_prompt=True,
+            exclude_output_prompt=True,
+        )
+        _exporters.html = exporter
+    return exporter
+
+
 def export_html(
     nb: nbformat.NotebookNode,
     records: dict[str, Any],
@@ -353,8 +384,6 @@ def export_html(
     history: list[dict[str, Any]] | None = None,
 ) -> str:
     """The report page for an executed, normalised notebook."""
-    from nbconvert import HTMLExporter
-
     reader, title = reader_notebook(nb)
     title = title or f"{records['register']} runtime report"
     css = (TEMPLATES / "tracework" / "report.css").read_text(encoding="utf-8")
@@ -383,12 +412,5 @@ def export_html(
     scripts = list(ASSETS) if has_diagrams(reader) else []
     resources["tracework"]["scripts"] = scripts
     resources["tracework"]["csp"] = CSP.format(scripts="'self'" if scripts else "'none'")
-    exporter = HTMLExporter(
-        template_name="tracework",
-        extra_template_basedirs=[str(TEMPLATES)],
-        exclude_input=True,
-        exclude_input_prompt=True,
-        exclude_output_prompt=True,
-    )
-    body, _ = exporter.from_notebook_node(reader, resources=resources)
+    body, _ = html_exporter().from_notebook_node(reader, resources=resources)
     return str(body).replace("<!--tw-toc-->", toc_html(str(body)), 1)
