@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import nbformat
@@ -62,6 +63,9 @@ def test_render_writes_a_readable_escaped_report(report, tw, workspace):
     out = json.loads(result.output)
     assert out["ok"] is True and out["commit"] == first
     folder = workspace.root / out["directory"]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert folder.stat().st_mode & 0o777 == 0o777 & ~mask  # as mkdir would make it, not 0700
     assert sorted(p.name for p in folder.iterdir()) == [
         "manifest.json",
         "records.json",

@@ -176,10 +176,7 @@ def test_rerender_skips_what_did_not_change_and_force_renders_again(reports, tw,
     forced = json.loads(tw("rerender", "good", "--commit", reformat, "--force", "--json").output)
     assert forced["reports"][0]["status"] == "rendered"
     # a change to the register makes it stale again
-    assert (
-        tw("quote", "demo" if False else "good", "SRC-1", "pkg/util.py", "--lines", "1-1").exit_code
-        == 0
-    )
+    assert tw("quote", "good", "SRC-1", "pkg/util.py", "--lines", "1-1").exit_code == 0
     stale = json.loads(tw("rerender", "good", "--commit", reformat, "--json").output)
     assert stale["reports"][0]["status"] == "rendered"
 
@@ -394,3 +391,22 @@ def test_rerender_runs_on_a_dask_cluster(reports, tw, workspace):
     assert out["status"] == "rendered" and out["format_only"] == ["Q-store-Store.put"]
     assert (workspace.reports / "good" / reformat[:12] / "report.html").is_file()
     assert tw("rerender", "good", "--latest", "--executor", "dask").exit_code == 2
+
+
+def test_a_rubric_change_is_an_input_of_every_render_but_a_comment_is_not(workspace):
+    from tracework.pipeline import inputs_key
+
+    commit = "a" * 40
+    before = inputs_key(workspace, "good", commit)
+    folder = workspace.registers / "rubrics"
+    folder.mkdir()
+    rubric = folder / "r.yaml"
+    rubric.write_text("title: R\nmechanisms:\n  - {id: m, name: n, definition: d, evidence: e}\n")
+    added = inputs_key(workspace, "good", commit)
+    assert added != before
+    rubric.write_text("# a comment\n" + rubric.read_text())
+    assert inputs_key(workspace, "good", commit) == added
+    rubric.write_text(rubric.read_text().replace("definition: d", "definition: other"))
+    assert inputs_key(workspace, "good", commit) != added
+    rubric.write_text("title: [broken\n")  # unreadable: still a key, never an exception
+    assert inputs_key(workspace, "good", commit) not in (before, added)

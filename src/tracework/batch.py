@@ -117,7 +117,7 @@ def up_to_date(ws: Workspace, name: str, commit: str) -> bool:
         recorded = json.loads(manifest.read_text(encoding="utf-8")).get("inputs_sha256")
     except (OSError, ValueError):
         return False
-    key = inputs_key(ws.notebooks / f"{name}.ipynb", ws.registers / f"{name}.yaml", commit)
+    key = inputs_key(ws, name, commit)
     return bool(recorded) and recorded == key
 
 
@@ -201,8 +201,8 @@ def rerender(
         else:
             todo.append(name)
             on_update(name, "queued")
-    # each worker keeps about two processes busy (a kernel running, the next one booting)
-    default = max(1, (os.cpu_count() or 2) // 2)
+    # a worker keeps under one core busy (its kernel runs while it waits on kernel output)
+    default = os.cpu_count() or 1
     workers = max(1, min(jobs or default, len(todo) or 1))
     if todo and scheduler is not None:
         results.update(_on_dask(ws, plan, todo, scheduler, on_update))

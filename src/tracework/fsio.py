@@ -36,9 +36,7 @@ def _mode_for(path: Path) -> int:
     try:
         return os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~_umask()
 
 
 @contextmanager
@@ -49,6 +47,20 @@ def locked(path: Path, timeout: float = 60.0) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path.parent / f".{path.name}.lock"), timeout=timeout):
         yield
+
+
+def staging_dir(parent: Path, name: str) -> Path:
+    """A new, empty folder beside where ``name`` will go, with the mode a plain ``mkdir``
+    would give (``mkdtemp``'s 0700 would otherwise stay on the published folder)."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".staging", dir=parent))
+    os.chmod(staging, 0o777 & ~_umask())
+    return staging
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def replace_dir(staging: Path, final: Path) -> None:

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +22,11 @@ from . import __version__
 from . import register as reg
 from .errors import ChecksFailed, RenderError, TraceworkError
 from .execution import execute, extract_records, file_sha256, notebook_problems, read_notebook
-from .fsio import locked, write_atomic
+from .fsio import locked, replace_dir, staging_dir, write_atomic
 from .hashing import sha256_hex
 from .history import drift_summary, read_history, updated_history
 from .models import GitSource
+from .rubrics import rubrics_key
 from .subjects import load_subject, open_mirror
 from .views import summary_html
 from .workspace import Workspace, check_name
@@ -86,7 +86,7 @@ def render(
     out_root = ws.reports / name
     out_root.mkdir(parents=True, exist_ok=True)
     final = out_root / full[:12]
-    staging = Path(tempfile.mkdtemp(prefix=f".{full[:12]}.", suffix=".staging", dir=out_root))
+    staging = staging_dir(out_root, full[:12])
     try:
         # 2. execute
         executed = execute(notebook, staging / "report.ipynb", parameters, cwd=ws.root, km=km)
@@ -115,7 +115,7 @@ def render(
             "tracework": __version__,
             "lock_sha256": lock_file_sha256(ws),
             "parameters": parameters,
-            "inputs_sha256": inputs_key(notebook, register_path, full),
+            "inputs_sha256": inputs_key(ws, name, full),
         }
         write_atomic(staging / "manifest.json", _dump(manifest))
         # 4. diagrams, their assets, and the HTML
@@ -139,7 +139,8 @@ def render(
         )
         write_atomic(staging / "report.html", page)
         # 5. publish, then record the render in the report's history
-        _replace_dir(staging, final)
+        with locked(final):
+            replace_dir(staging, final)
         with locked(history_path):
             entries = updated_history(read_history(history_path), records)
             write_atomic(history_path, _dump(entries))
@@ -156,9 +157,16 @@ def render(
     return RenderResult(name, full, final, records["checks"])
 
 
-def inputs_key(notebook: Path, register_path: Path, commit: str) -> str:
-    """What a render depends on: notebook, register, commit and tracework version."""
-    parts = [file_sha256(notebook) or "", file_sha256(register_path) or "", commit, __version__]
+def inputs_key(ws: Workspace, name: str, commit: str) -> str:
+    """What a render depends on: notebook, register, the workspace's rubrics (marks are
+    checked against them), commit and tracework version."""
+    parts = [
+        file_sha256(ws.notebooks / f"{name}.ipynb") or "",
+        file_sha256(ws.registers / f"{name}.yaml") or "",
+        commit,
+        __version__,
+        rubrics_key(ws),
+    ]
     return sha256_hex("\n".join(parts).encode())
 
 
@@ -172,14 +180,3 @@ def _keep_failed(staging: Path, target: Path) -> bool:
         return True
     shutil.rmtree(staging, ignore_errors=True)
     return False
-
-
-def _replace_dir(staging: Path, final: Path) -> None:
-    """Swap the finished staging folder in for the old report (two renames under a lock)."""
-    with locked(final):
-        old = final.with_name(f".{final.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        if final.exists():
-            os.replace(final, old)
-        os.replace(staging, final)
-        shutil.rmtree(old, ignore_errors=True)

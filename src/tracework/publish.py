@@ -11,9 +11,7 @@ in a staging folder that replaces the old site only when complete.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from importlib.resources import files
@@ -25,7 +23,7 @@ from markdown_it import MarkdownIt
 
 from . import __version__
 from .errors import TraceworkError
-from .fsio import locked, replace_dir
+from .fsio import locked, replace_dir, staging_dir
 from .highlight import visible, visible_name
 from .marks import mark_anchor
 from .models import GitSource, Register
@@ -70,9 +68,8 @@ def publish(ws: Workspace, out: Path | None = None) -> Published:
     with locked(out):
         for stale in out.parent.glob(f".{out.name}.*.staging"):
             shutil.rmtree(stale, ignore_errors=True)  # left by a publish that was killed
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
+        staging = staging_dir(out.parent, out.name)
         try:
-            os.chmod(staging, 0o777 & ~_umask())  # mkdtemp's 0700 would stay on the site
             site = gather(ws, staging)
             pages = write_site(site, staging)
             replace_dir(staging, out)
@@ -103,12 +100,6 @@ def _checked_out(ws: Workspace, out: Path) -> Path:
             hint="publish into a new or empty folder; publish only ever replaces its own sites",
         )
     return out
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 # -- writing -------------------------------------------------------------------------

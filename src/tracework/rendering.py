@@ -23,7 +23,7 @@ from . import __version__
 from .execution import RECORDS_MIME
 from .marks import carries_html
 from .models import GitSource, Register
-from .views import badge, esc
+from .views import badge, esc, esc_name
 
 if TYPE_CHECKING:  # nbconvert loads on first export
     from nbconvert import HTMLExporter
@@ -175,7 +175,7 @@ def appendix_html(register: Register, records: dict[str, Any], manifest: dict[st
             for path, entry in src.files.items():
                 kind = entry.kind + (" (binary)" if entry.binary else "")
                 out.append(
-                    f"<tr><td>{esc(sid)}</td><td>{esc(path)}</td><td>{esc(kind)}</td>"
+                    f"<tr><td>{esc(sid)}</td><td>{esc_name(path)}</td><td>{esc(kind)}</td>"
                     f"<td>{entry.size}</td><td><code>{esc(entry.sha256)}</code></td></tr>"
                 )
     out.append(
@@ -188,7 +188,7 @@ def appendix_html(register: Register, records: dict[str, Any], manifest: dict[st
         ident = f'<a href="#{esc(qid)}">{esc(qid)}</a>' if cited else esc(qid)
         state = badge(states[qid]["state"]) if cited else "not cited"
         out.append(
-            f"<tr><td>{ident}</td><td>{esc(q.path)}:{q.lines[0]}–{q.lines[1]}</td>"
+            f"<tr><td>{ident}</td><td>{esc_name(q.path)}:{q.lines[0]}–{q.lines[1]}</td>"
             f"<td><code>{esc(q.sha256)}</code></td><td>{state}</td></tr>"
         )
     out.append('</tbody></table><h3 id="register-history">Check history</h3>')
@@ -291,8 +291,9 @@ def drift_html(records: dict[str, Any]) -> str:
             )
         )
         rows.append(
-            f'<li><a href="#{esc(qid)}">{esc(qid)}</a> in <span class="tw-path">{esc(q["path"])}'
-            f"</span>: {badge(q['state'])} since <code>{esc(commit[:12])}</code> "
+            f'<li><a href="#{esc(qid)}">{esc(qid)}</a> in '
+            f'<span class="tw-path">{esc_name(q["path"])}</span>: '
+            f"{badge(q['state'])} since <code>{esc(commit[:12])}</code> "
             f"({esc(culprit['date'][:10])}, “{esc(culprit['subject'])}”){note}</li>"
         )
     review = ", ".join(f'<a href="#{esc(r)}">{esc(r)}</a>' for r in drift["needs_review"])
@@ -331,7 +332,7 @@ def history_html(entries: list[dict[str, Any]]) -> str:
         total = sum(counts.values())
         others = ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "verified")
         changed = "; ".join(
-            f'{esc(qid)} in <span class="tw-path">{esc(c["path"])}</span> at '
+            f'{esc(qid)} in <span class="tw-path">{esc_name(c["path"])}</span> at '
             f"<code>{esc(c['commit'][:12])}</code>"
             for qid, c in e.get("changed_in", {}).items()
         )

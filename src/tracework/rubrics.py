@@ -121,3 +121,19 @@ def rubric_digest(rubric: Rubric) -> str:
     so reformatting a rubric never makes the marks made against it look stale."""
     canonical = json.dumps(rubric.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
     return sha256_hex(canonical.encode("utf-8"))
+
+
+def rubrics_key(ws: Workspace) -> str:
+    """One digest of every rubric of the workspace, for a render's inputs: a rubric's
+    content digest, or its raw bytes' when it does not load (the render will say why)."""
+    parts = []
+    for name in rubric_names(ws):
+        try:
+            digest = load_rubric(ws, name)[1]
+        except TraceworkError:
+            try:
+                digest = sha256_hex(rubric_path(ws, name).read_bytes())
+            except (OSError, TraceworkError):
+                digest = "unreadable"
+        parts.append(f"{name}:{digest}")
+    return sha256_hex("\n".join(parts).encode())
