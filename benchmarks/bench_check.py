@@ -34,8 +34,8 @@ something went wrong (a command failed, its JSON did not parse, counts were off)
 
     .venv/bin/python benchmarks/bench_check.py                        # full size
     .venv/bin/python benchmarks/bench_check.py --files 200 --quotes 400  # smoke test
-    .venv/bin/python benchmarks/bench_check.py --keep /tmp/bench      # keep the build
-    .venv/bin/python benchmarks/bench_check.py --pyc   # as if the venv had .pyc files
+    .venv/bin/python benchmarks/bench_check.py --keep /tmp/bench   # keep the build and outputs
+    .venv/bin/python benchmarks/bench_check.py --pyc   # with cached bytecode, ours included
 """
 
 from __future__ import annotations
@@ -633,20 +633,30 @@ def bytecode_env(root: Path) -> dict[str, str]:
     return env
 
 
+def has_bytecode(module: str) -> bool:
+    spec = importlib.util.find_spec(module)
+    origin = spec.origin if spec is not None else None
+    return origin is not None and Path(importlib.util.cache_from_source(origin)).is_file()
+
+
 def bytecode_note(env: dict[str, str] | None) -> str:
-    """Whether the measured processes import from cached bytecode."""
+    """Whether the measured processes import from cached bytecode: the venv's and ours.
+
+    An editable install keeps tracework's modules in ``src/``; under
+    ``PYTHONDONTWRITEBYTECODE`` they are compiled from source on every run even when
+    the venv's packages have .pyc files.
+    """
     if env is not None:
         return f"cached under {env['PYTHONPYCACHEPREFIX']} (--pyc; warm after the first round)"
-    spec = importlib.util.find_spec("pydantic")
-    origin = spec.origin if spec is not None else None
-    cached = origin is not None and Path(importlib.util.cache_from_source(origin)).is_file()
     no_write = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
-    if cached:
-        return "the venv has .pyc files"
-    if no_write:
+    venv, ours = has_bytecode("click"), has_bytecode("tracework.cli")
+    if venv and ours:
+        return "the venv and tracework have .pyc files"
+    if not ours and no_write:
+        where = "the venv has .pyc files, but " if venv else "no .pyc in the venv, and "
         return (
-            "NONE: no .pyc in the venv and PYTHONDONTWRITEBYTECODE is set, so every run "
-            "compiles its imports from source (try --pyc)"
+            f"{where}tracework's own modules are compiled from source on every run "
+            "(PYTHONDONTWRITEBYTECODE is set; --pyc measures with cached bytecode)"
         )
     return "written by Python on first import"
 
@@ -686,6 +696,9 @@ def bench(files: int, n_quotes: int, repeat: int, root: Path, pyc: bool) -> None
 
     with step("warm-up round (untimed) and output checks"):
         warm = [case.run_once(meter) for case in cases]
+        # kept beside the build, so the output of two versions can be compared byte for byte
+        (root / "check.json").write_bytes(warm[1].stdout)
+        (root / "check-at.json").write_bytes(warm[2].stdout)
         sanity = verify_outputs(
             baseline_run=warm[0],
             pin_run=warm[1],
@@ -694,10 +707,12 @@ def bench(files: int, n_quotes: int, repeat: int, root: Path, pyc: bool) -> None
             n_quotes=n_quotes,
             drift=drift,
         )
+    load_before = os.getloadavg()
     with step(f"{repeat} timed rounds"):
         for _ in range(repeat):
             for case in cases:  # interleaved, so load changes hit all three alike
                 case.runs.append(case.run_once(meter))
+    load_after = os.getloadavg()
 
     print()
     print(
@@ -716,6 +731,10 @@ def bench(files: int, n_quotes: int, repeat: int, root: Path, pyc: bool) -> None
     )
     print("baseline: a separate `python -c` process, so interpreter start-up counts on both sides")
     print(f"bytecode of the measured processes: {bytecode_note(meter.env)}")
+    print(
+        "load average (1, 5, 15 min) before and after the timed rounds: "
+        + " → ".join(", ".join(f"{x:.2f}" for x in load) for load in (load_before, load_after))
+    )
     for line in sanity:
         print(line)
     print()

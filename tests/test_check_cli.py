@@ -10,12 +10,17 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import BASE_EPOCH, git
 from tracework import register as reg
+from tracework.checks import check_register, entry_kind_and_sha256
+from tracework.evidence import file_entry
+from tracework.hashing import LFS_POINTER_HEADER
+from tracework.subjects import open_mirror
 
 # -- helpers -------------------------------------------------------------------------
 
@@ -346,3 +351,83 @@ def test_an_unreadable_object_in_the_mirror_is_named_not_a_traceback(pinned, tw,
     assert "Traceback" not in result.output
     assert f"object {blob[:12]} is missing or unreadable" in result.output
     assert "tracework fetch" in result.output
+
+
+# -- the fast path: no pydantic, and the same judgement as registering ----------------------
+
+# Runs the CLI in a fresh interpreter and reports on stderr whether pydantic was imported.
+NO_PYDANTIC_PROBE = """
+import sys
+from tracework.cli import main
+try:
+    main(sys.argv[1:])
+finally:
+    sys.stderr.write("pydantic: " + str("pydantic" in sys.modules) + "\\n")
+"""
+
+
+def test_check_never_imports_pydantic_at_the_pin_or_with_drift(pinned, tw, workspace):
+    repo = pinned({"cafe.py": CAFE})
+    for args in (("--symbol", "Cafe.brew", "--id", "Q-brew"), ("--lines", "6-7", "--id", "Q-s")):
+        assert tw("quote", "demo", "SRC-1", "cafe.py", *args).exit_code == 0
+    repo.write("cafe.py", "import time\n" + CAFE.replace("grind()", "grind(fine=True)"))
+    head = repo.commit("finer grind")
+    assert tw("fetch", "toy").exit_code == 0
+    for args, code, states in (
+        ((), 0, {"verified"}),
+        (("--at", head), 1, {"changed", "moved"}),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-c", NO_PYDANTIC_PROBE, "check", "demo", "--json", *args],
+            cwd=workspace.root,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == code, proc.stderr
+        assert proc.stderr.endswith("pydantic: False\n"), proc.stderr
+        items = json.loads(proc.stdout)["items"]
+        assert {i["state"] for i in items if i["kind"] == "quote"} == states
+
+
+def test_the_check_judges_entries_as_registering_does(make_repo, tw, workspace):
+    pointer = LFS_POINTER_HEADER + b"oid sha256:" + b"ab" * 32 + b"\nsize 12345\n"
+    repo = make_repo("kinds")
+    repo.write("plain.py", "x = 1\n").write("blob.bin", b"\x00\x01binary")
+    repo.write("model.bin", pointer).write("almost.bin", pointer + b"#" * 1024)
+    repo.symlink("link", "plain.py")
+    add_submodule(repo, "vendor/gear")
+    commit = repo.commit("every kind")
+    assert tw("subject", "add", "kinds", str(repo.path)).exit_code == 0
+    assert tw("fetch", "kinds").exit_code == 0
+    mirror = open_mirror(workspace, "kinds")
+    tree = mirror.tree(commit)
+    blobs = mirror.read_blobs(e.oid for e in tree.values() if e.kind != "submodule")
+    kinds = {}
+    for path, entry in tree.items():
+        blob = blobs.get(entry.oid)
+        registered = file_entry(entry, blob)
+        assert entry_kind_and_sha256(entry, blob) == (registered.kind, registered.sha256), path
+        kinds[path] = registered.kind
+    assert kinds == {
+        "plain.py": "file",
+        "blob.bin": "file",
+        "model.bin": "lfs-pointer",
+        "almost.bin": "file",
+        "link": "symlink",
+        "vendor/gear": "submodule",
+    }
+
+
+def test_a_validated_register_and_its_data_check_alike(pinned, tw, workspace):
+    repo = pinned({"cafe.py": CAFE, "menu.txt": "espresso\nlatte\n"})
+    assert tw("quote", "demo", "SRC-1", "cafe.py", "--symbol", "Cafe.brew").exit_code == 0
+    assert tw("quote", "demo", "SRC-1", "menu.txt", "--lines", "2-2").exit_code == 0
+    repo.write("menu.txt", "espresso\n").write("cafe.py", "\n" + CAFE)
+    head = repo.commit("less milk")
+    assert tw("fetch", "toy").exit_code == 0
+    path = workspace.register_file("demo")
+    for at in (None, head):
+        by_model = check_register(workspace, reg.load(path), at=at)
+        by_data = check_register(workspace, reg.load_data(path), at=at)
+        assert by_model.as_json() == by_data.as_json()
+    assert {i.state for i in by_data.items} == {"changed", "moved", "missing"}

@@ -11,9 +11,11 @@ import json
 import re
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from tracework.blobs import Mirror
-from tracework.drift import map_range
+from tracework.blobs import Changes, Mirror
+from tracework.drift import Target, _elsewhere, map_range
 from tracework.hashing import Lines
 
 CONTRACT = (
@@ -643,3 +645,29 @@ def test_one_git_diff_serves_many_files_including_awkward_names(make_repo):
     assert hunks == {"a b.txt": [(2, 1, 2, 2)], "plain.txt": [(1, 1, 1, 1)]}
     old, new = (mirror.tree(c)["a b.txt"].oid for c in (first, second))
     assert mirror.line_hunks(old, new) == hunks["a b.txt"]
+
+
+# -- same bytes in another touched file: the line index finds what a search of each would ---
+
+LINE = st.sampled_from([b"a\n", b"b\n", b"\n", b"a", b"a\r\n", b"  a\n", b"b"])
+FILE = st.lists(LINE, max_size=6).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(files=st.lists(FILE, min_size=1, max_size=4), needle=st.lists(LINE, max_size=3))
+@example(files=[b"x\na", b"a\n"], needle=[b"a"])  # a last line without its newline
+@example(files=[b"\n\nb\n", b"b\n\n"], needle=[b"\n", b"b\n"])  # a blank first line
+def test_quotes_are_looked_for_in_every_touched_file_that_can_hold_them(files, needle):
+    data = {f"f{i}.txt": content for i, content in enumerate(files)}
+    lines = {path: Lines(content) for path, content in data.items()}
+    target = Target(
+        "c" * 40,
+        {},
+        Changes({}, frozenset(data)),
+        lines.get,
+        lambda _old, _new: [],
+    )
+    span = b"".join(needle)
+    found = _elsewhere(span, "f0.txt", None, target)
+    searched = [(p, lines[p].find_span(span)) for p in sorted(data) if p != "f0.txt"]
+    assert found == [(path, hits) for path, hits in searched if hits]

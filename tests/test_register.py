@@ -680,9 +680,127 @@ def test_loads_use_a_compiled_copy_that_any_yaml_change_makes_stale(pinned, tw):
     # a damaged copy is ignored, never trusted
     compiled.write_text("{not json")
     assert reg.load(REGISTER.resolve()) == first
-    # a copy claiming other YAML bytes is ignored too
-    data = json.loads(compiled.read_text())
-    data["content"]["name"] = "forged"
-    data["yaml_sha256"] = "0" * 64
-    compiled.write_text(json.dumps(data))
+    # a copy claiming other YAML bytes is ignored too, however well it is sealed
+    header, content = compiled_parts()
+    write_copy({**header, "yaml_sha256": "0" * 64}, forge_name(content))
     assert reg.load(REGISTER.resolve()).name == first.name
+    assert reg.load_data(REGISTER.resolve()).name == first.name
+
+
+COMPILED = REGISTER.with_name(f".{REGISTER.name}.compiled.json")
+
+
+def compiled_parts() -> tuple[dict[str, Any], bytes]:
+    """The compiled copy's header (its first line) and the JSON after it."""
+    first, _, content = COMPILED.read_bytes().partition(b"\n")
+    return json.loads(first), content
+
+
+def write_copy(header: dict[str, Any], content: bytes, *, seal: bool = True) -> None:
+    """Write a compiled copy; ``seal`` records the content's real SHA-256 in the header."""
+    if seal:
+        header = {**header, "content_sha256": hashlib.sha256(content).hexdigest()}
+    COMPILED.write_bytes(json.dumps(header).encode() + b"\n" + content)
+
+
+def forge_name(content: bytes) -> bytes:
+    """The same rows with the register's name (its second field) changed."""
+    row = json.loads(content)
+    assert row[1] == "demo"
+    row[1] = "forged"
+    return json.dumps(row).encode() + b"\n"
+
+
+def test_the_check_reads_the_copy_it_trusts_without_pydantic(pinned, tw):
+    _good(pinned, tw)
+    data = reg.load_data(REGISTER.resolve())
+    assert data == reg.data_of(reg.load(REGISTER.resolve()))
+    assert data.quotes["Q-f"].lines == (1, 2) and data.quotes["Q-f"].anchor is not None
+    assert data.sources["SRC-1"].files["a.py"].kind == "file"
+    probe = (
+        "import sys\nfrom pathlib import Path\nfrom tracework import register as reg\n"
+        "data = reg.load_data(Path(sys.argv[1]))\n"
+        "print(data.name, sorted(data.quotes), 'pydantic' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(REGISTER.resolve())],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out == "demo ['Q-f'] False\n"
+
+
+def test_an_edited_copy_is_never_trusted(pinned, tw):
+    _good(pinned, tw)
+    header, content = compiled_parts()
+    # the quote's text changed in the copy only: it no longer matches its seal
+    edited = content.replace(b"return 1", b"return 2")
+    assert edited != content
+    write_copy(header, edited, seal=False)
+    assert reg.load_data(REGISTER.resolve()).quotes["Q-f"].text == "def f():\n    return 1\n"
+    assert compiled_parts()[1] == content  # validated afresh and written again
+    write_copy(header, edited, seal=False)
+    result = tw("check", "demo", "--json")
+    assert result.exit_code == 0, result.output
+    states = {i["id"]: i["state"] for i in json.loads(result.output)["items"]}
+    assert states == {"a.py": "verified", "Q-f": "verified"}
+
+
+@pytest.mark.parametrize(
+    "stale",
+    [
+        {"tracework": "0.0.1"},
+        {"format": 1},
+        {"models": "0" * 64},
+        {"yaml_sha256": "1" * 64},
+        {"surprise": True},
+    ],
+    ids=["version", "format", "models", "yaml", "extra-key"],
+)
+def test_a_copy_made_by_other_code_or_from_other_yaml_is_ignored(pinned, tw, stale):
+    _good(pinned, tw)
+    header, content = compiled_parts()
+    write_copy({**header, **stale}, forge_name(content))
+    assert reg.load_data(REGISTER.resolve()).name == "demo"
+    assert compiled_parts() == (header, content)  # rebuilt from the YAML
+    write_copy({**header, **stale}, forge_name(content))
+    assert reg.load(REGISTER.resolve()).name == "demo"
+
+
+def test_a_sealed_copy_of_the_wrong_shape_is_validated_afresh(pinned, tw):
+    _good(pinned, tw)
+    header, content = compiled_parts()
+    row = json.loads(content)
+    row[3]["Q-f"].append("surprise")  # a quote with a field too many
+    write_copy(header, json.dumps(row).encode() + b"\n")
+    assert reg.load_data(REGISTER.resolve()) == reg.data_of(reg.load(REGISTER.resolve()))
+    assert compiled_parts() == (header, content)
+    # the control: the same copy, sealed and without the extra field, is read as it is
+    write_copy(header, forge_name(content))
+    assert reg.load_data(REGISTER.resolve()).name == "forged"
+
+
+def test_load_validates_even_a_sealed_copy_and_load_data_trusts_it(pinned, tw):
+    _good(pinned, tw)
+    header, content = compiled_parts()
+    row = json.loads(content)
+    row[3]["Q-f"][5] = "def f():\n    return 2\n"  # the text no longer hashes to its sha256
+    write_copy(header, json.dumps(row).encode() + b"\n")
+    # what the check trusts: a copy sealed for these YAML bytes, as tracework writes it
+    assert reg.load_data(REGISTER.resolve()).quotes["Q-f"].text.endswith("return 2\n")
+    # every other reader validates it, refuses it and reads the YAML
+    assert reg.load(REGISTER.resolve()).quotes["Q-f"].text.endswith("return 1\n")
+    assert compiled_parts() == (header, content)
+
+
+def test_the_committed_register_data_module_is_current():
+    from tracework import register_data
+    from tracework.datagen import COMMAND, data_source
+
+    committed = Path(register_data.__file__).read_text(encoding="utf-8")
+    assert committed == data_source(), f"the models changed: run `{COMMAND}`"
+    fields = {m.__name__: set(m.model_fields) for m in (FileEntry, GitSource, Quote, Register)}
+    for name, expected in fields.items():
+        data_class = getattr(register_data, f"{name}Data")
+        assert set(data_class._fields) == expected

@@ -17,22 +17,20 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
 
 from .blobs import Changes, TreeEntry
-from .hashing import Lines, display_text, is_binary
-from .history import format_only
-from .models import Quote
-from .spans import find_match_lines, find_symbol
+from .hashing import Lines, display_text, is_binary, span_bytes
+from .register_data import QuoteData
 
 QuoteState = Literal["verified", "moved", "changed", "ambiguous", "missing"]
 Hunk = tuple[int, int, int, int]
 
 
-@dataclass(frozen=True)
-class QuoteDrift:
-    """What happened to one quote at the target commit."""
+class QuoteDrift(NamedTuple):
+    """What happened to one quote at the target commit (immutable: a named tuple, the
+    cheapest record to build once per quote)."""
 
     quote_id: str
     state: QuoteState
@@ -55,22 +53,37 @@ class Target:
     hunks: Callable[[str, str], list[Hunk]]  # (old path, new path) -> git diff -U0 hunks
     pin: str = ""
     pin_lines_of: Callable[[str], Lines | None] = lambda _path: None  # path at the pin
+    _holding: dict[bytes, list[str]] | None = field(default=None, init=False, repr=False)
+
+    def touched_holding(self, line: bytes) -> list[str]:
+        """The readable touched files with a line equal to ``line`` (terminator aside),
+        by path order: the only files where a span starting with that line can be.
+
+        Indexed on first use, so looking for a quote's bytes in every touched file
+        costs one dictionary look-up, not one search of each file per quote.
+        """
+        if self._holding is None:
+            self._holding = {}
+            for path in sorted(self.changes.touched):
+                lines = self.lines_of(path)
+                for text in set(lines.data.split(b"\n")) if lines is not None else ():
+                    self._holding.setdefault(text, []).append(path)
+        return self._holding.get(line.removesuffix(b"\n"), [])
 
 
-def relocate(qid: str, quote: Quote, target: Target) -> QuoteDrift:
+def relocate(qid: str, quote: QuoteData, target: Target) -> QuoteDrift:
     """Find ``quote`` (taken at its pin) in the target commit."""
-    needle = quote.span_bytes()
+    needle = span_bytes(quote.text, quote.raw_b64)
     path = quote.path
     new_path = path if path in target.tree else target.changes.renamed.get(path)
     renamed = new_path is not None and new_path != path
     lines = target.lines_of(new_path) if new_path is not None else None
 
     if lines is not None and new_path is not None:
-        a, b = quote.lines
-        if lines.holds_at(a, needle):
+        if lines.holds_at(quote.lines[0], needle):
             if renamed:
-                return QuoteDrift(qid, "moved", new_path, (a, b), how="renamed file")
-            return QuoteDrift(qid, "verified", new_lines=(a, b), how="same lines")
+                return QuoteDrift(qid, "moved", new_path, quote.lines, how="renamed file")
+            return QuoteDrift(qid, "verified", None, quote.lines, how="same lines")
         hits = lines.find_span(needle)
         if len(hits) == 1:
             return QuoteDrift(
@@ -136,7 +149,9 @@ def relocate(qid: str, quote: Quote, target: Target) -> QuoteDrift:
     return QuoteDrift(qid, "missing", new_path if renamed else None, how=how)
 
 
-def _anchor_spans(quote: Quote, lines: Lines, path: str) -> list[tuple[int, int]]:
+def _anchor_spans(quote: QuoteData, lines: Lines, path: str) -> list[tuple[int, int]]:
+    from .spans import find_match_lines, find_symbol  # parsing code: only for anchors
+
     anchor = quote.anchor
     assert anchor is not None
     if anchor.symbol:
@@ -160,20 +175,20 @@ def _elsewhere(
     calling them ``moved`` to whichever file sorts first would pass the check.
     """
     found = []
-    for other in sorted(target.changes.touched):
+    first_line = needle.split(b"\n", 1)[0]  # a match starts with this whole line
+    for other in target.touched_holding(first_line):
         if other in (path, new_path):
             continue
         lines = target.lines_of(other)
-        if lines is not None and needle in lines.data:
-            hits = lines.find_span(needle)
-            if hits:
-                found.append((other, hits))
+        hits = lines.find_span(needle) if lines is not None else []
+        if hits:
+            found.append((other, hits))
     return found
 
 
 def _changed(
     qid: str,
-    quote: Quote,
+    quote: QuoteData,
     new_path: str,
     renamed: bool,
     span: tuple[int, int],
@@ -181,6 +196,8 @@ def _changed(
     how: str,
     target: Target,
 ) -> QuoteDrift:
+    from .history import format_only  # only for the few quotes that changed
+
     new_text = display_text(lines.span(*span))
     diff = unified_diff(quote, new_text, new_path, span, target)
     cosmetic = format_only(quote.text, new_text, quote.path)
@@ -196,7 +213,7 @@ def _changed(
 
 
 def unified_diff(
-    quote: Quote, new_text: str, new_path: str, span: tuple[int, int], target: Target
+    quote: QuoteData, new_text: str, new_path: str, span: tuple[int, int], target: Target
 ) -> str:
     """A unified diff of the quoted text against the text now at the relocated span."""
     old_label = f"{quote.path}:{quote.lines[0]}-{quote.lines[1]} @ {target.pin[:12]}"

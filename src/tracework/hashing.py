@@ -18,11 +18,18 @@ import base64
 import hashlib
 from bisect import bisect_right
 from itertools import accumulate
+from pathlib import Path
 
 
 def sha256_hex(data: bytes) -> str:
     """Full lowercase hex SHA-256 of ``data``."""
     return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """:func:`sha256_hex` of a file's bytes, read in chunks rather than whole."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def span_bytes(text: str, raw_b64: str | None) -> bytes:
@@ -61,13 +68,14 @@ class Lines:
     def holds_at(self, first: int, needle: bytes) -> bool:
         """Whether ``needle`` (whole lines) occurs starting exactly at line ``first``."""
         data = self.data
-        if not needle or (needle[-1:] != b"\n" and not data.endswith(needle)):
+        terminated = needle.endswith(b"\n")  # else it can only be the data's last line
+        if not needle or (not terminated and not data.endswith(needle)):
             return False
         if self._starts is not None:
             if first > len(self._starts):
                 return False
             start = self._starts[first - 1]
-            ends_right = needle[-1:] == b"\n" or start + len(needle) == len(data)
+            ends_right = terminated or start + len(needle) == len(data)
             return ends_right and data.startswith(needle, start)
         line, counted = 1, 0
         pos = data.find(needle)
@@ -77,7 +85,7 @@ class Lines:
             if line > first:
                 return False
             if line == first and (pos == 0 or data[pos - 1] == 0x0A):
-                return needle[-1:] == b"\n" or pos + len(needle) == len(data)
+                return terminated or pos + len(needle) == len(data)
             pos = data.find(needle, pos + 1)
         return False
 

@@ -2,34 +2,45 @@
 
 This module is the read side.  Parsing YAML in pure Python is slow for large
 registers (seconds for 10,000 quotes), so every successful load or write also leaves
-a compiled copy, ``registers/.NAME.yaml.compiled.json`` (ignored by git), keyed by
-the SHA-256 of the YAML bytes: the next load validates that JSON instead of parsing
-YAML, and any change to the YAML makes the copy stale.  The write side, with its
-comment-preserving edits, is :mod:`tracework.register_yaml`.
+a compiled copy, ``registers/.NAME.yaml.compiled.json`` (ignored by git): a header
+line, then the validated register as JSON rows (each model an array of its field
+values in field order; see :mod:`tracework.register_data`).  The header names what
+the copy was made from: the SHA-256 of the YAML bytes, the tracework version, the
+SHA-256 of the models' source and the SHA-256 of the rows that follow.  Any change to
+the YAML, an upgrade, a change to the models or an edit of the copy itself makes the
+copy stale, and the register is parsed and validated afresh.
+
+Two ways to read: :func:`load` validates the copy with the pydantic models on every
+load; :func:`load_data`, the check's way, trusts a copy whose header matches (we wrote
+it, atomically, after validating exactly those YAML bytes) and reads it into the
+named tuples of :mod:`tracework.register_data`, so the check never imports pydantic.
+The write side, with its comment-preserving edits, is :mod:`tracework.register_yaml`.
 """
 
 from __future__ import annotations
 
+import json
 from contextlib import AbstractContextManager, suppress
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__
 from .errors import RegisterError
 from .fsio import write_atomic
-from .hashing import sha256_hex
-from .models import Register
+from .hashing import sha256_file, sha256_hex
+from .register_data import RegisterData
 
 if TYPE_CHECKING:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
-__all__ = ["create", "edit", "load"]
+    from .models import Register
 
-#: Bump when the models change in a way an old compiled copy must not satisfy.
-COMPILED_FORMAT = 1
+__all__ = ["create", "data_of", "edit", "load", "load_data"]
+
+#: Bump when the compiled copy's layout changes.
+COMPILED_FORMAT = 2
 
 
 def safe_yaml() -> YAML:
@@ -40,6 +51,11 @@ def safe_yaml() -> YAML:
 
 
 def validate(data: Any, path: Path) -> Register:
+    """The register the data describes, validated by the models, or one clear message."""
+    from pydantic import ValidationError
+
+    from .models import Register
+
     if not isinstance(data, dict):
         raise RegisterError(
             f"{path}: not a register (expected a mapping at the top level)",
@@ -86,16 +102,95 @@ def _yaml_problem(exc: YAMLError) -> str:
 
 
 def load(path: Path) -> Register:
-    """Load and validate a register (read-only, fast)."""
+    """Load and validate a register (read-only)."""
+    from pydantic import ValidationError
+
+    from .models import Register
+
+    raw = _read_yaml(path)
+    digest = sha256_hex(raw)
+    content = _read_compiled(path, digest)
+    if content is not None:
+        with suppress(ValidationError, *_SHAPE_ERRORS):
+            return Register.model_validate(_as_data(RegisterData.from_row(json.loads(content))))
+    return _load_yaml(path, raw, digest)
+
+
+def load_data(path: Path) -> RegisterData:
+    """The register's data, read-only, for the check: fast, and never imports pydantic.
+
+    A compiled copy whose header matches the YAML bytes, this tracework and these
+    models was validated by us before it was written, so it is read without
+    validating it again.  Anything else (no copy, a stale or edited one, one of a
+    shape :mod:`tracework.register_data` refuses) is parsed and validated afresh.
+    """
+    _must_exist(path)
+    content = _read_compiled(path, sha256_file(path))  # streamed: read whole only to parse
+    if content is not None:
+        with suppress(*_SHAPE_ERRORS):
+            return RegisterData.from_row(json.loads(content))
+    raw = _read_yaml(path)
+    return data_of(_load_yaml(path, raw, sha256_hex(raw)))
+
+
+def data_of(register: Register) -> RegisterData:
+    """The read-only data of a validated register."""
+    return RegisterData.from_row(_row(register))
+
+
+#: What reading rows of another shape raises (JSON errors are ValueErrors).
+_SHAPE_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
+
+
+def _row(value: Any) -> Any:
+    """A validated model as JSON data in rows: each model the list of its field values."""
+    fields = getattr(type(value), "model_fields", None)
+    if fields is not None:
+        items = [getattr(value, name) for name in fields]
+        return [item if isinstance(item, _LEAVES) else _row(item) for item in items]
+    if isinstance(value, dict):
+        return {
+            key: item if isinstance(item, _LEAVES) else _row(item) for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_row(item) for item in value]
+    return value
+
+
+def _as_data(value: Any) -> Any:
+    """Named tuples back to mappings, for the models to validate."""
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return {
+            name: item if isinstance(item, _LEAVES) else _as_data(item)
+            for name, item in zip(value._fields, value, strict=True)
+        }
+    if isinstance(value, dict):
+        return {
+            key: item if isinstance(item, _LEAVES) else _as_data(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_as_data(item) for item in value]
+    return value
+
+
+_LEAVES = (str, int, type(None))  # most values, so most need no call (bool is an int)
+
+
+def _must_exist(path: Path) -> None:
     if not path.is_file():
         raise RegisterError(
             f"no register at {path}", hint="create it with `tracework register new NAME`"
         )
-    raw = path.read_bytes()
-    digest = sha256_hex(raw)
-    cached = _read_compiled(path, digest)
-    if cached is not None:
-        return cached
+
+
+def _read_yaml(path: Path) -> bytes:
+    _must_exist(path)
+    return path.read_bytes()
+
+
+def _load_yaml(path: Path, raw: bytes, digest: str) -> Register:
+    """Parse and validate the YAML, then leave the compiled copy for the next load."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -105,35 +200,58 @@ def load(path: Path) -> Register:
     return register
 
 
-class _Compiled(BaseModel):
-    """The compiled copy: which YAML bytes it was made from, by which tracework."""
+class _Header(NamedTuple):
+    """The compiled copy's first line: what the JSON after it was made from."""
 
-    yaml_sha256: str
     format: int
     tracework: str
-    content: Register
+    models: str
+    yaml_sha256: str
+    content_sha256: str
+
+
+@cache
+def models_sha256() -> str:
+    """SHA-256 of the models' source: a copy validated by other models is stale.
+
+    Versions do not change between releases, models may; empty when the source is
+    not there to read (then the version alone keys the copy).
+    """
+    try:
+        return sha256_hex(Path(__file__).with_name("models.py").read_bytes())
+    except OSError:
+        return ""
 
 
 def _compiled_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.compiled.json")
 
 
-def _read_compiled(path: Path, digest: str) -> Register | None:
+def _read_compiled(path: Path, digest: str) -> bytes | None:
+    """The compiled copy's JSON if its header matches everything it was made from."""
     try:
-        compiled = _Compiled.model_validate_json(_compiled_path(path).read_bytes())
-    except (OSError, ValidationError, ValueError):
+        data = _compiled_path(path).read_bytes()
+        first, _, content = data.partition(b"\n")
+        if len(first) > 1024:  # not a header: another layout, or damage
+            return None
+        header = _Header(**json.loads(first))
+    except (OSError, ValueError, TypeError):
         return None
-    fresh = (compiled.yaml_sha256, compiled.format, compiled.tracework)
-    return compiled.content if fresh == (digest, COMPILED_FORMAT, __version__) else None
+    expected = _Header(COMPILED_FORMAT, __version__, models_sha256(), digest, sha256_hex(content))
+    return content if header == expected else None
 
 
 def write_compiled(path: Path, digest: str, register: Register) -> None:
-    """Leave the compiled copy of a register just read or written (best effort)."""
-    compiled = _Compiled(
-        yaml_sha256=digest, format=COMPILED_FORMAT, tracework=__version__, content=register
-    )
-    with suppress(OSError):  # a read-only workspace still works, only slower
-        write_atomic(_compiled_path(path), compiled.model_dump_json() + "\n")
+    """Leave the compiled copy of a register just validated (best effort)."""
+    # a read-only workspace, or text UTF-8 cannot encode (a lone surrogate), only
+    # leaves the next load slower
+    with suppress(OSError, ValueError):
+        rows = json.dumps(_row(register), ensure_ascii=False, separators=(",", ":"))
+        content = rows.encode("utf-8") + b"\n"
+        header = _Header(COMPILED_FORMAT, __version__, models_sha256(), digest, sha256_hex(content))
+        write_atomic(
+            _compiled_path(path), json.dumps(header._asdict()).encode("utf-8") + b"\n" + content
+        )
 
 
 def create(path: Path, name: str) -> Register:
