@@ -431,3 +431,57 @@ def test_a_validated_register_and_its_data_check_alike(pinned, tw, workspace):
         by_data = check_register(workspace, reg.load_data(path), at=at)
         assert by_model.as_json() == by_data.as_json()
     assert {i.state for i in by_data.items} == {"changed", "moved", "missing"}
+
+
+def test_documents_are_registered_by_hash_and_checked_again(pinned, tw, workspace, tmp_path):
+    pinned({"a.txt": "alpha\n"})
+    assert tw("register", "add-file", "demo", "SRC-1", "a.txt").exit_code == 0
+    docs = workspace.root / "sources" / "documents"
+    docs.mkdir()
+    (docs / "spec.pdf").write_bytes(b"%PDF-1.7 a dossier\n")
+    expected = hashlib.sha256(b"%PDF-1.7 a dossier\n").hexdigest()
+    added = tw("register", "add-document", "demo", "SRC-2", "sources/documents/spec.pdf")
+    assert added.exit_code == 0 and expected in added.output
+    url = "https://example.org/paper.pdf"
+    assert tw("register", "add-document", "demo", "SRC-3", url, "--sha256", "b" * 64).exit_code == 0
+    register = reg.load(workspace.register_file("demo"))
+    assert register.sources["SRC-2"].model_dump() == {
+        "kind": "document",
+        "location": "sources/documents/spec.pdf",
+        "sha256": expected,
+    }
+    held = tw("check", "demo")
+    assert held.exit_code == 0 and "documents: 1 verified" in held.output
+    assert "SRC-3: a URL, not checked" in held.output
+    (docs / "spec.pdf").write_bytes(b"%PDF-1.7 another dossier\n")
+    changed = tw("check", "demo", "--json")
+    assert changed.exit_code == 1
+    items = {i["source"]: i for i in json.loads(changed.output)["items"]}
+    assert items["SRC-2"]["kind"] == "file" and items["SRC-2"]["state"] == "changed"
+    (docs / "spec.pdf").unlink()
+    missing = tw("check", "demo")
+    assert missing.exit_code == 1 and "sources/documents/spec.pdf: missing" in missing.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["doc.txt", "--sha256", "0" * 64], "hashes to"),
+        (["../outside.txt"], "is not inside the workspace"),
+        (["https://example.org/x.pdf"], "needs --sha256"),
+        (["http://example.org/x.pdf", "--sha256", "0" * 64], "is not an https URL"),
+        (["https://user:token@example.org/x", "--sha256", "0" * 64], "credentials"),
+        (["doc.txt", "--sha256", "XYZ"], "64 lower-case hex"),
+        (["no-such-file.txt"], "cannot be read"),
+    ],
+)
+def test_a_bad_document_is_refused_clearly(pinned, tw, workspace, args, message):
+    pinned({"a.txt": "alpha\n"})
+    (workspace.root / "doc.txt").write_text("a document\n")
+    (workspace.root.parent / "outside.txt").write_text("elsewhere\n")
+    before = workspace.register_file("demo").read_bytes()
+    result = tw("register", "add-document", "demo", "SRC-2", *args)
+    assert result.exit_code == 2 and message in result.output
+    assert "Traceback" not in result.output
+    assert workspace.register_file("demo").read_bytes() == before
+    assert tw("register", "add-document", "demo", "SRC-1", "doc.txt").exit_code == 2  # taken

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from .blobs import Blob, Changes, Mirror, TreeEntry
 from .drift import QuoteDrift, Target, readable_lines, relocate
 from .errors import RegisterError, TraceworkError
-from .hashing import Lines, is_lfs_pointer, sha256_hex
+from .hashing import Lines, is_lfs_pointer, sha256_file, sha256_hex
 from .register import data_of
-from .register_data import FileEntryData, GitSourceData, RegisterData
+from .register_data import DocumentSourceData, FileEntryData, GitSourceData, RegisterData
 from .subjects import open_mirror
 from .workspace import Workspace
 
@@ -80,10 +80,14 @@ class CheckReport:
     register: str
     at: str | None
     sources: list[SourceCheck]
+    #: document sources kept as files in the workspace, hashed again (not commit-bound)
+    documents: list[CheckItem] = field(default_factory=list)
+    #: document sources by URL: never fetched, so not checked (their ids)
+    unchecked: list[str] = field(default_factory=list)
 
     @property
     def items(self) -> list[CheckItem]:
-        return [item for src in self.sources for item in src.items]
+        return [item for src in self.sources for item in src.items] + self.documents
 
     @property
     def commit(self) -> str:
@@ -176,7 +180,30 @@ def check_register(
         mirror.resolve_commit(source.commit)
         commit = mirror.resolve_commit(at) if at is not None else source.commit
         results.append(_check_source(mirror, register, sid, source, commit))
-    return CheckReport(register.name, at, results)
+    report = CheckReport(register.name, at, results)
+    if only is None:
+        _check_documents(ws, register, report)
+    return report
+
+
+def _check_documents(ws: Workspace, register: RegisterData, report: CheckReport) -> None:
+    """Hash every document source kept in the workspace again; a URL is never fetched."""
+    for sid, src in register.sources.items():
+        if not isinstance(src, DocumentSourceData):
+            continue
+        if "://" in src.location:
+            report.unchecked.append(sid)
+            continue
+        try:
+            digest = sha256_file(ws.root / src.location)
+        except OSError as exc:
+            state, detail = "missing", f"document: {exc.strerror or 'cannot be read'}"
+        else:
+            state = "verified" if digest == src.sha256 else "changed"
+            detail = "document" if state == "verified" else f"document: sha256 {digest[:12]}…"
+        report.documents.append(
+            CheckItem("file", src.location, sid, src.location, state, detail=detail)
+        )
 
 
 def _git_source(register: RegisterData, sid: str) -> GitSourceData:

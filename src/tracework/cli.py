@@ -144,6 +144,24 @@ def register_add_source(register_name: str, source_id: str, subject_name: str, c
     click.echo(f"{source_id}: {src.subject} @ {src.commit} ({src.date})")
 
 
+@register.command("add-document")
+@click.argument("register_name", metavar="REGISTER")
+@click.argument("source_id", metavar="SRC-ID")
+@click.argument("location", metavar="PATH|URL")
+@click.option("--sha256", "sha256", default=None, help="The SHA-256 the document must have.")
+def register_add_document(
+    register_name: str, source_id: str, location: str, sha256: str | None
+) -> None:
+    """Register a document cited as evidence: a file in the workspace (hashed now) or an
+    https URL with --sha256 (never fetched)."""
+    from .evidence import add_document
+    from .highlight import visible_name
+
+    ws = _workspace()
+    doc = add_document(ws, ws.register_file(register_name), source_id, location, sha256)
+    click.echo(f"{source_id}: document {visible_name(doc.location)} sha256 {doc.sha256}")
+
+
 @register.command("add-file")
 @click.argument("register_name", metavar="REGISTER")
 @click.argument("source_id", metavar="SRC-ID")
@@ -282,7 +300,7 @@ def _print_check(report: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .highlight import visible
+    from .highlight import visible, visible_name
 
     console = _console()
     for src in report.sources:
@@ -305,9 +323,9 @@ def _print_check(report: Any) -> None:
                 now = "; ".join(f"{a}-{b}" for a, b in item.candidates)
             table.add_row(
                 item.kind,
-                Text(visible(item.id)),
+                Text(visible_name(item.id) if item.kind == "file" else visible(item.id)),
                 item.state,
-                Text(visible(now)),
+                Text(visible_name(now)),
                 Text(visible(item.detail)),
             )
         if table.row_count:
@@ -321,6 +339,14 @@ def _print_check(report: Any) -> None:
     def fmt(c: dict[str, int]) -> str:
         return ", ".join(f"{n} {state}" for state, n in sorted(c.items())) or "none"
 
+    if report.documents:
+        docs = [d for d in report.documents if d.state != "verified"]
+        for item in docs:
+            console.print(Text(f"document {item.source} {visible_name(item.path)}: {item.state}"))
+        if not docs:
+            console.print(Text(f"documents: {len(report.documents)} verified"))
+    for sid in report.unchecked:
+        console.print(Text(f"document {sid}: a URL, not checked (tracework never fetches it)"))
     console.print(Text(f"files: {fmt(files)}; quotes: {fmt(quotes)}"))
     if not report.items:
         console.print(Text("nothing to check: the register has no files or quotes", style="red"))

@@ -21,9 +21,10 @@ from .hashing import (
     display_text,
     is_binary,
     is_lfs_pointer,
+    sha256_file,
     sha256_hex,
 )
-from .models import QUOTE_ID, Anchor, FileEntry, FileKind, GitSource, Quote
+from .models import QUOTE_ID, Anchor, DocumentSource, FileEntry, FileKind, GitSource, Quote
 from .spans import Span, by_lines, by_match, by_symbol
 from .subjects import open_mirror
 from .workspace import Workspace
@@ -49,6 +50,70 @@ def add_source(
             )
         sources[sid] = regy.source_node(source)
     return source
+
+
+def add_document(
+    ws: Workspace, register_path: Path, sid: str, location: str, sha256: str | None = None
+) -> DocumentSource:
+    """Register a document cited as evidence as source ``sid``: a file in the workspace,
+    hashed now (``sha256``, when given, must match), or an https URL with the ``sha256``
+    its content must have (never fetched: tracework reads the network only in ``fetch``)."""
+    if not re.fullmatch(r"SRC-[0-9]+", sid):
+        raise RegisterError(f"'{sid}' is not a source id", hint="source ids look like SRC-1")
+    if sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", sha256):
+        raise RegisterError(f"--sha256 {sha256!r} is not 64 lower-case hex digits")
+    if "://" in location:
+        location, digest = _document_url(location, sha256)
+    else:
+        location, digest = _document_file(ws, location, sha256)
+    source = DocumentSource(location=location, sha256=digest)
+    with regy.edit(register_path) as doc:
+        sources = regy.section(doc, "sources")
+        if sid in sources:
+            raise RegisterError(
+                f"{register_path.name}: source {sid} already exists",
+                hint="add the document under another id",
+            )
+        sources[sid] = regy.source_node(source)
+    return source
+
+
+def _document_url(url: str, sha256: str | None) -> tuple[str, str]:
+    if not url.startswith("https://") or any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
+        raise RegisterError(
+            f"{url!r} is not an https URL", hint="give an https URL or a file in the workspace"
+        )
+    if "@" in url.split("/", 3)[2]:
+        raise RegisterError(
+            "credentials in a document URL are refused: the URL is copied into every report"
+        )
+    if sha256 is None:
+        raise RegisterError(
+            f"a document by URL needs --sha256: tracework never fetches {url}",
+            hint="download it, then `sha256sum` it, or register the downloaded file by path",
+        )
+    return url, sha256
+
+
+def _document_file(ws: Workspace, location: str, sha256: str | None) -> tuple[str, str]:
+    path = (ws.root / location).resolve()
+    root = ws.root.resolve()
+    if root not in path.parents:
+        raise RegisterError(
+            f"{location} is not inside the workspace",
+            hint="copy the document into the workspace (e.g. sources/documents/) so that "
+            "the register stays valid wherever the workspace goes",
+        )
+    try:
+        digest = sha256_file(path)
+    except OSError as exc:
+        raise RegisterError(f"{location}: cannot be read ({exc.strerror})") from None
+    if sha256 is not None and sha256 != digest:
+        raise RegisterError(
+            f"{location} hashes to {digest}, not the --sha256 given ({sha256})",
+            hint="check that this is the document the dossier means",
+        )
+    return path.relative_to(root).as_posix(), digest
 
 
 # -- files -----------------------------------------------------------------------------

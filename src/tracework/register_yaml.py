@@ -24,7 +24,7 @@ from ruamel.yaml.tokens import CommentToken
 from .errors import RegisterError
 from .fsio import locked, write_atomic
 from .hashing import sha256_hex
-from .models import CheckEntry, FileEntry, GitSource, Quote, Register
+from .models import CheckEntry, DocumentSource, FileEntry, GitSource, Quote, Register
 from .register import parse, safe_yaml, validate, write_compiled
 
 __all__ = ["CommentedMap", "CommentedSeq", "create", "edit", "section"]
@@ -204,7 +204,9 @@ def quote_node(quote: Quote) -> CommentedMap:
     return node
 
 
-def source_node(source: GitSource) -> CommentedMap:
+def source_node(source: GitSource | DocumentSource) -> CommentedMap:
+    if isinstance(source, DocumentSource):
+        return CommentedMap(kind="document", location=source.location, sha256=source.sha256)
     return CommentedMap(
         kind="git",
         subject=source.subject,
