@@ -152,6 +152,37 @@ def test_a_writer_killed_mid_write_leaves_a_valid_register(pinned, tw, workspace
     assert os.path.getsize(REGISTER) > 0
 
 
+def test_a_render_killed_mid_way_leaves_the_previous_report(pinned, tw, workspace):
+    """SIGKILL to a render (and its kernel) at several points: the good report stays
+    byte for byte, and the next render succeeds."""
+    repo = pinned({"pkg/a.py": "def f():\n    return 1\n"})
+    assert tw("quote", "demo", "SRC-1", "pkg/a.py", "--symbol", "f").exit_code == 0
+    from tracework.scaffold import notebook_for
+
+    nb = notebook_for("demo")
+    nb.cells.insert(
+        3,
+        nbformat.v4.new_code_cell(
+            'q = src.quote("pkg/a.py", symbol="f")\n'
+            'wb.component("RT-CMP-f", label="f", identity="`f`", evidence=[q]);'
+        ),
+    )
+    nbformat.write(nb, workspace.notebooks / "demo.ipynb")
+    assert tw("render", "demo").exit_code == 0
+    folder = workspace.reports / "demo" / repo.commits[0][:12]
+    good = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    for delay in (0.3, 1.0, 2.0):
+        proc = subprocess.Popen(
+            [TRACEWORK, "render", "demo"], cwd=workspace.root, start_new_session=True
+        )
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGKILL)  # the render and the kernel it started
+        proc.wait()
+        assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == good
+    assert tw("render", "demo").exit_code == 0
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == good
+
+
 def test_huge_files_are_hashed_by_streaming_and_big_spans_refused(pinned, tw, workspace):
     huge = bytes(range(256)) * (50 * 4096)  # 50 MiB, binary
     one_line = b"x" * 10_000_000  # one 10 MB line, no newline
