@@ -39,7 +39,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "examples"))
 
-from build_subject import build  # noqa: E402
+from build_subject import copy_demo  # noqa: E402
 
 TARGET_SECONDS, TARGET_REPORTS = 10.0, 200
 SEED = 20261130
@@ -71,12 +71,7 @@ def tracework(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
 
 def demo_workspace(root: Path) -> list[str]:
     tracework(REPO, "init", str(root))
-    shutil.copy(REPO / "tracework.toml", root / "tracework.toml")
-    shutil.copy(REPO / "sources" / "larkspur.toml", root / "sources" / "larkspur.toml")
-    shutil.copy(REPO / "notebooks" / "larkspur.ipynb", root / "notebooks" / "larkspur.ipynb")
-    shutil.copy(REPO / "registers" / "larkspur.yaml", root / "registers" / "larkspur.yaml")
-    shutil.copytree(REPO / "registers" / "rubrics", root / "registers" / "rubrics")
-    commits = build(root / "examples" / "build" / "larkspur")
+    commits = copy_demo(root)
     tracework(root, "fetch", "larkspur")
     tracework(root, "render", "larkspur")
     tracework(root, "render", "larkspur", "--commit", commits[-1])

@@ -64,6 +64,19 @@ def build(target: Path | None = None, name: str = "larkspur") -> list[str]:
     return commits
 
 
+def copy_demo(workspace: Path, name: str = "larkspur") -> list[str]:
+    """Copy demo report ``name``'s committed inputs (subject definition, notebook,
+    register, the rubrics and tracework.toml) into an initialised workspace, and build
+    its subject there; returns the subject's commit ids, oldest first."""
+    repo = HERE.parent
+    shutil.copy(repo / "tracework.toml", workspace / "tracework.toml")
+    for rel in (f"sources/{name}.toml", f"notebooks/{name}.ipynb", f"registers/{name}.yaml"):
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(repo / rel, workspace / rel)
+    shutil.copytree(repo / "registers" / "rubrics", workspace / "registers" / "rubrics")
+    return build(workspace / "examples" / "build" / name, name)
+
+
 if __name__ == "__main__":
     subject = sys.argv[1] if len(sys.argv) > 1 else "larkspur"
     out = Path(sys.argv[2]) if len(sys.argv) > 2 else None

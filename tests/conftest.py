@@ -126,6 +126,26 @@ def tw(workspace: Workspace) -> Callable[..., Result]:
 
 
 @pytest.fixture
+def pin_repo(tw: Callable[..., Result]) -> Callable[[Repo], str]:
+    """Factory: fetch an already built repository and pin its last commit as SRC-1 of
+    register ``demo``; returns the commit."""
+
+    def pin(repo: Repo) -> str:
+        commit = repo.commits[-1]
+        for args in (
+            ("subject", "add", "toy", str(repo.path)),
+            ("fetch", "toy"),
+            ("register", "new", "demo"),
+            ("register", "add-source", "demo", "SRC-1", "--subject", "toy", "--commit", commit),
+        ):
+            result = tw(*args)
+            assert result.exit_code == 0, result.output
+        return commit
+
+    return pin
+
+
+@pytest.fixture
 def pinned(make_repo: Callable[[str], Repo], tw: Callable[..., Result]) -> Callable[..., Repo]:
     """Factory: build a subject with ``files``, fetch it, and pin its first commit as SRC-1
     of register ``demo``.  Returns the Repo (more commits can follow; re-fetch with tw)."""

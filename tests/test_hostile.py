@@ -22,15 +22,8 @@ TRACEWORK = str(Path(sys.executable).parent / "tracework")
 REGISTER = Path("registers/demo.yaml")
 
 
-def _offline_ok() -> bool:
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        return False
-    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False)
-    return probe.returncode == 0
-
-
-@pytest.mark.skipif(not _offline_ok(), reason="needs `unshare -n` (root) to cut the network")
-def test_check_render_and_publish_work_with_no_network_but_loopback(pinned, tw, workspace):
+def one_record_report(pinned, tw, workspace):
+    """Register ``demo`` with one quote and a notebook declaring one record citing it."""
     repo = pinned({"pkg/a.py": "def f():\n    return 1\n"})
     assert tw("quote", "demo", "SRC-1", "pkg/a.py", "--symbol", "f").exit_code == 0
     from tracework.scaffold import notebook_for
@@ -44,6 +37,19 @@ def test_check_render_and_publish_work_with_no_network_but_loopback(pinned, tw, 
         ),
     )
     nbformat.write(nb, workspace.notebooks / "demo.ipynb")
+    return repo
+
+
+def _offline_ok() -> bool:
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return False
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _offline_ok(), reason="needs `unshare -n` (root) to cut the network")
+def test_check_render_and_publish_work_with_no_network_but_loopback(pinned, tw, workspace):
+    repo = one_record_report(pinned, tw, workspace)
     script = (
         "ip link set lo up && "
         f"{TRACEWORK} check demo && {TRACEWORK} render demo && {TRACEWORK} publish && "
@@ -155,19 +161,7 @@ def test_a_writer_killed_mid_write_leaves_a_valid_register(pinned, tw, workspace
 def test_a_render_killed_mid_way_leaves_the_previous_report(pinned, tw, workspace):
     """SIGKILL to a render (and its kernel) at several points: the good report stays
     byte for byte, and the next render succeeds."""
-    repo = pinned({"pkg/a.py": "def f():\n    return 1\n"})
-    assert tw("quote", "demo", "SRC-1", "pkg/a.py", "--symbol", "f").exit_code == 0
-    from tracework.scaffold import notebook_for
-
-    nb = notebook_for("demo")
-    nb.cells.insert(
-        3,
-        nbformat.v4.new_code_cell(
-            'q = src.quote("pkg/a.py", symbol="f")\n'
-            'wb.component("RT-CMP-f", label="f", identity="`f`", evidence=[q]);'
-        ),
-    )
-    nbformat.write(nb, workspace.notebooks / "demo.ipynb")
+    repo = one_record_report(pinned, tw, workspace)
     assert tw("render", "demo").exit_code == 0
     folder = workspace.reports / "demo" / repo.commits[0][:12]
     good = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}

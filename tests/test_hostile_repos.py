@@ -89,24 +89,6 @@ def blob_bytes(repo: Repo, commit: str, path: str) -> bytes:
     ).stdout
 
 
-@pytest.fixture
-def pin_repo(tw: Callable[..., Any]) -> Callable[[Repo], str]:
-    """Fetch an already built repository and pin its last commit as SRC-1 of ``demo``."""
-
-    def pin(repo: Repo) -> str:
-        commit = repo.commits[-1]
-        for args in (
-            ("subject", "add", "toy", str(repo.path)),
-            ("fetch", "toy"),
-            ("register", "new", "demo"),
-            ("register", "add-source", "demo", "SRC-1", "--subject", "toy", "--commit", commit),
-        ):
-            ok(tw(*args))
-        return commit
-
-    return pin
-
-
 def info_for(qid: str, *, drift: CheckItem | None = None) -> QuoteInfo:
     """The quote as the notebook and the report show it, read back from the register."""
     register = reg.load(REGISTER.resolve())

@@ -33,7 +33,7 @@ from tracework.workspace import Workspace
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "examples"))
 
-from build_subject import build  # noqa: E402
+from build_subject import copy_demo  # noqa: E402
 
 
 def run(*args: str) -> str:
@@ -45,13 +45,7 @@ def run(*args: str) -> str:
 def demo_workspace(root: Path) -> tuple[Workspace, list[str]]:
     """The demo's committed inputs in a fresh workspace, with its subject built."""
     ws = Workspace.init(root)
-    shutil.copy(REPO / "tracework.toml", root / "tracework.toml")
-    shutil.copy(REPO / "sources" / "larkspur.toml", root / "sources" / "larkspur.toml")
-    shutil.copy(REPO / "notebooks" / "larkspur.ipynb", root / "notebooks" / "larkspur.ipynb")
-    shutil.copy(REPO / "registers" / "larkspur.yaml", root / "registers" / "larkspur.yaml")
-    shutil.copytree(REPO / "registers" / "rubrics", root / "registers" / "rubrics")
-    commits = build(root / "examples" / "build" / "larkspur")
-    return ws, commits
+    return ws, copy_demo(root)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,24 +41,6 @@ def refused(result, *words: str) -> None:
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-@pytest.fixture
-def pin_repo(tw) -> Callable[[Any], str]:
-    """Pin the last commit of an already built repository as SRC-1 of register demo."""
-
-    def pin(repo: Any) -> str:
-        commit = repo.commits[-1]
-        for args in (
-            ("subject", "add", "toy", str(repo.path)),
-            ("fetch", "toy"),
-            ("register", "new", "demo"),
-            ("register", "add-source", "demo", "SRC-1", "--subject", "toy", "--commit", commit),
-        ):
-            ok(tw(*args))
-        return commit
-
-    return pin
 
 
 # -- what quote prints ---------------------------------------------------------------------

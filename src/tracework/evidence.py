@@ -34,22 +34,31 @@ def add_source(
     ws: Workspace, register_path: Path, sid: str, subject: str, commit: str
 ) -> GitSource:
     """Pin a subject at a commit as source ``sid`` (``SRC-<n>``)."""
-    if not re.fullmatch(r"SRC-[0-9]+", sid):
-        raise RegisterError(f"'{sid}' is not a source id", hint="source ids look like SRC-1")
+    _check_source_id(sid)
     mirror = open_mirror(ws, subject)
     oid = mirror.resolve_commit(commit)
     info = mirror.commit_info(oid)
     mirror.keep(oid)
     source = GitSource(subject=subject, commit=oid, date=info.date)
+    _write_source(register_path, sid, source)
+    return source
+
+
+def _write_source(register_path: Path, sid: str, source: GitSource | DocumentSource) -> None:
+    """Add a new source under ``sid``; a source is written once, never replaced."""
     with regy.edit(register_path) as doc:
         sources = regy.section(doc, "sources")
         if sid in sources:
             raise RegisterError(
                 f"{register_path.name}: source {sid} already exists",
-                hint="sources are pinned once; add another id for another commit",
+                hint="a source is added once; give the new one another id (SRC-n)",
             )
         sources[sid] = regy.source_node(source)
-    return source
+
+
+def _check_source_id(sid: str) -> None:
+    if not re.fullmatch(r"SRC-[0-9]+", sid):
+        raise RegisterError(f"'{sid}' is not a source id", hint="source ids look like SRC-1")
 
 
 def add_document(
@@ -58,8 +67,7 @@ def add_document(
     """Register a document cited as evidence as source ``sid``: a file in the workspace,
     hashed now (``sha256``, when given, must match), or an https URL with the ``sha256``
     its content must have (never fetched: tracework reads the network only in ``fetch``)."""
-    if not re.fullmatch(r"SRC-[0-9]+", sid):
-        raise RegisterError(f"'{sid}' is not a source id", hint="source ids look like SRC-1")
+    _check_source_id(sid)
     if sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", sha256):
         raise RegisterError(f"--sha256 {sha256!r} is not 64 lower-case hex digits")
     if "://" in location:
@@ -67,14 +75,7 @@ def add_document(
     else:
         location, digest = _document_file(ws, location, sha256)
     source = DocumentSource(location=location, sha256=digest)
-    with regy.edit(register_path) as doc:
-        sources = regy.section(doc, "sources")
-        if sid in sources:
-            raise RegisterError(
-                f"{register_path.name}: source {sid} already exists",
-                hint="add the document under another id",
-            )
-        sources[sid] = regy.source_node(source)
+    _write_source(register_path, sid, source)
     return source
 
 
