@@ -42,8 +42,10 @@ test: setup
 bench: setup
 	$(VENV)/bin/python benchmarks/bench_check.py
 
+# after changing src/tracework/models.py: the JSON Schema and the check's generated data module
 schema: $(VENV)/.synced
 	$(VENV)/bin/tracework schema --write
+	$(VENV)/bin/python -m tracework.datagen
 
 clean:
 	rm -rf .tools $(VENV) node_modules examples/build
