@@ -50,7 +50,7 @@ def main() -> None:
         tracework("render", name)
     pin, newest = built["larkspur"][0], built["larkspur"][-1]
     tracework("check", "larkspur", "--at", newest[:12], expect=(1,))
-    tracework("rerender", "--all", "--latest")
+    tracework("rerender", "--all", "--latest", "--analysis-date", "2026-03-25")
     tracework("publish")
     reports = ROOT / "reports" / "larkspur"
     print("\nReports (open them in a browser, straight from disk):")

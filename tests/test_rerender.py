@@ -179,6 +179,17 @@ def test_rerender_skips_what_did_not_change_and_force_renders_again(reports, tw,
     assert tw("quote", "good", "SRC-1", "pkg/util.py", "--lines", "1-1").exit_code == 0
     stale = json.loads(tw("rerender", "good", "--commit", reformat, "--json").output)
     assert stale["reports"][0]["status"] == "rendered"
+    # the date of this check is an input too: it shows on the page and in the history
+    args = ("rerender", "good", "--commit", reformat, "--analysis-date", "2026-04-01", "--json")
+    dated = json.loads(tw(*args).output)
+    assert dated["reports"][0]["status"] == "rendered"
+    assert json.loads(tw(*args).output)["reports"][0]["status"] == "skipped"
+    history = json.loads((workspace.reports / "good" / "history.json").read_text())
+    assert [e["checked"] for e in history if e["commit"] == reformat] == ["2026-04-01"]
+    page = (workspace.reports / "good" / reformat[:12] / "report.html").read_text()
+    assert "2026-04-01" in page
+    bad = tw("rerender", "good", "--commit", reformat, "--analysis-date", "April")
+    assert bad.exit_code == 2 and "is not YYYY-MM-DD" in bad.output
 
 
 def test_rerender_refuses_bad_requests(reports, tw):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import suppress
@@ -110,18 +111,20 @@ def targets(
     return {name: resolved[subject] for name, subject in subjects.items()}
 
 
-def up_to_date(ws: Workspace, name: str, commit: str) -> bool:
+def up_to_date(ws: Workspace, name: str, commit: str, analysis_date: str | None = None) -> bool:
     """Whether the last good render at ``commit`` used exactly today's inputs."""
     manifest = ws.reports / name / commit[:12] / "manifest.json"
     try:
         recorded = json.loads(manifest.read_text(encoding="utf-8")).get("inputs_sha256")
     except (OSError, ValueError):
         return False
-    key = inputs_key(ws, name, commit)
+    key = inputs_key(ws, name, commit, analysis_date)
     return bool(recorded) and recorded == key
 
 
-def render_one(root: str, name: str, commit: str, warm: bool = True) -> dict[str, Any]:
+def render_one(
+    root: str, name: str, commit: str, warm: bool = True, analysis_date: str | None = None
+) -> dict[str, Any]:
     """Render one report in this (worker) process; never raises for a report's failure.
 
     With ``warm``, the report runs in a kernel booted while the previous one rendered
@@ -132,7 +135,7 @@ def render_one(root: str, name: str, commit: str, warm: bool = True) -> dict[str
     try:
         with locked(ws.reports / name / f"{commit[:12]}.render", timeout=3600):
             km = next_kernel(ws.root) if warm else None
-            result = render(ws, name, commit, km=km)
+            result = render(ws, name, commit, analysis_date, km=km)
         return _outcome(name, commit, "rendered", result.directory / "records.json")
     except TraceworkError as exc:
         return Outcome(name, commit, "failed", error=exc.message).as_json()
@@ -189,13 +192,20 @@ def rerender(
     jobs: int | None = None,
     force: bool = False,
     scheduler: str | None = None,
+    analysis_date: str | None = None,
     on_update: Callable[[str, str], None] = lambda name, state: None,
 ) -> list[dict[str, Any]]:
-    """Render every report of ``plan`` (name → commit); results in the plan's order."""
+    """Render every report of ``plan`` (name → commit); results in the plan's order.
+
+    ``analysis_date`` (YYYY-MM-DD) overrides each notebook's parameter of that name: the
+    date the evidence was checked, shown on the report and the site.
+    """
+    if analysis_date is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", analysis_date):
+        raise TraceworkError(f"--analysis-date {analysis_date!r} is not YYYY-MM-DD")
     results: dict[str, dict[str, Any]] = {}
     todo = []
     for name, commit in plan.items():
-        if not force and up_to_date(ws, name, commit):
+        if not force and up_to_date(ws, name, commit, analysis_date):
             results[name] = skipped(ws, name, commit)
             on_update(name, "skipped")
         else:
@@ -205,13 +215,13 @@ def rerender(
     default = os.cpu_count() or 1
     workers = max(1, min(jobs or default, len(todo) or 1))
     if todo and scheduler is not None:
-        results.update(_on_dask(ws, plan, todo, scheduler, on_update))
+        results.update(_on_dask(ws, plan, todo, scheduler, analysis_date, on_update))
     elif todo and workers == 1:
         start_worker(str(ws.root))
         try:
             for name in todo:
                 on_update(name, "rendering")
-                results[name] = render_one(str(ws.root), name, plan[name])
+                results[name] = render_one(str(ws.root), name, plan[name], True, analysis_date)
                 on_update(name, results[name]["status"])
         finally:
             release()  # the kernel booted for a next report, and the kernel host
@@ -226,7 +236,8 @@ def rerender(
         ) as pool:
             futures: dict[Future[dict[str, Any]], str] = {}
             for name in todo:
-                futures[pool.submit(render_one, str(ws.root), name, plan[name])] = name
+                job = pool.submit(render_one, str(ws.root), name, plan[name], True, analysis_date)
+                futures[job] = name
                 on_update(name, "rendering")
             try:
                 for future in as_completed(futures):
@@ -244,6 +255,7 @@ def _on_dask(
     plan: dict[str, str],
     todo: list[str],
     scheduler: str,
+    analysis_date: str | None,
     on_update: Callable[[str, str], None],
 ) -> dict[str, dict[str, Any]]:
     """Run the renders on a Dask distributed cluster (``tracework[dask]``).
@@ -265,7 +277,9 @@ def _on_dask(
     results: dict[str, dict[str, Any]] = {}
     with client:
         futures = {
-            client.submit(render_one, str(ws.root), name, plan[name], False, pure=False): name
+            client.submit(
+                render_one, str(ws.root), name, plan[name], False, analysis_date, pure=False
+            ): name
             for name in todo
         }
         for name in todo:

@@ -443,6 +443,12 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
 )
 @click.option("--force", is_flag=True, help="Render even reports whose inputs did not change.")
 @click.option(
+    "--analysis-date",
+    default=None,
+    metavar="YYYY-MM-DD",
+    help="The date of this check, instead of each notebook's analysis_date parameter.",
+)
+@click.option(
     "--executor",
     type=click.Choice(["local", "dask"]),
     default="local",
@@ -464,6 +470,7 @@ def rerender(
     do_fetch: bool,
     jobs: int | None,
     force: bool,
+    analysis_date: str | None,
     executor: str,
     scheduler: str | None,
     as_json: bool,
@@ -479,7 +486,13 @@ def rerender(
     results = _with_progress(
         plan,
         lambda update: do_rerender(
-            ws, plan, jobs=jobs, force=force, scheduler=scheduler, on_update=update
+            ws,
+            plan,
+            jobs=jobs,
+            force=force,
+            scheduler=scheduler,
+            analysis_date=analysis_date,
+            on_update=update,
         ),
         quiet=as_json,
     )

@@ -115,7 +115,7 @@ def render(
             "tracework": __version__,
             "lock_sha256": lock_file_sha256(ws),
             "parameters": parameters,
-            "inputs_sha256": inputs_key(ws, name, full),
+            "inputs_sha256": inputs_key(ws, name, full, analysis_date),
         }
         write_atomic(staging / "manifest.json", _dump(manifest))
         # 4. diagrams, their assets, and the HTML
@@ -157,15 +157,17 @@ def render(
     return RenderResult(name, full, final, records["checks"])
 
 
-def inputs_key(ws: Workspace, name: str, commit: str) -> str:
+def inputs_key(ws: Workspace, name: str, commit: str, analysis_date: str | None = None) -> str:
     """What a render depends on: notebook, register, the workspace's rubrics (marks are
-    checked against them), commit and tracework version."""
+    checked against them), commit, an analysis date given instead of the notebook's, and
+    the tracework version."""
     parts = [
         file_sha256(ws.notebooks / f"{name}.ipynb") or "",
         file_sha256(ws.registers / f"{name}.yaml") or "",
         commit,
         __version__,
         rubrics_key(ws),
+        analysis_date or "",
     ]
     return sha256_hex("\n".join(parts).encode())
 
