@@ -298,6 +298,32 @@ def test_a_broken_render_folder_is_skipped_and_named(demo, tmp_path, monkeypatch
     assert "records.json: commit_date: Field required" in out["skipped"][1]
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("commit_date", "last Tuesday", "not an ISO 8601 date and time"),
+        ("commit_date", "2026-03-23T16:40:00", "without its UTC offset"),
+        ("pin", "HEAD", "should match pattern"),
+    ],
+)
+def test_a_render_whose_records_cannot_be_ordered_is_skipped(
+    demo, tmp_path, monkeypatch, field, value, problem
+):
+    ws, commits = demo
+    monkeypatch.chdir(ws.root)
+    odd = ws.reports / "odd" / commits[-1][:12]
+    shutil.copytree(ws.reports / "larkspur" / commits[-1][:12], odd)
+    records = json.loads((odd / "records.json").read_text())
+    records[field] = value
+    (odd / "records.json").write_text(json.dumps(records))
+    try:
+        out = json.loads(run("publish", "--out", str(tmp_path / "s"), "--json"))
+    finally:
+        shutil.rmtree(ws.reports / "odd")
+    assert out["reports"] == 1
+    assert any(s.startswith("reports/odd/") and problem in s for s in out["skipped"])
+
+
 def test_the_matrix_counts_systems_and_the_distribution(demo, tmp_path, monkeypatch):
     """Two more systems, made from the rendered one with other marks, fill the matrix."""
     ws, commits = demo

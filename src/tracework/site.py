@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import register as reg
 from .errors import TraceworkError, validation_problem
@@ -79,6 +79,19 @@ class RenderedRecords(_Read):
     commit_date: str
     pin: str = Field(pattern=r"^[0-9a-f]{40}$")
     subject: str
+
+    @field_validator("commit_date")
+    @classmethod
+    def _zoned(cls, value: str) -> str:
+        """An ISO 8601 time with its offset (renders are ordered by it, in UTC)."""
+        try:
+            moment = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("not an ISO 8601 date and time") from None
+        if moment.tzinfo is None:
+            raise ValueError("an ISO 8601 date and time without its UTC offset")
+        return value
+
     quotes: dict[str, _QuoteState]
     records: list[_RecordEntry]
     absences: dict[str, _AbsenceState]
@@ -98,7 +111,7 @@ class HistoryEntry(_Read):
     date: str = ""
     commits_since_pin: int = 0
     ok: bool = False
-    checked: str | None = None
+    checked: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
     changed_in: dict[str, _ChangedIn] = Field(default_factory=dict)
 
 
