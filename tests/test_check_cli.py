@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -231,7 +232,7 @@ def test_a_register_without_any_source_is_an_input_error(tw):
     assert tw("register", "new", "empty").exit_code == 0
     result = tw("check", "empty")
     assert result.exit_code == 2
-    assert "has no git source to check" in result.output
+    assert "has no source to check" in result.output
     assert "tracework register add-source" in result.output
 
 
@@ -485,3 +486,60 @@ def test_a_bad_document_is_refused_clearly(pinned, tw, workspace, args, message)
     assert "Traceback" not in result.output
     assert workspace.register_file("demo").read_bytes() == before
     assert tw("register", "add-document", "demo", "SRC-1", "doc.txt").exit_code == 2  # taken
+
+
+@pytest.mark.parametrize(
+    "location",
+    ["/etc/hostname", "../../../etc/passwd", "file:///etc/shadow", "http://example.org/x", ""],
+)
+def test_a_hand_edited_document_location_is_a_malformed_register(pinned, tw, workspace, location):
+    """The model refuses what add-document refuses, so check never reads outside."""
+    pinned({"a.txt": "alpha\n"})
+    path = workspace.register_file("demo")
+    text = path.read_text().replace(
+        "sources:\n",
+        f"sources:\n  SRC-9:\n    kind: document\n    location: {json.dumps(location)}\n"
+        f"    sha256: {'0' * 64}\n",
+        1,
+    )
+    path.write_text(text)
+    result = tw("check", "demo")
+    assert result.exit_code == 2 and "SRC-9" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_document_check_reads_only_regular_files_inside(pinned, tw, workspace, tmp_path):
+    pinned({"a.txt": "alpha\n"})
+    docs = workspace.root / "sources" / "documents"
+    docs.mkdir()
+    (docs / "d.txt").write_text("a document\n")
+    assert tw("register", "add-document", "demo", "SRC-2", "sources/documents/d.txt").exit_code == 0
+    (docs / "d.txt").unlink()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("a document\n")  # the same bytes, but outside the workspace
+    (docs / "d.txt").symlink_to(outside)
+    escaped = json.loads(tw("check", "demo", "--json").output)
+    item = next(i for i in escaped["items"] if i["source"] == "SRC-2")
+    assert item["state"] == "missing" and "outside the workspace" in item["detail"]
+    (docs / "d.txt").unlink()
+    os.mkfifo(docs / "d.txt")  # would block a plain open()
+    fifo = json.loads(tw("check", "demo", "--json").output)
+    item = next(i for i in fifo["items"] if i["source"] == "SRC-2")
+    assert item["state"] == "missing" and "not a regular file" in item["detail"]
+    assert tw("register", "add-document", "demo", "SRC-3", "sources/documents/d.txt").exit_code == 2
+
+
+def test_a_register_of_documents_only_is_checked_and_reported(tw, workspace):
+    assert tw("register", "new", "docs").exit_code == 0
+    (workspace.root / "paper.txt").write_text("findings\n")
+    assert tw("register", "add-document", "docs", "SRC-1", "paper.txt").exit_code == 0
+    url = "https://example.org/paper.pdf"
+    assert tw("register", "add-document", "docs", "SRC-2", url, "--sha256", "c" * 64).exit_code == 0
+    out = json.loads(tw("check", "docs", "--json").output)
+    assert out["ok"] is True and out["unchecked"] == ["SRC-2"]
+    assert [s["kind"] for s in out["sources"]] == ["document", "document"]
+    assert [(i["source"], i["state"]) for i in out["items"]] == [("SRC-1", "verified")]
+    only = json.loads(tw("check", "docs", "--source", "SRC-1", "--json").output)
+    assert [i["source"] for i in only["items"]] == ["SRC-1"]
+    (workspace.root / "paper.txt").write_text("other findings\n")
+    assert tw("check", "docs").exit_code == 1

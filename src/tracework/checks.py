@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from .blobs import Blob, Changes, Mirror, TreeEntry
 from .drift import QuoteDrift, Target, readable_lines, relocate
 from .errors import RegisterError, TraceworkError
-from .hashing import Lines, is_lfs_pointer, sha256_file, sha256_hex
+from .hashing import Lines, is_document_url, is_lfs_pointer, sha256_hex, workspace_file_sha256
 from .register import data_of
 from .register_data import DocumentSourceData, FileEntryData, GitSourceData, RegisterData
 from .subjects import open_mirror
@@ -84,6 +84,7 @@ class CheckReport:
     documents: list[CheckItem] = field(default_factory=list)
     #: document sources by URL: never fetched, so not checked (their ids)
     unchecked: list[str] = field(default_factory=list)
+    document_sources: dict[str, DocumentSourceData] = field(default_factory=dict)
 
     @property
     def items(self) -> list[CheckItem]:
@@ -107,10 +108,21 @@ class CheckReport:
             "register": self.register,
             "commit": self.commit,
             "sources": [
-                {"id": s.source, "subject": s.subject, "pin": s.pin, "commit": s.commit}
+                {
+                    "id": s.source,
+                    "kind": "git",
+                    "subject": s.subject,
+                    "pin": s.pin,
+                    "commit": s.commit,
+                }
                 for s in self.sources
+            ]
+            + [
+                {"id": sid, "kind": "document", "location": d.location, "sha256": d.sha256}
+                for sid, d in self.document_sources.items()
             ],
             "items": [i.as_json() for i in self.items],
+            "unchecked": list(self.unchecked),
         }
 
 
@@ -162,12 +174,17 @@ def check_register(
     if not isinstance(register, RegisterData):
         register = data_of(register)
     sources = {sid: s for sid, s in register.sources.items() if isinstance(s, GitSourceData)}
+    documents = [sid for sid, s in register.sources.items() if isinstance(s, DocumentSourceData)]
     if only is not None:
+        if only in documents:
+            report = CheckReport(register.name, at, [])
+            check_documents(ws, register, report, [only])
+            return report
         sources = {only: _git_source(register, only)}
-    if not sources:
+    if not sources and not documents:
         raise RegisterError(
-            f"register {register.name} has no git source to check",
-            hint="add one with `tracework register add-source`",
+            f"register {register.name} has no source to check",
+            hint="add one with `tracework register add-source` or `add-document`",
         )
     if at is not None and len({s.subject for s in sources.values()}) > 1:
         raise RegisterError(
@@ -182,22 +199,27 @@ def check_register(
         results.append(_check_source(mirror, register, sid, source, commit))
     report = CheckReport(register.name, at, results)
     if only is None:
-        _check_documents(ws, register, report)
+        check_documents(ws, register, report, documents)
     return report
 
 
-def _check_documents(ws: Workspace, register: RegisterData, report: CheckReport) -> None:
-    """Hash every document source kept in the workspace again; a URL is never fetched."""
-    for sid, src in register.sources.items():
-        if not isinstance(src, DocumentSourceData):
-            continue
-        if "://" in src.location:
+def check_documents(
+    ws: Workspace, register: RegisterData, report: CheckReport, ids: list[str]
+) -> None:
+    """Hash the document sources ``ids`` kept in the workspace again (regular files inside
+    it only); a URL is never fetched, so it is listed as unchecked."""
+    for sid in ids:
+        src = register.sources[sid]
+        assert isinstance(src, DocumentSourceData)
+        report.document_sources[sid] = src
+        if is_document_url(src.location):
             report.unchecked.append(sid)
             continue
         try:
-            digest = sha256_file(ws.root / src.location)
-        except OSError as exc:
-            state, detail = "missing", f"document: {exc.strerror or 'cannot be read'}"
+            digest = workspace_file_sha256(ws.root, src.location)
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            state, detail = "missing", f"document: {reason or 'cannot be read'}"
         else:
             state = "verified" if digest == src.sha256 else "changed"
             detail = "document" if state == "verified" else f"document: sha256 {digest[:12]}…"

@@ -7,6 +7,7 @@ changes the register in one locked, atomic edit, so bad input leaves it unchange
 from __future__ import annotations
 
 import base64
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +20,12 @@ from .hashing import (
     LFS_POINTER_CUTOFF,
     Lines,
     display_text,
+    document_location_problem,
     is_binary,
+    is_document_url,
     is_lfs_pointer,
-    sha256_file,
     sha256_hex,
+    workspace_file_sha256,
 )
 from .models import QUOTE_ID, Anchor, DocumentSource, FileEntry, FileKind, GitSource, Quote
 from .spans import Span, by_lines, by_match, by_symbol
@@ -70,51 +73,50 @@ def add_document(
     _check_source_id(sid)
     if sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", sha256):
         raise RegisterError(f"--sha256 {sha256!r} is not 64 lower-case hex digits")
-    if "://" in location:
-        location, digest = _document_url(location, sha256)
+    location = location.strip()
+    if "://" in location and not is_document_url(location):
+        raise RegisterError(
+            f"{location!r} is not an https URL", hint="give an https URL or a file in the workspace"
+        )
+    if not is_document_url(location):
+        location = _workspace_relative(ws, location)
+    problem = document_location_problem(location)
+    if problem:
+        raise RegisterError(f"{location!r}: {problem}")
+    if is_document_url(location):
+        if sha256 is None:
+            raise RegisterError(
+                f"a document by URL needs --sha256: tracework never fetches {location}",
+                hint="download it, then `sha256sum` it, or register the downloaded file by path",
+            )
+        digest = sha256
     else:
-        location, digest = _document_file(ws, location, sha256)
+        try:
+            digest = workspace_file_sha256(ws.root, location)
+        except OSError as exc:
+            raise RegisterError(f"{location}: cannot be read ({exc.strerror})") from None
+        if sha256 is not None and sha256 != digest:
+            raise RegisterError(
+                f"{location} hashes to {digest}, not the --sha256 given ({sha256})",
+                hint="check that this is the document the dossier means",
+            )
     source = DocumentSource(location=location, sha256=digest)
     _write_source(register_path, sid, source)
     return source
 
 
-def _document_url(url: str, sha256: str | None) -> tuple[str, str]:
-    if not url.startswith("https://") or any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
-        raise RegisterError(
-            f"{url!r} is not an https URL", hint="give an https URL or a file in the workspace"
-        )
-    if "@" in url.split("/", 3)[2]:
-        raise RegisterError(
-            "credentials in a document URL are refused: the URL is copied into every report"
-        )
-    if sha256 is None:
-        raise RegisterError(
-            f"a document by URL needs --sha256: tracework never fetches {url}",
-            hint="download it, then `sha256sum` it, or register the downloaded file by path",
-        )
-    return url, sha256
-
-
-def _document_file(ws: Workspace, location: str, sha256: str | None) -> tuple[str, str]:
-    path = (ws.root / location).resolve()
-    root = ws.root.resolve()
+def _workspace_relative(ws: Workspace, location: str) -> str:
+    """A path given on the command line, as the workspace-relative path the register
+    keeps (symlinks are not resolved: the register names what the analyst named)."""
+    path = Path(os.path.normpath(ws.root / location))
+    root = Path(os.path.normpath(ws.root))
     if root not in path.parents:
         raise RegisterError(
             f"{location} is not inside the workspace",
             hint="copy the document into the workspace (e.g. sources/documents/) so that "
             "the register stays valid wherever the workspace goes",
         )
-    try:
-        digest = sha256_file(path)
-    except OSError as exc:
-        raise RegisterError(f"{location}: cannot be read ({exc.strerror})") from None
-    if sha256 is not None and sha256 != digest:
-        raise RegisterError(
-            f"{location} hashes to {digest}, not the --sha256 given ({sha256})",
-            hint="check that this is the document the dossier means",
-        )
-    return path.relative_to(root).as_posix(), digest
+    return path.relative_to(root).as_posix()
 
 
 # -- files -----------------------------------------------------------------------------

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+import stat
 from bisect import bisect_right
 from itertools import accumulate
 from pathlib import Path
@@ -153,3 +155,51 @@ def is_lfs_pointer(data: bytes) -> bool:
 def display_text(data: bytes) -> str:
     """Decode for display: UTF-8 with replacement characters, never failing."""
     return data.decode("utf-8", errors="replace")
+
+
+def is_document_url(location: str) -> bool:
+    """Whether a document source's location is a URL (never fetched) or a workspace path."""
+    return location.startswith("https://")
+
+
+def document_location_problem(location: str) -> str | None:
+    """Why ``location`` cannot locate a document source, or None.
+
+    A document is an https URL (printable ASCII, a host, no credentials) or a path
+    relative to the workspace root (no leading ``/``, no ``..``, no control characters),
+    so that a hand-edited register cannot make ``check`` read outside the workspace.
+    """
+    if is_document_url(location):
+        authority = location[len("https://") :].split("/", 1)[0]
+        if not all(0x21 <= ord(c) <= 0x7E for c in location) or not authority:
+            return "an https URL needs a host and printable ASCII only"
+        if "@" in authority:
+            return "credentials in a document URL are refused: it is copied into every report"
+        return None
+    if "://" in location or location.startswith("/") or not location:
+        return "a document is an https URL or a path relative to the workspace root"
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in location):
+        return "a document path may not hold control characters"
+    if ".." in location.replace("\\", "/").split("/"):
+        return "a document path may not climb out with '..'"
+    return None
+
+
+def workspace_file_sha256(root: Path, location: str) -> str:
+    """SHA-256 of the regular file at ``location`` inside ``root``: never a file outside it
+    (after symlinks), never a device or FIFO (opened without blocking, checked first).
+
+    Raises ``OSError`` (with its reason in ``strerror``) for anything else.
+    """
+    base = root.resolve()
+    try:
+        real = (base / location).resolve(strict=True)
+    except RuntimeError:  # a symlink loop (Python 3.11)
+        raise OSError(0, "a symlink loop") from None
+    if base not in real.parents:
+        raise OSError(0, "outside the workspace (after symlinks)")
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file")
+        return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from .hashing import display_text, sha256_hex
+from .hashing import display_text, document_location_problem, sha256_hex
 
 SOURCE_ID = re.compile(r"SRC-[0-9]+")
 QUOTE_ID = re.compile(r"[A-Za-z][A-Za-z0-9._:-]{0,127}")
@@ -84,8 +84,17 @@ class DocumentSource(Frozen):
     model_config = ConfigDict(json_schema_extra=_tag_required)
 
     kind: Literal["document"] = "document"
-    location: str
+    location: str = Field(
+        description="an https URL (never fetched) or a path relative to the workspace root"
+    )
     sha256: Sha256
+
+    @model_validator(mode="after")
+    def _located(self) -> DocumentSource:
+        problem = document_location_problem(self.location)
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 Source = Annotated[GitSource | DocumentSource, Field(discriminator="kind")]

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from . import __version__
 from . import register as reg
 from .absences import AbsenceResult
-from .checks import CheckItem, CheckReport, check_register
+from .checks import CheckItem, CheckReport, check_documents, check_register
 from .declare import RecordDeclarations
 from .diagrams import (
     DIRECTIONS,
@@ -38,7 +38,7 @@ from .fsio import write_atomic
 from .hashing import sha256_hex
 from .jupyter import Html, QuoteView, cell_id, display, install_error_display
 from .marks import Mark, marks_json, marks_section
-from .models import GitSource, Register
+from .models import DocumentSource, GitSource, Register
 from .records import DRIFT_STATES, KINDS, AuthorityPath, Record, Route
 from .rubrics import Rubric
 from .screen import Screen
@@ -326,7 +326,7 @@ class Workbench(RecordDeclarations):
         reports = [
             self._check(sid) for sid, s in self.register.sources.items() if isinstance(s, GitSource)
         ]
-        items = [i for r in reports for i in r.items]
+        items = [i for r in reports for i in r.items] + self._document_items()
         allowed = {"verified"} if self.at_pin else {"verified", "moved"}
         bad = [
             i for i in items if i.state not in allowed and not (i.format_only and not self.at_pin)
@@ -405,6 +405,15 @@ class Workbench(RecordDeclarations):
             "checks": checks,
             "problems": problems,
         }
+
+    def _document_items(self) -> list[CheckItem]:
+        """The register's document sources kept in the workspace, hashed again."""
+        ids = [sid for sid, s in self.register.sources.items() if isinstance(s, DocumentSource)]
+        if not ids:
+            return []
+        report = CheckReport(self.register.name, None, [])
+        check_documents(self.ws, reg.data_of(self.register), report, ids)
+        return report.items
 
     def records_json(self) -> dict[str, Any]:
         """Everything the report declares and checked, for records.json."""
