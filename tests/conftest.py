@@ -93,6 +93,20 @@ class Repo:
         return git(self.path, *args)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A cache folder of the test session's own (the register copies' sealing key lives
+    there), so the tests never write to the user's home."""
+    folder = tmp_path_factory.mktemp("cache")
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(folder)
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 @pytest.fixture
 def make_repo(tmp_path: Path) -> Callable[[str], Repo]:
     """Factory: ``make_repo("subject")`` creates an empty repository under tmp_path."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -697,9 +698,9 @@ def compiled_parts() -> tuple[dict[str, Any], bytes]:
 
 
 def write_copy(header: dict[str, Any], content: bytes, *, seal: bool = True) -> None:
-    """Write a compiled copy; ``seal`` records the content's real SHA-256 in the header."""
+    """Write a compiled copy; ``seal`` seals it as tracework would, with this user's key."""
     if seal:
-        header = {**header, "content_sha256": hashlib.sha256(content).hexdigest()}
+        header = {**header, "seal": reg._seal(header["yaml_sha256"], content)}
     COMPILED.write_bytes(json.dumps(header).encode() + b"\n" + content)
 
 
@@ -779,6 +780,25 @@ def test_a_sealed_copy_of_the_wrong_shape_is_validated_afresh(pinned, tw):
     # the control: the same copy, sealed and without the extra field, is read as it is
     write_copy(header, forge_name(content))
     assert reg.load_data(REGISTER.resolve()).name == "forged"
+
+
+def test_a_copy_sealed_by_anyone_else_is_never_trusted(pinned, tw):
+    """A copy committed from another machine, or forged with a recomputed plain hash,
+    is not sealed with this user's key: the check validates the YAML instead."""
+    _good(pinned, tw)
+    header, content = compiled_parts()
+    forged = forge_name(content)
+    other_key = bytes(range(32))
+    made_from = f"{header['format']}\n{header['tracework']}\n{header['models']}\n"
+    made_from += f"{header['yaml_sha256']}\n"
+    foreign = hmac.new(other_key, made_from.encode() + forged, hashlib.sha256).hexdigest()
+    write_copy({**header, "seal": foreign}, forged, seal=False)
+    assert reg.load_data(REGISTER.resolve()).name == "demo"
+    assert compiled_parts() == (header, content)  # rebuilt, sealed with this user's key
+    write_copy({**header, "seal": hashlib.sha256(forged).hexdigest()}, forged, seal=False)
+    assert reg.load_data(REGISTER.resolve()).name == "demo"
+    key = Path(os.environ["XDG_CACHE_HOME"]) / "tracework" / "seal.key"
+    assert key.stat().st_mode & 0o777 == 0o600 and len(key.read_bytes()) == 32
 
 
 def test_load_validates_even_a_sealed_copy_and_load_data_trusts_it(pinned, tw):

@@ -5,10 +5,12 @@ registers (seconds for 10,000 quotes), so every successful load or write also le
 a compiled copy, ``registers/.NAME.yaml.compiled.json`` (ignored by git): a header
 line, then the validated register as JSON rows (each model an array of its field
 values in field order; see :mod:`tracework.register_data`).  The header names what
-the copy was made from: the SHA-256 of the YAML bytes, the tracework version, the
-SHA-256 of the models' source and the SHA-256 of the rows that follow.  Any change to
-the YAML, an upgrade, a change to the models or an edit of the copy itself makes the
-copy stale, and the register is parsed and validated afresh.
+the copy was made from: the SHA-256 of the YAML bytes, the tracework version and the
+SHA-256 of the models' source; and its seal, an HMAC-SHA256 of the header and the rows
+under a key of this user's (``~/.cache/tracework/seal.key``, mode 0600).  Any change
+to the YAML, an upgrade, a change to the models, an edit of the copy, or a copy sealed
+by anyone else (committed by mistake, or forged) makes the copy stale, and the
+register is parsed and validated afresh.
 
 Two ways to read: :func:`load` validates the copy with the pydantic models on every
 load; :func:`load_data`, the check's way, trusts a copy whose header matches (we wrote
@@ -19,7 +21,11 @@ The write side, with its comment-preserving edits, is :mod:`tracework.register_y
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import os
+import secrets
 from contextlib import AbstractContextManager, suppress
 from functools import cache
 from pathlib import Path
@@ -207,7 +213,7 @@ class _Header(NamedTuple):
     tracework: str
     models: str
     yaml_sha256: str
-    content_sha256: str
+    seal: str
 
 
 @cache
@@ -221,6 +227,34 @@ def models_sha256() -> str:
         return sha256_hex(Path(__file__).with_name("models.py").read_bytes())
     except OSError:
         return ""
+
+
+def _seal(digest: str, content: bytes) -> str | None:
+    """HMAC-SHA256, under this user's key, of what the copy was made from and its rows;
+    None when there is no key (the copy is then neither written nor trusted)."""
+    key = seal_key()
+    if key is None:
+        return None
+    made_from = f"{COMPILED_FORMAT}\n{__version__}\n{models_sha256()}\n{digest}\n".encode()
+    return hmac.new(key, made_from + content, hashlib.sha256).hexdigest()
+
+
+@cache
+def seal_key() -> bytes | None:
+    """This user's sealing key: 32 random bytes in ``$XDG_CACHE_HOME/tracework/seal.key``
+    (default ``~/.cache``), created on first use with mode 0600; None when the cache
+    folder cannot be written or the key read."""
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracework"
+    path = folder / "seal.key"
+    with suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with suppress(FileExistsError):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(secrets.token_bytes(32))
+        key = path.read_bytes()
+        return key if len(key) == 32 else None
+    return None
 
 
 def _compiled_path(path: Path) -> Path:
@@ -237,8 +271,9 @@ def _read_compiled(path: Path, digest: str) -> bytes | None:
         header = _Header(**json.loads(first))
     except (OSError, ValueError, TypeError):
         return None
-    expected = _Header(COMPILED_FORMAT, __version__, models_sha256(), digest, sha256_hex(content))
-    return content if header == expected else None
+    seal = _seal(digest, content)
+    expected = _Header(COMPILED_FORMAT, __version__, models_sha256(), digest, seal or "")
+    return content if seal and header == expected else None
 
 
 def write_compiled(path: Path, digest: str, register: Register) -> None:
@@ -248,7 +283,10 @@ def write_compiled(path: Path, digest: str, register: Register) -> None:
     with suppress(OSError, ValueError):
         rows = json.dumps(_row(register), ensure_ascii=False, separators=(",", ":"))
         content = rows.encode("utf-8") + b"\n"
-        header = _Header(COMPILED_FORMAT, __version__, models_sha256(), digest, sha256_hex(content))
+        seal = _seal(digest, content)
+        if seal is None:
+            return  # no key to seal it with: a copy nobody may trust is not worth writing
+        header = _Header(COMPILED_FORMAT, __version__, models_sha256(), digest, seal)
         write_atomic(
             _compiled_path(path), json.dumps(header._asdict()).encode("utf-8") + b"\n" + content
         )
