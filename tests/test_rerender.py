@@ -6,7 +6,11 @@ import copy
 import gc
 import json
 import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from contextlib import suppress
 from pathlib import Path
 
@@ -279,9 +283,11 @@ def test_a_batch_worker_keeps_no_resources_per_report(reports, workspace):
 
 
 DESCRIBE = """
-import json, os, signal, sys
+import json, os, signal, sys, threading
 print(json.dumps({
-    "argv": [sys.argv[0], sys.argv[1], *sys.argv[3:]],
+    "argv": [sys.argv[0], sys.argv[1],
+             *(a for a in sys.argv[3:] if not a.startswith("--IPKernelApp.parent_handle"))],
+    "threads": sorted(type(t).__name__ for t in threading.enumerate()),
     "path": sys.path,
     "cwd": os.getcwd(),
     "environ": {k: v for k, v in os.environ.items() if k != "JPY_PARENT_PID"},
@@ -330,6 +336,30 @@ def test_a_forked_kernel_is_the_kernel_a_launch_would_give(workspace):
     assert forked["tracework_loaded"] and not forked["nbformat_loaded"]
     assert forked == launched
     assert host.process.returncode is not None and _processes_in(workspace.root) == []
+
+
+def test_a_forked_kernel_dies_with_its_host(workspace):
+    """A host killed outright (by the OOM killer, say) takes its kernels with it."""
+    if not kernels.HOSTED:
+        pytest.skip("kernel hosts need pidfd_open (Linux)")
+    host = kernels.KernelHost(workspace.root)
+    warm = kernels.WarmKernel(workspace.root, host)
+    km = warm.take()
+    assert km is not None
+    pid = km.provisioner.pid
+    assert Path(f"/proc/{pid}").exists()
+    host.process.kill()
+    host.process.wait()
+    for _ in range(300):  # an event, not a deadline: a dead host's kernel goes at once
+        state = Path(f"/proc/{pid}/stat")
+        if not state.exists() or state.read_text().split(") ", 1)[1].startswith("Z"):
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("the kernel outlived its host")
+    with suppress(Exception):
+        kernels.shutdown(km)
 
 
 def test_a_kept_exporter_gives_the_page_a_fresh_one_gives(reports, tw, workspace):
@@ -421,3 +451,42 @@ def test_a_rubric_change_is_an_input_of_every_render_but_a_comment_is_not(worksp
     assert inputs_key(workspace, "good", commit) != added
     rubric.write_text("title: [broken\n")  # unreadable: still a key, never an exception
     assert inputs_key(workspace, "good", commit) not in (before, added)
+
+
+def test_a_batch_killed_outright_leaves_no_worker_host_or_kernel(reports, workspace):
+    """SIGKILL to `rerender -j 2` runs no clean-up in it: its workers notice their parent
+    is gone and stop their kernel hosts, whose kernels die with them."""
+    _, reformat, _ = reports
+    tracework = str(Path(sys.executable).parent / "tracework")
+    proc = subprocess.Popen(
+        [tracework, "rerender", "--all", "--commit", reformat, "-j", "2", "--force"],
+        cwd=workspace.root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):  # wait for the workers to be up, whatever the machine's speed
+            if any("multiprocessing.spawn" in p for p in _processes_in(workspace.root)):
+                break
+            time.sleep(0.1)
+        proc.kill()
+        proc.wait()
+        for _ in range(600):  # an event: workers check for their parent every second
+            if not _processes_in(workspace.root):
+                break
+            time.sleep(0.1)
+        assert _processes_in(workspace.root) == []
+    finally:  # never leave them behind, even when failing
+        for pid in _pids_in(workspace.root):
+            with suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _pids_in(folder: Path) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            with suppress(OSError):
+                if Path(os.readlink(proc / "cwd")) == folder:
+                    pids.append(int(proc.name))
+    return pids

@@ -13,6 +13,8 @@ import json
 import multiprocessing
 import os
 import re
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import suppress
@@ -146,6 +148,25 @@ def render_one(
             shutdown(km)
 
 
+def start_pool_worker(root: str, parent: int) -> None:
+    """A pool worker's start: :func:`start_worker`, and leave when the batch is gone.
+
+    A batch killed outright (SIGKILL, or SIGTERM from a scheduler) runs no clean-up,
+    so each worker watches for its parent's exit and then stops its kernel host (whose
+    kernels die with it) and itself.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        with suppress(Exception):
+            release()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="tracework-parent-watch", daemon=True).start()
+    start_worker(root)
+
+
 def start_worker(root: str) -> None:
     """Ready a worker before its first report: its first kernel starts booting, then
     papermill and nbconvert load and the report template compiles, side by side.
@@ -153,8 +174,8 @@ def start_worker(root: str) -> None:
     Never raises: whatever fails here fails again, and is reported, in the render.
     """
     with suppress(Exception):
+        load_nbformat()  # before any thread: it swaps modules in sys.modules
         prestart(Path(root))
-        load_nbformat()
         import papermill  # noqa: F401  (its import is most of a worker's start)
 
         from .rendering import html_exporter
@@ -231,8 +252,8 @@ def rerender(
         with ProcessPoolExecutor(
             max_workers=workers,
             mp_context=spawn,
-            initializer=start_worker,
-            initargs=(str(ws.root),),
+            initializer=start_pool_worker,
+            initargs=(str(ws.root), os.getpid()),
         ) as pool:
             futures: dict[Future[dict[str, Any]], str] = {}
             for name in todo:

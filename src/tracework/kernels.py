@@ -52,15 +52,29 @@ HOST_IMPORTS = (
     "tracework.notebook",
 )
 
-#: Whether this platform can host kernels (Linux: a pidfd names a process that is not
-#: our child without the risk of a recycled pid).
-HOSTED = hasattr(os, "fork") and hasattr(os, "pidfd_open") and hasattr(socket, "send_fds")
+
+def _can_host() -> bool:
+    """Whether this platform can host kernels: Linux, where a pidfd names a process that
+    is not our child without the risk of a recycled pid (probed: a kernel or a sandbox
+    may lack the call even where Python has it)."""
+    if not (hasattr(os, "fork") and hasattr(os, "pidfd_open") and hasattr(socket, "send_fds")):
+        return False
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return False
+    return True
+
+
+HOSTED = _can_host()
 
 # `python -c` puts "" first on sys.path; ipykernel_launcher drops it while it loads
 # (IPython puts it back), and so does the host.  "ipykernel" in the command line keeps
 # the host and its kernels findable as kernels (`pgrep -f ipykernel`).
 _HOST_CODE = (
-    "import sys; del sys.path[0]; from tracework.kernels import host_main; "
+    "import os, sys\n"
+    "if sys.path and sys.path[0] in ('', os.getcwd()): del sys.path[0]\n"
+    "from tracework.kernels import host_main\n"
     "host_main(int(sys.argv[1]))  # forks ipykernel kernels"
 )
 
@@ -129,23 +143,35 @@ class ForkedKernel:
     def __init__(self, pid: int, pidfd: int) -> None:
         self.pid = pid
         self.returncode: int | None = None
+        os.set_inheritable(pidfd, False)
         self._pidfd = pidfd
+        # poll() and wait() run on several threads (a warm-up's and the worker's): the
+        # pidfd is closed exactly once, never while another thread may still use it
+        self._lock = threading.RLock()
+
+    def _ready(self, timeout: float | None) -> bool:
+        waiter = select.poll()
+        waiter.register(self._pidfd, select.POLLIN)
+        return bool(waiter.poll(None if timeout is None else int(timeout * 1000)))
 
     def poll(self) -> int | None:
-        if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
-            self._exited()
-        return self.returncode
+        with self._lock:
+            if self.returncode is None and self._ready(0):
+                self._exited()
+            return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
-            if not select.select([self._pidfd], [], [], timeout)[0]:
-                raise subprocess.TimeoutExpired(f"kernel {self.pid}", timeout or 0)
-            self._exited()
-        return 0
+        with self._lock:
+            if self.returncode is None:
+                if not self._ready(timeout):
+                    raise subprocess.TimeoutExpired(f"kernel {self.pid}", timeout or 0)
+                self._exited()
+            return 0
 
     def send_signal(self, signum: int) -> None:
-        if self.poll() is None:
-            signal.pidfd_send_signal(self._pidfd, signum)
+        with self._lock:
+            if self.poll() is None:
+                signal.pidfd_send_signal(self._pidfd, signum)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
@@ -159,6 +185,7 @@ class ForkedKernel:
 
     def __del__(self) -> None:
         if self.returncode is None:
+            self.returncode = 0
             with suppress(OSError):
                 os.close(self._pidfd)
 
@@ -199,6 +226,18 @@ def _kernel_env() -> dict[str, str]:
 # -- the kernel host: the host's side --------------------------------------------------
 
 
+def die_with_parent() -> None:
+    """Be killed when the process that started this one dies (Linux ``PR_SET_PDEATHSIG``);
+    elsewhere a no-op.  If the parent is already gone, exit now."""
+    parent = os.getppid()
+    with suppress(Exception):  # not Linux, or no C library to ask: nothing to arm
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent or parent == 1:
+        os._exit(1)
+
+
 def host_main(fd: int) -> None:
     """The kernel host (``python -c``): import once, then fork one kernel per request.
 
@@ -207,6 +246,7 @@ def host_main(fd: int) -> None:
     (opened before the host could reap it).  When the worker closes the socket or
     dies, the host kills every kernel it forked and exits.
     """
+    die_with_parent()  # a host outlives no worker (its kernels die with it, in turn)
     before = dict(os.environ)
     # a kernel says nothing at start-up (what it writes before its first request goes
     # to no cell); so the host's imports write nowhere (debugpy warns about frozen
@@ -303,6 +343,7 @@ def _be_kernel(sock: socket.socket, request: dict[str, Any], added: dict[str, st
     code = 1
     try:
         sock.close()
+        die_with_parent()  # ipykernel's own parent watch was set up in the host: it is off
         os.setsid()  # as jupyter_client's launcher does: a session of its own
         os.environ.clear()
         os.environ.update(request["env"])
@@ -314,7 +355,12 @@ def _be_kernel(sock: socket.socket, request: dict[str, Any], added: dict[str, st
         from ipykernel import kernelapp
 
         launcher = find_spec("ipykernel_launcher")
-        sys.argv = [str(launcher.origin if launcher else "ipykernel_launcher"), *request["argv"]]
+        sys.argv = [
+            str(launcher.origin if launcher else "ipykernel_launcher"),
+            *request["argv"],
+            # ipykernel read JPY_PARENT_PID when the host imported it: say it again
+            f"--IPKernelApp.parent_handle={os.getppid()}",
+        ]
         kernelapp.launch_new_instance()
         code = 0
     except SystemExit as exc:
@@ -374,16 +420,29 @@ class WarmKernel:
             client.stop_channels()
 
     def take(self) -> Any:
-        """The kernel manager once the warm-up has finished, or None if no kernel started."""
+        """The kernel manager once the warm-up has finished, or None when no kernel
+        started or it died meanwhile (a port taken by another worker, say): papermill
+        then starts a kernel of its own, the usual way."""
         self._thread.join(timeout=180)
-        return self.km if self._started else None
+        if not self._started:
+            return None
+        alive = False
+        with suppress(Exception):
+            alive = bool(self.km.is_alive())
+        if not alive:
+            self.discard()
+            return None
+        return self.km
 
     def discard(self) -> None:
-        """Kill an unused kernel outright (also safe while the process is exiting)."""
+        """Kill an unused kernel outright, and wait for its warm-up to give up (also
+        safe while the process is exiting)."""
         self._launched.wait(timeout=60)
         with suppress(Exception):  # already gone: nothing left to stop
             _kill(self.km.provisioner)
             Path(self.km.connection_file).unlink(missing_ok=True)
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)  # its client fails on the dead kernel and stops
 
 
 def shutdown(km: Any) -> None:
