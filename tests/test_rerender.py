@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tracework import kernels, rendering
+from tracework import kernel_host, kernels, rendering
 from tracework.batch import render_one
 from tracework.blobs import Mirror
 from tracework.history import Graph, first_change, format_only, normalise
@@ -255,7 +255,7 @@ def test_each_report_runs_in_a_fresh_kernel_of_its_own(reports, tw, workspace):
         texts = [o.get("text", "") for c in executed.cells for o in c.get("outputs", [])]
         _, pid, parent = next(t for t in texts if t.startswith("kernel ")).split(" ", 2)
         kernels_seen.append(pid)
-        if kernels.HOSTED:
+        if kernel_host.HOSTED:
             assert "host_main" in parent  # forked by the host, not started from scratch
     assert kernels_seen[0] != kernels_seen[1]
     assert _processes_in(workspace.root) == []
@@ -324,9 +324,9 @@ def _describe(warm: kernels.WarmKernel) -> dict[str, object]:
 
 
 def test_a_forked_kernel_is_the_kernel_a_launch_would_give(workspace):
-    if not kernels.HOSTED:
+    if not kernel_host.HOSTED:
         pytest.skip("kernel hosts need pidfd_open (Linux)")
-    host = kernels.KernelHost(workspace.root)
+    host = kernel_host.KernelHost(workspace.root)
     try:
         forked = _describe(kernels.WarmKernel(workspace.root, host))
         launched = _describe(kernels.WarmKernel(workspace.root))
@@ -340,9 +340,9 @@ def test_a_forked_kernel_is_the_kernel_a_launch_would_give(workspace):
 
 def test_a_forked_kernel_dies_with_its_host(workspace):
     """A host killed outright (by the OOM killer, say) takes its kernels with it."""
-    if not kernels.HOSTED:
+    if not kernel_host.HOSTED:
         pytest.skip("kernel hosts need pidfd_open (Linux)")
-    host = kernels.KernelHost(workspace.root)
+    host = kernel_host.KernelHost(workspace.root)
     warm = kernels.WarmKernel(workspace.root, host)
     km = warm.take()
     assert km is not None
