@@ -85,8 +85,10 @@ def item(
 
 def contract(data: dict) -> dict[str, dict]:
     """Items by id, each cut down to the contract's keys (after checking the shape)."""
-    # the contract's keys plus one extension (each source's pin and checked commit)
-    assert set(data) == {"ok", "register", "commit", "items", "sources"}
+    # the contract's keys plus two extensions: each source (a git source's pin and checked
+    # commit, a document's location and hash) and the document URLs left unchecked
+    assert set(data) == {"ok", "register", "commit", "items", "sources", "unchecked"}
+    assert data["unchecked"] == []
     assert re.fullmatch(r"[0-9a-f]{40}", data["commit"])
     out = {}
     for entry in data["items"]:
