@@ -73,7 +73,6 @@ def add_document(
     _check_source_id(sid)
     if sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", sha256):
         raise RegisterError(f"--sha256 {sha256!r} is not 64 lower-case hex digits")
-    location = location.strip()
     if "://" in location and not is_document_url(location):
         raise RegisterError(
             f"{location!r} is not an https URL", hint="give an https URL or a file in the workspace"

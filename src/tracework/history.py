@@ -59,7 +59,7 @@ def normalise(text: str, path: str) -> tuple[str, ...]:
                 if t.type not in skip
             )
         except (tokenize.TokenError, IndentationError, SyntaxError):
-            pass
+            pass  # a fragment that does not tokenize alone: compared as text, below
     return tuple(" ".join(text.split()).split(" "))
 
 

@@ -8,6 +8,7 @@ site draws one matrix per rubric, systems by mechanisms.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -80,8 +81,6 @@ def rubric_names(ws: Workspace) -> list[str]:
 
 def load_rubric(ws: Workspace, name: str) -> tuple[Rubric, str]:
     """A rubric and the digest of its content, or one clear error naming the file."""
-    from .register import parse, safe_yaml
-
     where = f"registers/rubrics/{name}.yaml"
     try:
         path = rubric_path(ws, name)
@@ -99,6 +98,15 @@ def load_rubric(ws: Workspace, name: str) -> tuple[Rubric, str]:
         ) from None
     except OSError as exc:
         raise RubricError(f"{where}: cannot be read ({exc.strerror})") from None
+    return _parsed(raw, where)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(raw: bytes, where: str) -> tuple[Rubric, str]:
+    """A rubric file's bytes, parsed and validated once per process: a batch asks for
+    every rubric's digest once per report (a render input), a mark once per use."""
+    from .register import parse, safe_yaml
+
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
