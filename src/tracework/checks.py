@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from .blobs import Blob, Changes, Mirror, TreeEntry
+from .blobs import Blob, BlobStream, Changes, Mirror, TreeEntry
 from .drift import QuoteDrift, Target, readable_lines, relocate
 from .errors import RegisterError, TraceworkError
 from .hashing import (
@@ -134,27 +135,40 @@ class CheckReport:
 
 
 class BlobCache:
-    """Blobs of one commit's tree, read in batches and kept for the check's duration."""
+    """Blobs of one commit's tree, kept for the check's duration.
+
+    :meth:`prefetch` starts reading paths in the order given and :meth:`blob` takes
+    each one as it is needed, so the check works on the first files while git still
+    reads the next ones.  Close the cache (it is a context manager) to end git early.
+    """
 
     def __init__(self, mirror: Mirror, tree: dict[str, TreeEntry]) -> None:
         self.mirror, self.tree = mirror, tree
         self.blobs: dict[str, Blob] = {}
+        self._stream: BlobStream | None = None
         self._lines: dict[str, Lines | None] = {}
 
-    def prefetch(self, paths: Any) -> None:
-        oids = {
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Start reading the blobs of ``paths`` (in this order) that are not read yet."""
+        oids = dict.fromkeys(
             self.tree[p].oid for p in paths if p in self.tree and self.tree[p].kind != "submodule"
-        }
-        missing = oids - self.blobs.keys()
-        self.blobs.update(self.mirror.read_blobs(missing))
+        )
+        self._finish_stream()
+        wanted = [oid for oid in oids if oid not in self.blobs]
+        if wanted:
+            self._stream = self.mirror.stream_blobs(wanted)
 
     def blob(self, path: str) -> Blob | None:
         entry = self.tree.get(path)
         if entry is None or entry.kind == "submodule":
             return None
-        if entry.oid not in self.blobs:
-            self.prefetch([path])
-        return self.blobs[entry.oid]
+        oid = entry.oid
+        if oid not in self.blobs:
+            if self._stream is None or oid not in self._stream:
+                self.prefetch([path])
+            assert self._stream is not None
+            self.blobs[oid] = self._stream.get(oid)
+        return self.blobs[oid]
 
     def lines(self, path: str) -> Lines | None:
         try:
@@ -164,6 +178,24 @@ class BlobCache:
             found = readable_lines(self.tree.get(path), blob.data if blob else None)
             self._lines[path] = found
             return found
+
+    def close(self) -> None:
+        """End a read still running (the blobs read so far stay)."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def __enter__(self) -> BlobCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _finish_stream(self) -> None:
+        """Keep every blob the running read was asked for, then end it."""
+        if self._stream is not None:
+            self.blobs.update(self._stream.read_all())
+            self.close()
 
 
 def check_register(
@@ -252,69 +284,70 @@ def _check_source(
     result = SourceCheck(sid, source.subject, source.commit, commit)
     quotes = {qid: q for qid, q in register.quotes.items() if q.source == sid}
     tree = mirror.tree(commit)
+    pin_tree = mirror.tree(source.commit) if quotes and commit != source.commit else tree
     changes = (
         mirror.changes(source.commit, commit)
         if commit != source.commit
         else Changes({}, frozenset())
     )
-    cache = BlobCache(mirror, tree)
-    wanted = set(source.files) | {q.path for q in quotes.values()}
-    cache.prefetch(wanted | {changes.renamed[p] for p in wanted if p in changes.renamed})
+    # The paths in the order the loops below first ask for them: files, then quotes.
+    wanted = dict.fromkeys([*source.files, *(q.path for q in quotes.values())])
+    with BlobCache(mirror, tree) as cache, BlobCache(mirror, pin_tree) as pin_cache:
+        cache.prefetch(p for path in wanted for p in (path, changes.renamed.get(path)) if p)
+        for path, expected in source.files.items():
+            result.items.append(_check_file(sid, path, expected, tree, cache, changes))
 
-    for path, expected in source.files.items():
-        result.items.append(_check_file(sid, path, expected, tree, cache, changes))
+        touched_read = False
 
-    pin_tree = mirror.tree(source.commit) if quotes and commit != source.commit else tree
-    touched_read = False
+        def lines_of(path: str) -> Lines | None:
+            nonlocal touched_read
+            if path not in wanted and not touched_read:
+                cache.prefetch(changes.touched)
+                touched_read = True
+            return cache.lines(path)
 
-    def lines_of(path: str) -> Lines | None:
-        nonlocal touched_read
-        if path not in wanted and not touched_read:
-            cache.prefetch(changes.touched)
-            touched_read = True
-        return cache.lines(path)
+        batch: dict[str, list[tuple[int, int, int, int]]] | None = None
 
-    pin_cache = BlobCache(mirror, pin_tree)
-    batch: dict[str, list[tuple[int, int, int, int]]] | None = None
+        def hunks(old_path: str, new_path: str) -> list[tuple[int, int, int, int]]:
+            nonlocal batch
+            old, new = pin_tree.get(old_path), tree.get(new_path)
+            if old is None or new is None or old.oid == new.oid:
+                return []
+            if batch is None:  # one git diff, and one blob read, for every edited quoted file
+                edited = sorted(  # quoted files whose blob differs at the target
+                    {
+                        q.path
+                        for q in quotes.values()
+                        if q.path in pin_tree
+                        and q.path in tree
+                        and pin_tree[q.path].oid != tree[q.path].oid
+                    }
+                )
+                batch = mirror.line_hunks_many(source.commit, commit, edited)
+                pin_cache.prefetch(edited)
+            if old_path == new_path and old_path in batch:
+                return batch[old_path]
+            return mirror.line_hunks(old.oid, new.oid)
 
-    def hunks(old_path: str, new_path: str) -> list[tuple[int, int, int, int]]:
-        nonlocal batch
-        old, new = pin_tree.get(old_path), tree.get(new_path)
-        if old is None or new is None or old.oid == new.oid:
-            return []
-        if batch is None:  # one git diff, and one blob read, for every edited quoted file
-            edited = {  # quoted files whose blob differs at the target
-                q.path
-                for q in quotes.values()
-                if q.path in pin_tree
-                and q.path in tree
-                and pin_tree[q.path].oid != tree[q.path].oid
-            }
-            batch = mirror.line_hunks_many(source.commit, commit, sorted(edited))
-            pin_cache.prefetch(edited)
-        if old_path == new_path and old_path in batch:
-            return batch[old_path]
-        return mirror.line_hunks(old.oid, new.oid)
-
-    target = Target(
-        commit,
-        tree,
-        changes,
-        lines_of if changes.touched else cache.lines,  # nothing else to read: skip the check
-        hunks,
-        pin=source.commit,
-        pin_lines_of=pin_cache.lines,
-    )
-    at_pin = commit == source.commit
-    for qid, quote in quotes.items():
-        if at_pin:  # the common case, without relocate's machinery: the same bytes, same lines
-            lines = cache.lines(quote.path)
-            needle = span_bytes(quote.text, quote.raw_b64)
-            if lines is not None and lines.holds_at(quote.lines[0], needle):
-                result.items.append(_verified(sid, qid, quote.path, quote.lines))
-                continue
-        drift = relocate(qid, quote, target)
-        result.items.append(_quote_item(sid, quote.path, quote.lines, drift))
+        target = Target(
+            commit,
+            tree,
+            changes,
+            lines_of if changes.touched else cache.lines,  # nothing else to read: skip the check
+            hunks,
+            pin=source.commit,
+            pin_lines_of=pin_cache.lines,
+        )
+        at_pin = commit == source.commit
+        for qid, quote in quotes.items():
+            if at_pin:  # the common case, without relocate's machinery: same bytes, same lines
+                lines = cache.lines(quote.path)
+                needle = span_bytes(quote.text, quote.raw_b64)
+                if lines is not None and lines.holds_at(quote.lines[0], needle):
+                    result.items.append(_verified(sid, qid, quote.path, quote.lines))
+                    continue
+            drift = relocate(qid, quote, target)
+            result.items.append(_quote_item(sid, quote.path, quote.lines, drift))
     return result
 
 

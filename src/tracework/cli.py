@@ -7,7 +7,6 @@ otherwise.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,8 +41,9 @@ def _fail(exc: TraceworkError) -> NoReturn:
 
 def _json(data: Any) -> None:
     """One JSON object on stdout: indented for a person, compact for a pipe."""
-    indent = 2 if sys.stdout.isatty() else None
-    click.echo(json.dumps(data, indent=indent, ensure_ascii=True))
+    from .jsonout import dumps
+
+    click.echo(dumps(data, indent=sys.stdout.isatty()))
 
 
 def _workspace() -> Any:

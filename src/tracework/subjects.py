@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -181,6 +179,9 @@ def fetch(ws: Workspace, name: str) -> FetchResult:
     environment; a local path is cloned with ``--no-local`` so objects go through the
     transport and its fsck rather than being hard-linked unchecked.
     """
+    import shutil
+    import tempfile
+
     from git import Repo
     from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
