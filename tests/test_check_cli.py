@@ -18,10 +18,8 @@ import pytest
 
 from conftest import BASE_EPOCH, git
 from tracework import register as reg
-from tracework.checks import check_register, entry_kind_and_sha256
-from tracework.evidence import file_entry
+from tracework.checks import check_register
 from tracework.hashing import LFS_POINTER_HEADER
-from tracework.subjects import open_mirror
 
 # -- helpers -------------------------------------------------------------------------
 
@@ -400,16 +398,14 @@ def test_the_check_judges_entries_as_registering_does(make_repo, tw, workspace):
     commit = repo.commit("every kind")
     assert tw("subject", "add", "kinds", str(repo.path)).exit_code == 0
     assert tw("fetch", "kinds").exit_code == 0
-    mirror = open_mirror(workspace, "kinds")
-    tree = mirror.tree(commit)
-    blobs = mirror.read_blobs(e.oid for e in tree.values() if e.kind != "submodule")
-    kinds = {}
-    for path, entry in tree.items():
-        blob = blobs.get(entry.oid)
-        registered = file_entry(entry, blob)
-        assert entry_kind_and_sha256(entry, blob) == (registered.kind, registered.sha256), path
-        kinds[path] = registered.kind
-    assert kinds == {
+    for args in (
+        ("register", "new", "demo"),
+        ("register", "add-source", "demo", "SRC-1", "--subject", "kinds", "--commit", commit),
+        ("register", "add-file", "demo", "SRC-1", "*", "vendor/gear"),
+    ):
+        assert tw(*args).exit_code == 0, args
+    files = reg.load(workspace.register_file("demo")).git_source("SRC-1").files
+    assert {path: f.kind for path, f in files.items()} == {
         "plain.py": "file",
         "blob.bin": "file",
         "model.bin": "lfs-pointer",
@@ -417,6 +413,11 @@ def test_the_check_judges_entries_as_registering_does(make_repo, tw, workspace):
         "link": "symlink",
         "vendor/gear": "submodule",
     }
+    result = tw("check", "demo", "--json")  # each entry judged again, as registering did
+    assert result.exit_code == 0, result.output
+    assert {i["id"]: i["state"] for i in json.loads(result.output)["items"]} == dict.fromkeys(
+        files, "verified"
+    )
 
 
 def test_a_validated_register_and_its_data_check_alike(pinned, tw, workspace):

@@ -276,6 +276,39 @@ def test_a_broken_rubric_or_register_is_left_out_and_named(demo, tmp_path, monke
     assert "No readable register" in report and not (tmp_path / "s" / "rubrics").exists()
 
 
+def test_a_register_edited_during_publish_is_shown_as_one_version(demo, tmp_path, monkeypatch):
+    """The register page's table, its YAML copy and its SHA-256 come from one read: an
+    edit landing in between must not give a page that mixes two versions."""
+    from ruamel.yaml import YAML
+
+    from tracework import register as register_module
+
+    ws, _ = demo
+    monkeypatch.chdir(ws.root)
+    path = ws.registers / "larkspur.yaml"
+    original = path.read_bytes()
+    yaml = YAML()
+    edited = yaml.load(original)
+    dropped = sorted(edited["quotes"])[0]
+    del edited["quotes"][dropped]
+    real_load = register_module.load
+
+    def load_after_an_edit(*args, **kwargs):  # the analyst saves between the two reads
+        with path.open("w", encoding="utf-8") as out:
+            yaml.dump(edited, out)
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(register_module, "load", load_after_an_edit)
+    try:
+        run("publish", "--out", str(tmp_path / "s"))
+    finally:
+        path.write_bytes(original)
+    page = tmp_path / "s" / "reports" / "larkspur" / "register.html"
+    copy = (tmp_path / "s" / "reports" / "larkspur" / "register.yaml").read_bytes()
+    assert copy == original
+    assert f'id="{dropped}"' in page.read_text(encoding="utf-8")
+
+
 def test_a_broken_render_folder_is_skipped_and_named(demo, tmp_path, monkeypatch):
     ws, commits = demo
     monkeypatch.chdir(ws.root)

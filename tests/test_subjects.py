@@ -17,6 +17,7 @@ from tracework.blobs import Mirror
 from tracework.errors import UnsafeInput
 from tracework.gitenv import SAFE_CONFIG, hardened_env, run_git
 from tracework.subjects import check_ref, classify_url
+from tracework.workspace import Workspace
 
 # -- helpers -------------------------------------------------------------------------
 
@@ -611,3 +612,31 @@ def test_credentials_in_an_https_url_are_refused(tw, workspace):
     assert result.exit_code == 2
     assert "credentials" in result.output and "reader:tok" not in result.output
     assert not (workspace.sources / "lantern.toml").exists()
+
+
+def test_init_inside_a_repository_adds_what_its_gitignore_lacks(tmp_path):
+    """A workspace made inside an analyst's repository keeps its .gitignore and gains the
+    lines that keep mirrors, locks, compiled copies and reports out of git, once."""
+    root = tmp_path / "analyst"
+    root.mkdir()
+    (root / ".gitignore").write_text("node_modules/\n/reports/*", encoding="utf-8")
+    Workspace.init(root)
+    text = (root / ".gitignore").read_text(encoding="utf-8")
+    assert text == (
+        "node_modules/\n/reports/*\n# tracework\n"
+        "/sources/.mirrors/\n/registers/.*.lock\n/registers/.*.compiled.json\n"
+    )
+    Workspace.init(root)
+    assert (root / ".gitignore").read_text(encoding="utf-8") == text
+    git = ["git", "-C", str(root)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (root / "sources" / ".mirrors" / "x.git").mkdir(parents=True)
+    (root / "sources" / ".mirrors" / "x.git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "registers" / ".r.yaml.compiled.json").write_text("{}")
+    status = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert ".mirrors" not in status and "compiled" not in status

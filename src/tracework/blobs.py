@@ -19,7 +19,7 @@ from typing import IO, Literal, NamedTuple
 
 from .errors import CommitNotFound, GitError, PathNotFound, UnsafeInput, UnsupportedRepository
 from .gitenv import git_message, hardened_env, run_git
-from .hashing import sha256_hex
+from .hashing import is_lfs_pointer, sha256_hex
 
 HEX_PREFIX = re.compile(r"[0-9a-fA-F]{4,40}")
 FULL_OID = re.compile(r"[0-9a-f]{40}")
@@ -28,6 +28,7 @@ FULL_OID = re.compile(r"[0-9a-f]{40}")
 DEFAULT_SIZE_CAP = 4 * 1024 * 1024
 
 EntryKind = Literal["file", "symlink", "submodule"]
+RegisteredKind = Literal["file", "symlink", "submodule", "lfs-pointer"]
 
 
 class TreeEntry(NamedTuple):
@@ -76,6 +77,20 @@ class Blob(NamedTuple):
     sha256: str
     data: bytes | None
     head: bytes
+
+
+def registered_kind(entry: TreeEntry, blob: Blob | None) -> tuple[RegisteredKind, str]:
+    """The kind and SHA-256 a tree entry is registered with, and checked against.
+
+    A submodule (or an entry without a blob) is hashed as its commit id; a file whose
+    blob is a Git LFS pointer is an ``lfs-pointer``, hashed as the pointer, since the
+    content it names is not in the repository.
+    """
+    if entry.kind == "submodule" or blob is None:
+        return "submodule", sha256_hex(entry.oid.encode())
+    if entry.kind == "file" and is_lfs_pointer(blob.head):
+        return "lfs-pointer", blob.sha256
+    return entry.kind, blob.sha256
 
 
 def decode_path(raw: bytes) -> str:

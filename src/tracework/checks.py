@@ -13,14 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from .blobs import Blob, BlobStream, Changes, Mirror, TreeEntry
+from .blobs import Blob, BlobStream, Changes, Mirror, TreeEntry, registered_kind
 from .drift import QuoteDrift, Target, readable_lines, relocate
 from .errors import RegisterError, TraceworkError
 from .hashing import (
     Lines,
     is_document_url,
-    is_lfs_pointer,
-    sha256_hex,
     span_bytes,
     workspace_file_sha256,
 )
@@ -373,7 +371,7 @@ def _check_file(
         entry = tree.get(new_path)
     if entry is None:
         return CheckItem("file", path, sid, path, "missing", detail="not in the tree")
-    kind, sha256 = entry_kind_and_sha256(entry, cache.blob(new_path or path))
+    kind, sha256 = registered_kind(entry, cache.blob(new_path or path))
     if sha256 != expected.sha256 or kind != expected.kind:
         detail = f"sha256 {sha256[:12]}… (registered {expected.sha256[:12]}…)"
         if kind != expected.kind:
@@ -392,20 +390,6 @@ def _check_file(
     if new_path:
         return CheckItem("file", path, sid, path, "moved", new_path=new_path, detail="renamed")
     return CheckItem("file", path, sid, path, "verified")
-
-
-def entry_kind_and_sha256(entry: TreeEntry, blob: Blob | None) -> tuple[str, str]:
-    """The kind and SHA-256 a tree entry would be registered with now.
-
-    The same judgement as :func:`tracework.evidence.file_entry` (a test holds them
-    together), without building a model for each of thousands of files.
-    """
-    kind = entry.kind
-    if kind == "submodule" or blob is None:
-        return "submodule", sha256_hex(entry.oid.encode())
-    if kind == "file" and is_lfs_pointer(blob.head):
-        return "lfs-pointer", blob.sha256
-    return kind, blob.sha256
 
 
 def _quote_item(sid: str, path: str, lines: tuple[int, int], drift: QuoteDrift) -> CheckItem:

@@ -14,20 +14,18 @@ from pathlib import Path
 
 from . import register as reg
 from . import register_yaml as regy
-from .blobs import Blob, Mirror, TreeEntry
+from .blobs import Blob, Mirror, TreeEntry, registered_kind
 from .errors import NotQuotable, PathNotFound, RegisterError, SpanError
 from .hashing import (
-    LFS_POINTER_CUTOFF,
     Lines,
     display_text,
     document_location_problem,
     is_binary,
     is_document_url,
-    is_lfs_pointer,
     sha256_hex,
     workspace_file_sha256,
 )
-from .models import QUOTE_ID, Anchor, DocumentSource, FileEntry, FileKind, GitSource, Quote
+from .models import QUOTE_ID, Anchor, DocumentSource, FileEntry, GitSource, Quote
 from .spans import Span, by_lines, by_match, by_symbol
 from .subjects import open_mirror
 from .workspace import Workspace
@@ -183,29 +181,18 @@ def expand_paths(tree: dict[str, TreeEntry], patterns: list[str], commit: str) -
 
 
 def file_entry(entry: TreeEntry, blob: Blob | None, expect_sha256: str | None = None) -> FileEntry:
-    """The register entry for a tree entry (submodules are hashed as their commit id).
-
-    A file whose blob is a Git LFS pointer is registered as ``lfs-pointer``: its hash is
-    the pointer's, since the content it names is not in the repository.
-    """
-    if entry.kind == "submodule" or blob is None:
+    """The register entry for a tree entry (see :func:`tracework.blobs.registered_kind`)."""
+    kind, sha256 = registered_kind(entry, blob)
+    if blob is None or kind == "submodule":
         return FileEntry(
-            sha256=sha256_hex(entry.oid.encode()),
-            kind="submodule",
-            size=0,
-            target=entry.oid,
-            expect_sha256=expect_sha256,
+            sha256=sha256, kind=kind, size=0, target=entry.oid, expect_sha256=expect_sha256
         )
-    target = display_text(blob.head) if entry.kind == "symlink" else None
-    kind: FileKind = entry.kind
-    if kind == "file" and blob.size < LFS_POINTER_CUTOFF and is_lfs_pointer(blob.head):
-        kind = "lfs-pointer"
     return FileEntry(
-        sha256=blob.sha256,
+        sha256=sha256,
         kind=kind,
         size=blob.size,
         binary=entry.kind == "file" and is_binary(blob.head),
-        target=target,
+        target=display_text(blob.head) if entry.kind == "symlink" else None,
         expect_sha256=expect_sha256,
     )
 

@@ -107,13 +107,14 @@ def _yaml_problem(exc: YAMLError) -> str:
     return " ".join(str(exc).split())[:300]
 
 
-def load(path: Path) -> Register:
-    """Load and validate a register (read-only)."""
+def load(path: Path, raw: bytes | None = None) -> Register:
+    """Load and validate a register (read-only): the file at ``path``, or its bytes
+    ``raw`` when the caller has read them already (so both describe one version)."""
     from pydantic import ValidationError
 
     from .models import Register
 
-    raw = _read_yaml(path)
+    raw = _read_yaml(path) if raw is None else raw
     digest = sha256_hex(raw)
     content = _read_compiled(path, digest)
     if content is not None:

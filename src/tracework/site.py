@@ -255,7 +255,7 @@ def _register(
         skipped.append(f"registers/{name}.yaml: {exc.strerror}")
         return None, None, None
     try:
-        register = reg.load(path)
+        register = reg.load(path, raw)  # these bytes, not a second read: one version
     except TraceworkError as exc:
         skipped.append(f"registers/{name}.yaml: {exc.message}")
         return None, None, None

@@ -32,6 +32,21 @@ _GITIGNORE = """\
 """
 
 
+def _ignore_outputs(path: Path) -> None:
+    """Make git ignore mirrors, locks, compiled copies and reports: a new ``.gitignore``,
+    or the lines an existing one lacks appended (a workspace inside an analyst's repo)."""
+    if not path.exists():
+        write_atomic(path, _GITIGNORE)
+        return
+    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    present = {line.strip() for line in text.splitlines()}
+    missing = [line for line in _GITIGNORE.splitlines() if line not in present]
+    if missing:
+        lead = "" if not text or text.endswith("\n") else "\n"
+        added = "".join(f"{line}\n" for line in missing)
+        write_atomic(path, f"{text}{lead}# tracework\n{added}".encode(errors="surrogateescape"))
+
+
 def check_name(name: str, what: str) -> str:
     """Refuse names that could escape a folder or look like options."""
     if not NAME.fullmatch(name) or name.endswith((".yaml", ".toml", ".lock")):
@@ -122,6 +137,5 @@ class Workspace:
             write_atomic(root / MARKER, _MARKER_TEXT)
         for folder in FOLDERS:
             (root / folder).mkdir(exist_ok=True)
-        if not (root / ".gitignore").exists():
-            write_atomic(root / ".gitignore", _GITIGNORE)
+        _ignore_outputs(root / ".gitignore")
         return cls(root.resolve())
