@@ -86,3 +86,18 @@ def test_check_streams_files_then_quoted_files_in_register_order(
     result = tw("check", "demo")
     assert result.exit_code == 0, result.output
     assert asked == [[*registered, "pkg/m4.py", "pkg/m11.py"]]
+
+
+def test_a_stream_ended_early_says_so_rather_than_failing_obscurely(many):
+    _repo, mirror, oids = many
+    missing = "0" * 39 + "1"
+    stream = mirror.stream_blobs([*oids[:3], missing])
+    with pytest.raises(GitError, match="missing or unreadable"):
+        stream.read_all()
+    for _ in range(2):  # asked again, for the failed blob or through read_all
+        with pytest.raises(GitError, match="ended early"):
+            stream.get(missing)
+        with pytest.raises(GitError, match="ended early"):
+            stream.read_all()
+    assert stream.get(oids[1]).oid == oids[1]  # what was read stays readable
+    stream.close()  # closing twice is harmless

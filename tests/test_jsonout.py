@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import json
 import subprocess
 import sys
+from collections import OrderedDict
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -41,11 +45,24 @@ def test_same_text_as_the_standard_library(data: Any, indent: bool) -> None:
     assert json.loads(text) == json.loads(stdlib(data, indent))
 
 
-def test_named_tuples_are_arrays_as_with_the_standard_library() -> None:
+def test_subclasses_and_named_tuples_are_encoded_as_the_standard_library_does() -> None:
     from tracework.checks import CheckItem
 
     item = CheckItem("quote", "Q-1", "SRC-1", "a.py", "verified", (1, 2))
-    assert dumps({"items": [item]}) == stdlib({"items": [item]}, False)
+    reordered = OrderedDict(a=1, b=2)
+    reordered.move_to_end("a")  # iterates b, a; orjson would write a, b
+    for data in ({"items": [item]}, reordered):
+        assert dumps(data) == stdlib(data, False)
+
+
+def test_what_the_standard_library_refuses_stays_refused() -> None:
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    for data in (Point(1), datetime.date(2026, 1, 1)):
+        with pytest.raises(TypeError):
+            dumps({"value": data})
 
 
 def test_cli_json_is_compact_ascii_on_a_pipe(tmp_path: Any) -> None:

@@ -13,6 +13,7 @@ import re
 import subprocess
 import threading
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal, NamedTuple
@@ -360,7 +361,7 @@ class BlobStream:
             env=hardened_env(),
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._stdout = self._proc.stdout
+        self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
         self._feeder = threading.Thread(target=_feed, args=(self._proc.stdin, oids), daemon=True)
         self._feeder.start()
         self._wanted = frozenset(oids)
@@ -388,6 +389,8 @@ class BlobStream:
             if len(self.blobs) < len(self._wanted):
                 self._proc.kill()
             self._feeder.join()
+            with suppress(OSError):  # the feeder's pipe, if git died while it wrote
+                self._stdin.close()
             self._stdout.close()
             self._proc.wait()
 
@@ -398,6 +401,11 @@ class BlobStream:
         self.close()
 
     def _read_next(self) -> None:
+        if self._proc.returncode is not None:
+            raise GitError(
+                f"the read of blobs from {self._name} was ended early",
+                hint="read a closed stream's blobs from its `blobs`, or start a new one",
+            )
         oid = next(self._order)
         try:
             self.blobs[oid] = self._read_one(oid)

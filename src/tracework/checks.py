@@ -288,10 +288,12 @@ def _check_source(
         if commit != source.commit
         else Changes({}, frozenset())
     )
-    # The paths in the order the loops below first ask for them: files, then quotes.
-    wanted = dict.fromkeys([*source.files, *(q.path for q in quotes.values())])
+    # The paths in the order the loops below first ask for them: files, then quotes
+    # (each followed by its new name when renamed).
+    registered = dict.fromkeys([*source.files, *(q.path for q in quotes.values())])
+    wanted = dict.fromkeys(p for path in registered for p in (path, changes.renamed.get(path)) if p)
     with BlobCache(mirror, tree) as cache, BlobCache(mirror, pin_tree) as pin_cache:
-        cache.prefetch(p for path in wanted for p in (path, changes.renamed.get(path)) if p)
+        cache.prefetch(wanted)
         for path, expected in source.files.items():
             result.items.append(_check_file(sid, path, expected, tree, cache, changes))
 
@@ -300,7 +302,7 @@ def _check_source(
         def lines_of(path: str) -> Lines | None:
             nonlocal touched_read
             if path not in wanted and not touched_read:
-                cache.prefetch(changes.touched)
+                cache.prefetch(sorted(changes.touched))  # the order drift asks for them
                 touched_read = True
             return cache.lines(path)
 

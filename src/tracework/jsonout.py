@@ -4,9 +4,10 @@ A check of 10,000 quotes prints about 4 MB of JSON: the standard library encodes
 in about 30 ms, a tenth of the whole check, and orjson in about 4 ms.  The text
 stays ASCII, as ``ensure_ascii`` makes it, so subject text (a file name, a diff)
 reaches a terminal or a log as ``\\uXXXX`` escapes, never as raw bidi or control
-characters.  Apart from floats (tracework prints none), the text is exactly what
-``json.dumps(data, ensure_ascii=True)`` gives with compact separators, or with
-``indent=2``.
+characters.  For what tracework prints (dicts, lists, strings, ints, bools and None;
+no floats) the text is exactly what ``json.dumps(data, ensure_ascii=True)`` gives with
+compact separators, or with ``indent=2``; subclasses, dataclasses and dates go to the
+standard library.
 """
 
 from __future__ import annotations
@@ -17,6 +18,13 @@ from typing import Any
 
 import orjson
 
+# Types orjson would encode its own way (a dict subclass's own order, a date): refused,
+# so the standard library encodes them, or refuses them, as it always did.
+_PASSTHROUGH = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+)
 # What ensure_ascii escapes and orjson does not: DEL and everything beyond ASCII.
 _UNESCAPED = re.compile(r"[^\x00-\x7e]")
 
@@ -24,8 +32,8 @@ _UNESCAPED = re.compile(r"[^\x00-\x7e]")
 def dumps(data: Any, *, indent: bool = False) -> str:
     """``data`` as ASCII JSON text: compact, or indented by two spaces."""
     try:
-        raw = orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0)
-    except TypeError:  # what orjson refuses: lone surrogates, non-str keys, named tuples…
+        raw = orjson.dumps(data, option=_PASSTHROUGH | (orjson.OPT_INDENT_2 if indent else 0))
+    except TypeError:  # refused or passed through: lone surrogates, non-str keys, subclasses…
         if indent:
             return json.dumps(data, ensure_ascii=True, indent=2)
         return json.dumps(data, ensure_ascii=True, separators=(",", ":"))
