@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -555,7 +556,8 @@ def test_fetch_follows_a_changed_subject_url(tw, workspace, make_repo):
     assert tw("subject", "add", "lantern", str(old.path)).exit_code == 0
     assert tw("fetch", "lantern").exit_code == 0
 
-    assert tw("subject", "add", "lantern", str(new.path)).exit_code == 0
+    # moving a subject is a deliberate edit of its file (`subject add` refuses to)
+    (workspace.sources / "lantern.toml").write_text(f'url = "{new.path}"\ntrack = "HEAD"\n')
     result = tw("fetch", "lantern")
     assert result.exit_code == 0, result.output
     mirror = Mirror(workspace.mirrors / "lantern.git")
@@ -640,3 +642,247 @@ def test_init_inside_a_repository_adds_what_its_gitignore_lacks(tmp_path):
         check=True,
     ).stdout
     assert ".mirrors" not in status and "compiled" not in status
+
+
+# -- GitPython starts under the hardened environment --------------------------------------
+
+
+def _user_env(**extra: str) -> dict[str, str]:
+    """The test process's environment without GIT_* (as a user's shell would have it)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(extra)
+    return env
+
+
+def test_fetch_with_a_malformed_global_gitconfig_works(tw, workspace, make_repo, tmp_path):
+    """GitPython runs `git version` when imported: under the user's environment a broken
+    ~/.gitconfig made that an ImportError and a traceback.  A fresh process is needed,
+    since this test session may have imported GitPython already."""
+    repo = make_repo("lantern")
+    first = repo.write("lamp.txt", "wick\n").commit()
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    home = tmp_path / "broken-home"
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".gitconfig").write_text("[core\n")
+    (home / ".config" / "git" / "config").write_text("[core\n")
+    env = _user_env(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    # control: the user's own git, and a plain import of GitPython, fail in that state
+    assert subprocess.run(["git", "version"], env=env, capture_output=True).returncode != 0
+    control = subprocess.run([sys.executable, "-c", "import git"], env=env, capture_output=True)
+    assert control.returncode != 0 and b"bad config line 1" in control.stderr
+
+    command = [sys.executable, "-m", "tracework", "fetch", "lantern"]
+    for verb in ("created", "updated"):
+        proc = subprocess.run(command, cwd=workspace.root, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert f"mirror {verb}" in proc.stdout and first[:12] in proc.stdout
+    assert Mirror(workspace.mirrors / "lantern.git").resolve_commit(first) == first
+
+
+def test_gitpython_that_cannot_start_git_is_one_clear_error(tw, workspace, make_repo, tmp_path):
+    """With no git on PATH, GitPython's import fails; fetch says so in one line."""
+    repo = make_repo("lantern")
+    repo.write("lamp.txt", "wick\n").commit()
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tracework", "fetch", "lantern"],
+        cwd=workspace.root,
+        env=_user_env(PATH=str(empty)),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "tracework: error: GitPython could not start git" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 2  # the message and its hint
+    assert mirror_dirs(workspace) == []
+
+
+def test_gitpython_imported_earlier_is_refreshed_and_failures_are_clear(
+    tw, workspace, make_repo, tmp_path, monkeypatch
+):
+    """GitPython imported before (in a notebook kernel, say) under another environment
+    keeps the git it found then; fetch refreshes it to PATH's git under the hardened
+    environment, and a refresh that fails is one clear error, not a traceback."""
+    import git as gitpython
+
+    repo = make_repo("lantern")
+    first = repo.write("lamp.txt", "wick\n").commit()
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    marker = tmp_path / "impostor-ran"
+    impostor = tmp_path / "impostor-git"
+    impostor.write_text(f'#!/bin/sh\ntouch {marker}\nexec git "$@"\n')
+    impostor.chmod(0o755)
+    monkeypatch.setattr(gitpython.Git, "GIT_PYTHON_GIT_EXECUTABLE", str(impostor))
+    result = tw("fetch", "lantern")
+    assert result.exit_code == 0, result.output
+    assert not marker.exists()
+    assert gitpython.Git.GIT_PYTHON_GIT_EXECUTABLE == "git"
+    assert Mirror(workspace.mirrors / "lantern.git").resolve_commit(first) == first
+
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert_refused(tw("fetch", "lantern"), "GitPython could not start git", "hint:")
+    assert gitpython.Git.GIT_PYTHON_GIT_EXECUTABLE == "git"  # GitPython kept its old git
+
+
+# -- the first clone takes branches and tags only ------------------------------------------
+
+
+def test_first_fetch_takes_branches_and_tags_only(tw, workspace, make_repo):
+    repo = make_repo("lantern")
+    first = repo.write("lamp.txt", "wick\n").commit()
+    git(repo.path, "branch", "side")
+    git(repo.path, "tag", "-a", "v1", "-m", "v1")
+    # a tag on a commit no branch reaches still comes along
+    lone = git(repo.path, "commit-tree", "-m", "lone", f"{first}^{{tree}}").strip()
+    git(repo.path, "tag", "lone", lone)
+    # refs a forge or a working clone carries besides branches and tags
+    pull = git(repo.path, "commit-tree", "-p", first, "-m", "pr", f"{first}^{{tree}}").strip()
+    git(repo.path, "update-ref", "refs/pull/1/head", pull)
+    git(repo.path, "update-ref", "refs/remotes/origin/x", first)
+    git(repo.path, "update-ref", f"refs/tracework/pins/{pull}", pull)
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+
+    assert tw("fetch", "lantern").exit_code == 0
+    mirror = Mirror(workspace.mirrors / "lantern.git")
+    refs = git(mirror.git_dir, "--git-dir=.", "for-each-ref", "--format=%(refname)").split()
+    assert refs == ["refs/heads/main", "refs/heads/side", "refs/tags/lone", "refs/tags/v1"]
+    assert mirror.object_types([pull])[pull] == "missing"  # not even its objects came
+    assert mirror.object_types([lone])[lone] == "commit"
+    assert mirror.head_of("HEAD") == first
+
+    # a pin survives the branch it was on being rewritten and pruned upstream
+    second = repo.write("lamp.txt", "wick\noil\n").commit()
+    git(repo.path, "branch", "-f", "side", second)
+    assert tw("fetch", "lantern").exit_code == 0
+    mirror.keep(second)
+    git(repo.path, "branch", "-D", "side")
+    git(repo.path, "reset", "-q", "--hard", first)
+    assert tw("fetch", "lantern").exit_code == 0
+    refs = git(mirror.git_dir, "--git-dir=.", "for-each-ref", "--format=%(refname)").split()
+    assert refs == [
+        "refs/heads/main",
+        "refs/tags/lone",
+        "refs/tags/v1",
+        f"refs/tracework/pins/{second}",
+    ]
+    assert mirror.resolve_commit(second) == second
+
+
+# -- subject add never silently replaces a subject -----------------------------------------
+
+
+def test_subject_add_again_with_the_same_url_and_track_is_a_no_op(tw, workspace, make_repo):
+    repo = make_repo("alpha")
+    repo.write("a.txt", "a\n").commit()
+    assert tw("subject", "add", "alpha", str(repo.path), "--track", "main").exit_code == 0
+    path = workspace.sources / "alpha.toml"
+    path.write_text(path.read_text() + "# the analyst's own note\n")
+    before = path.read_text()
+    again = tw("subject", "add", "alpha", str(repo.path), "--track", "main")
+    assert again.exit_code == 0, again.output
+    assert "tracking main" in again.output
+    assert path.read_text() == before
+
+
+@pytest.mark.parametrize("change", ["url", "track"])
+def test_subject_add_refuses_to_replace_a_different_definition(tw, workspace, make_repo, change):
+    one, two = make_repo("one"), make_repo("two")
+    for repo in (one, two):
+        repo.write("a.txt", "a\n").commit()
+    assert tw("subject", "add", "alpha", str(one.path)).exit_code == 0
+    path = workspace.sources / "alpha.toml"
+    before = path.read_text()
+    args = [str(two.path)] if change == "url" else [str(one.path), "--track", "main"]
+    result = tw("subject", "add", "alpha", *args)
+    assert_refused(result, "subject alpha already exists in sources/alpha.toml", "edit")
+    assert "another name" in result.output
+    assert path.read_text() == before
+
+
+def test_subject_add_over_an_unreadable_subject_file_is_refused(tw, workspace):
+    path = workspace.sources / "alpha.toml"
+    path.write_text("url = [1]\n")
+    result = tw("subject", "add", "alpha", "https://git.example.org/a.git")
+    assert_refused(result, "sources/alpha.toml cannot be read", "`url` must be a string")
+    assert path.read_text() == "url = [1]\n"
+
+
+# -- a tracked ref the subject does not have ---------------------------------------------
+
+
+def test_fetch_says_when_the_tracked_ref_is_not_in_the_mirror(tw, workspace, make_repo):
+    repo = make_repo("trk")
+    first = repo.write("a.txt", "a\n").commit()
+    git(repo.path, "tag", "v1")
+    assert tw("subject", "add", "trk", str(repo.path), "--track", "nosuch").exit_code == 0
+
+    result = tw("fetch", "trk")
+    assert_refused(
+        result,
+        "subject trk: mirror created (sources/.mirrors/trk.git)",
+        "tracked ref nosuch is not in it",
+        "branches and tags: main, v1",
+        "sources/trk.toml",
+    )
+    # what the fetch brought in stays: it is a mistake in the subject, not in the fetch
+    mirror = Mirror(workspace.mirrors / "trk.git")
+    assert mirror.resolve_commit(first) == first
+    assert_refused(tw("fetch", "trk"), "mirror updated", "tracked ref nosuch")
+
+    (workspace.sources / "trk.toml").write_text(f'url = "{repo.path}"\ntrack = "v1"\n')
+    fixed = tw("fetch", "trk")
+    assert fixed.exit_code == 0, fixed.output
+    assert f"{first[:12]} at its tracked ref" in fixed.output
+
+
+def test_fetch_of_an_empty_subject_tracking_head_is_not_an_error(tw, workspace, make_repo):
+    repo = make_repo("empty")
+    assert tw("subject", "add", "empty", str(repo.path)).exit_code == 0
+    result = tw("fetch", "empty")
+    assert result.exit_code == 0, result.output
+    assert "at its tracked ref" not in result.output
+
+
+# -- hand-edited subject files ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("url = [1]\n", ["`url` must be a string, not a TOML array"]),
+        ("url = 1\n", ["`url` must be a string, not a TOML integer"]),
+        ("url = {a = 1}\n", ["`url` must be a string, not a TOML table"]),
+        ('url = "{repo}"\ntrack = 2\n', ["`track` must be a string, not a TOML integer"]),
+        ('url = "{repo}"\ntrack = ["main"]\n', ["`track` must be a string, not a TOML array"]),
+        ('url = "{repo}"\ntrack = true\n', ["`track` must be a string, not a TOML boolean"]),
+        ('track = "main"\n', ["the subject file has no `url`"]),
+        ('url = "{repo}"\ntrak = "main"\n', ['unknown key "trak"']),
+        ('url = "{repo}"\ntrack = "a..b"\n', ["'a..b' is not a ref name"]),
+        ('url = "ext::sh -c id"\n', ["not an accepted subject URL"]),
+        ("url = \n", ["malformed subject file"]),
+    ],
+)
+def test_a_hand_edited_subject_file_is_checked_key_by_key(tw, workspace, make_repo, text, words):
+    repo = make_repo("lantern")
+    repo.write("lamp.txt", "wick\n").commit()
+    (workspace.sources / "lantern.toml").write_text(text.replace("{repo}", str(repo.path)))
+    result = tw("fetch", "lantern")
+    assert_refused(result, "sources/lantern.toml", *words)
+    assert "is not a git repository" not in result.output
+    assert len(result.output.strip().splitlines()) <= 2  # one message (and a hint)
+    assert mirror_dirs(workspace) == []
+
+
+def test_a_subject_file_without_track_follows_head(tw, workspace, make_repo):
+    repo = make_repo("lantern")
+    first = repo.write("lamp.txt", "wick\n").commit()
+    (workspace.sources / "lantern.toml").write_text(f'url = "{repo.path}"\n')
+    result = tw("fetch", "lantern")
+    assert result.exit_code == 0, result.output
+    assert first[:12] in result.output

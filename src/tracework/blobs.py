@@ -118,7 +118,7 @@ class Mirror:
         self.size_cap = DEFAULT_SIZE_CAP if size_cap is None else size_cap
         if not (git_dir / "objects").is_dir():
             raise GitError(
-                f"no mirror at {git_dir}", hint="run `tracework fetch NAME` to create it"
+                f"no mirror at {git_dir}", hint=f"run {_fetch_command(git_dir)} to create it"
             )
         fmt = self._git("rev-parse", "--show-object-format").stdout.decode().strip()
         if fmt != "sha1":
@@ -127,8 +127,25 @@ class Mirror:
             )
         self._trees: dict[str, dict[str, TreeEntry]] = {}
 
-    def _git(self, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-        return run_git(self.git_dir, args, input=input)
+    def _git(
+        self, *args: str, input: bytes | None = None, reading: str | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Run git in the mirror; ``reading`` names what git reads (``commit 1a2b…``).
+
+        With ``reading``, a failure is the mirror's: fetch only lets in objects that
+        fsck accepts and pins keep commits reachable, so git failing to read a
+        resolved commit (a truncated tree, a bad mode) means damaged or hand-written
+        objects, and the message says which commit and how to get a sound mirror.
+        """
+        if reading is None:
+            return run_git(self.git_dir, args, input=input)
+        proc = run_git(self.git_dir, args, input=input, check=False)
+        if proc.returncode != 0:
+            raise GitError(
+                f"cannot read {reading} in {self.git_dir.name}: {git_message(proc.stderr)}",
+                hint=_damaged_hint(self.git_dir),
+            )
+        return proc
 
     # -- commits -----------------------------------------------------------------
 
@@ -158,11 +175,15 @@ class Mirror:
         else:
             out = self._git("rev-parse", f"--disambiguate={text}").stdout.decode()
             candidates = sorted(set(out.split()))
-        commits = [o for o, t in self.object_types(candidates).items() if t == "commit"]
+        types = self.object_types(candidates)
+        commits = [o for o, t in types.items() if t == "commit"]
         if not commits:
+            others = {o: t for o, t in types.items() if t != "missing"}
+            if others:
+                raise self._not_a_commit(text, others)
             raise CommitNotFound(
                 f"no commit {text} in {self.git_dir.name}",
-                hint="run `tracework fetch NAME` if the subject has new commits",
+                hint=f"run {_fetch_command(self.git_dir)} if the subject has new commits",
             )
         if len(commits) > 1:
             raise CommitNotFound(
@@ -174,10 +195,44 @@ class Mirror:
             raise CommitNotFound(f"{text} did not resolve to a full commit id")
         return oid
 
+    def _not_a_commit(self, text: str, found: dict[str, str]) -> CommitNotFound:
+        """The error for an id (or prefix) of objects that exist but are not commits.
+
+        Saying what they are beats "no commit": the user gave a tree or a blob id by
+        mistake, or an annotated tag's.  A tag is not peeled silently (a pin must name
+        a commit, and the register must say which); the hint gives its commit instead.
+        """
+        what = " and ".join(
+            f"{_KIND_NAMES.get(kind, kind)}" + ("" if oid == text else f" ({oid[:12]})")
+            for oid, kind in sorted(found.items())
+        )
+        message = f"no commit {text} in {self.git_dir.name}: {text} is {what}, not a commit"
+        tags = [oid for oid, kind in sorted(found.items()) if kind == "tag"]
+        if len(found) == 1 and tags and FULL_OID.fullmatch(tags[0]):
+            target = run_git(
+                self.git_dir,
+                ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{tags[0]}^{{commit}}"],
+                check=False,
+            )
+            peeled = target.stdout.decode().strip() if target.returncode == 0 else ""
+            if FULL_OID.fullmatch(peeled):
+                hint = f"a pin must be a commit; the tag points at commit {peeled}: give that id"
+            else:
+                hint = "a pin must be a commit, and this tag points at no commit"
+        else:
+            hint = "give the id of a commit (`git log` in the mirror lists them)"
+        return CommitNotFound(message, hint=hint)
+
     def commit_info(self, oid: str) -> CommitInfo:
         """Committer date and subject line of a resolved commit."""
         out = self._git(
-            "show", "-s", "--no-show-signature", "--format=%H%x00%cI%x00%s", "--end-of-options", oid
+            "show",
+            "-s",
+            "--no-show-signature",
+            "--format=%H%x00%cI%x00%s",
+            "--end-of-options",
+            oid,
+            reading=f"commit {oid[:12]}",
         ).stdout.decode("utf-8", errors="replace")
         full, date, subject = out.rstrip("\n").split("\x00", 2)
         return CommitInfo(full, date, subject)
@@ -190,35 +245,59 @@ class Mirror:
         return out.stdout.decode().strip()
 
     def keep(self, commit: str) -> None:
-        """Keep a pinned commit reachable: ``refs/tracework/pins/<id>`` points at it."""
+        """Keep a pinned commit reachable: ``refs/tracework/pins/<id>`` points at it.
+
+        The commit's tree is read first (and refused if malformed, see :meth:`tree`):
+        a pin every later command would refuse is better refused when it is made.
+        """
         if not FULL_OID.fullmatch(commit):
             raise CommitNotFound(f"{commit!r} is not a full commit id")
+        self.tree(commit)
         self._git("update-ref", f"refs/tracework/pins/{commit}", commit)
 
     # -- trees -------------------------------------------------------------------
 
     def tree(self, commit: str) -> dict[str, TreeEntry]:
-        """Every path in the commit's tree (recursively), cached per commit."""
+        """Every path in the commit's tree (recursively), cached per commit.
+
+        Fetch's fsck refuses malformed trees on the way in, but a tree written straight
+        into the mirror never met it; what ``ls-tree -r -t`` shows of such a tree is
+        refused here (see :func:`_tree_problem`), so no path like ``..`` or ``.git/x``
+        is ever registered, quoted or checked.  The listing's folder rows (``-t``) are
+        read only for that check.
+        """
         if commit not in self._trees:
             proc = run_git(
                 self.git_dir,
-                ["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit],
+                ["ls-tree", "-r", "-t", "-z", "--full-tree", "--end-of-options", commit],
                 check=False,
             )
             if proc.returncode != 0:
                 raise GitError(
-                    f"cannot read the tree of {commit[:12]} in {self.git_dir.name}: "
+                    f"cannot read the tree of commit {commit[:12]} in {self.git_dir.name}: "
                     f"{git_message(proc.stderr)}",
-                    hint="the object store may be damaged or the tree malformed; re-fetch",
+                    hint=_damaged_hint(self.git_dir),
                 )
+            out = proc.stdout
             entries: dict[str, TreeEntry] = {}
-            for record in proc.stdout.split(b"\0"):
+            folders: list[str] = []
+            for record in out.split(b"\0"):
                 if not record:
                     continue
                 meta, _, raw_path = record.partition(b"\t")
-                mode, _type, oid = meta.decode().split(" ")
+                mode, kind, oid = meta.decode().split(" ")
                 path = decode_path(raw_path)
-                entries[path] = TreeEntry(path, mode, oid)
+                if kind == "tree":
+                    folders.append(path)
+                else:
+                    entries[path] = TreeEntry(path, mode, oid)
+            problem = _tree_problem(out, entries, folders)
+            if problem is not None:
+                raise GitError(
+                    f"the tree of commit {commit[:12]} in {self.git_dir.name} is malformed: "
+                    f"{problem}",
+                    hint=_damaged_hint(self.git_dir),
+                )
             self._trees[commit] = entries
         return self._trees[commit]
 
@@ -264,6 +343,7 @@ class Mirror:
             "--end-of-options",
             old,
             new,
+            reading=f"the change from {old[:12]} to {new[:12]}",
         ).stdout
         fields = out.split(b"\0")
         renamed: dict[str, str] = {}
@@ -308,6 +388,7 @@ class Mirror:
                 new,
                 "--",
                 *chunk,
+                reading=f"the change from {old[:12]} to {new[:12]}",
             ).stdout.decode("utf-8", errors="surrogateescape")
             current: str | None = None
             in_header = False  # file headers come between "diff --git" and the first "@@"
@@ -334,6 +415,7 @@ class Mirror:
             "--end-of-options",
             old_blob,
             new_blob,
+            reading=f"the change from blob {old_blob[:12]} to {new_blob[:12]}",
         ).stdout.decode("utf-8", errors="replace")
         return [_hunk(line) for line in out.split("\n") if line.startswith("@@ ")]
 
@@ -350,7 +432,7 @@ class BlobStream:
 
     def __init__(self, git_dir: Path, oids: list[str], size_cap: int) -> None:
         oids = list(dict.fromkeys(oids))
-        self._name, self._size_cap = git_dir.name, size_cap
+        self._git_dir, self._name, self._size_cap = git_dir, git_dir.name, size_cap
         self._order = iter(oids)
         self.blobs: dict[str, Blob] = {}
         self._proc = subprocess.Popen(
@@ -419,7 +501,7 @@ class BlobStream:
         if len(header) != 3:
             raise GitError(
                 f"object {oid[:12]} is missing or unreadable in {self._name}",
-                hint="the mirror may be incomplete; run `tracework fetch NAME` again",
+                hint=f"the mirror may be incomplete; run {_fetch_command(self._git_dir)} again",
             )
         _oid, kind, size_text = header
         size = int(size_text)
@@ -435,6 +517,92 @@ class BlobStream:
         stream.read(1)
         return Blob(oid, size, digest, None, head)
 
+
+# A path component fsck refuses that a listing can show: empty (it stood beside a '/' in
+# the name), '.', '..' or '.git' in any case.  Spellings only a checkout on HFS+ or NTFS
+# would read as '.git' ('GIT~1', '.g\u200cit') are fsck's business at fetch: nothing here
+# checks out, so they are read as the plain names they are.
+_BAD_COMPONENT = re.compile(r"[\0/](\.{0,2}|\.git)(?=[\0/])", re.IGNORECASE)
+
+
+def _tree_problem(out: bytes, entries: dict[str, TreeEntry], folders: list[str]) -> str | None:
+    """What makes a tree malformed, judged from its ``ls-tree -r -t -z`` listing, or None.
+
+    Fsck refuses these, so a fetched tree never has them; a tree written straight into
+    the mirror may.  In a listing a refused name (``..``, ``.GIT``) is a path component,
+    a duplicate name is a path listed twice (a file and a folder of one name included),
+    and a name holding '/' is an empty component (``/x``, ``x/``), a duplicate, or a path
+    whose folder the listing lacks.  One such name cannot be seen: ``a/b`` beside a
+    folder ``a`` that lacks ``b`` lists exactly like a well-formed tree, and yields the
+    same paths, so nothing reads it wrongly.  One regex and a few set operations: about
+    0.3 µs an entry, on the hot path of ``check``.
+    """
+    text = "\0" + "\0".join([*entries, *folders]) + "\0"
+    bad = _BAD_COMPONENT.search(text)
+    if bad is not None:
+        path = text[text.rfind("\0", 0, bad.start() + 1) + 1 : text.find("\0", bad.end())]
+        name = bad.group(1)
+        what = f"holds the name '{_shown(_raw(name))}'" if name else "has an empty name"
+        return f"entry '{_shown(_raw(path))}' {what}"
+    folder_set = set(folders)
+    if len(entries) + len(folder_set) != out.count(b"\0") or not folder_set.isdisjoint(entries):
+        seen: set[bytes] = set()
+        for record in out.split(b"\0"):
+            raw_path = record.partition(b"\t")[2]
+            if raw_path in seen:
+                return f"entry '{_shown(raw_path)}' is listed twice"
+            seen.add(raw_path)
+    parents = {path.rpartition("/")[0] for path in entries}
+    parents.update(folder.rpartition("/")[0] for folder in folders)
+    parents.discard("")
+    if not parents <= folder_set:
+        lost = min(parents - folder_set)
+        child = min(p for p in (*entries, *folders) if p.rpartition("/")[0] == lost)
+        return (
+            f"entry '{_shown(_raw(child))}' has a name holding '/' "
+            f"(the tree lists no folder '{_shown(_raw(lost))}')"
+        )
+    return None
+
+
+def _raw(path: str) -> bytes:
+    """A path's bytes again (the inverse of :func:`decode_path`)."""
+    return path.encode("utf-8", errors="surrogateescape")
+
+
+def _shown(raw: bytes) -> str:
+    """Path bytes fit for one line of a message: not UTF-8 and unprintable characters
+    are escaped, so a name cannot break or forge the message."""
+    text = raw.decode("utf-8", errors="backslashreplace")
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )
+
+
+def _subject_of(git_dir: Path) -> str | None:
+    """The subject a mirror belongs to, when it sits where fetch puts mirrors
+    (``sources/.mirrors/NAME.git``); None for any other folder (a test's, a temp one)."""
+    if git_dir.parent.name == ".mirrors" and git_dir.parent.parent.name == "sources":
+        return git_dir.name.removesuffix(".git") if git_dir.suffix == ".git" else None
+    return None
+
+
+def _fetch_command(git_dir: Path) -> str:
+    """The fetch a hint suggests: with the subject's name when the folder tells it."""
+    name = _subject_of(git_dir)
+    return f"`tracework fetch {name}`" if name else "`tracework fetch` with the subject's name"
+
+
+def _damaged_hint(git_dir: Path) -> str:
+    """The remedy for objects fetch would have refused: only a fresh mirror is trusted."""
+    name = _subject_of(git_dir)
+    cause = "the mirror's objects were damaged or written by hand (fetch refuses such objects)"
+    if name:
+        return f"{cause}; delete sources/.mirrors/{name}.git and run `tracework fetch {name}`"
+    return f"{cause}; delete the mirror {git_dir} and fetch its subject again"
+
+
+_KIND_NAMES = {"tree": "a tree", "blob": "a blob", "tag": "an annotated tag"}
 
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _QUOTED_BY_GIT = re.compile(r'["\\\x00-\x1f\x7f]')
