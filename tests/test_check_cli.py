@@ -104,7 +104,7 @@ def test_register_and_check_links_submodule_binary_and_big_file(odd, tw, workspa
     assert result.exit_code == 0, result.output
     assert "(symlink)" in result.output and "(submodule)" in result.output
     assert "(binary)" in result.output
-    assert "7 files, 7 newly registered" in result.output
+    assert "7 files: 7 newly registered" in result.output
 
     first = odd.commits[0]
     files = files_of(workspace)
@@ -327,6 +327,10 @@ def test_record_appends_a_dated_history_entry(pinned, tw, workspace):
         ("2026-02-03", "SRC-1", repo.commits[0], {"verified": 1}),
         ("2026-02-04", "SRC-1", head, {"changed": 1}),
     ]
+    before = workspace.register_file("demo").read_bytes()
+    alone = tw("check", "demo", "--date", "2026-02-05")  # a date with nothing to date
+    assert alone.exit_code == 2 and "--date goes with --record" in alone.stderr
+    assert workspace.register_file("demo").read_bytes() == before
 
 
 def test_an_unreadable_object_in_the_mirror_is_named_not_a_traceback(pinned, tw, workspace):

@@ -92,7 +92,11 @@ def contract(data: dict) -> dict[str, dict]:
     assert re.fullmatch(r"[0-9a-f]{40}", data["commit"])
     out = {}
     for entry in data["items"]:
-        assert set(entry) == {*CONTRACT, "diff", "detail", "format_only"}
+        assert set(entry) == {*CONTRACT, "diff", "detail", "format_only", "candidate_paths"}
+        if entry["candidates"] is None:
+            assert entry["candidate_paths"] is None
+        else:  # the file of each candidate, in the same order
+            assert len(entry["candidate_paths"]) == len(entry["candidates"])
         out[entry["id"]] = {k: entry[k] for k in CONTRACT}
     return out
 
@@ -354,6 +358,7 @@ def test_ambiguous_when_the_bytes_are_duplicated_in_the_same_file(kettle, tw):
         "quote", "Q-whistle", "ambiguous", lines=[16, 17], candidates=[[18, 19], [23, 24]]
     )
     assert raw_items(data)["Q-whistle"]["detail"] == "same bytes at several places"
+    assert raw_items(data)["Q-whistle"]["candidate_paths"] == ["kettle.py", "kettle.py"]
     assert items["Q-pour"]["state"] == "verified"
 
 
@@ -380,10 +385,14 @@ def test_ambiguous_when_the_bytes_land_in_two_other_files(kettle, tw):
     head = kettle.commit("whistle copied twice")
     code, data, items = drift(tw, kettle, head)
     assert code == 1  # never "moved" to whichever file sorts first
-    assert items["Q-whistle"]["state"] == "ambiguous"
-    assert items["Q-whistle"]["new_path"] is None
+    assert items["Q-whistle"] == item(  # every place listed, each with its file
+        "quote", "Q-whistle", "ambiguous", lines=[16, 17], candidates=[[2, 3], [5, 6]]
+    )
+    assert raw_items(data)["Q-whistle"]["candidate_paths"] == ["horn.py", "siren.py"]
     detail = raw_items(data)["Q-whistle"]["detail"]
     assert "horn.py:2-3" in detail and "siren.py:5-6" in detail
+    human = tw("check", "demo", "--at", head)
+    assert "horn.py:2-3;" in human.output  # "where now" lists both places, ";"-separated
 
 
 # -- missing -------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,8 @@ def test_default_ids_do_not_overwrite_each_other(pinned, tw):
         (("pkg/store.py", "--symbol", "Store.get"), ["no function, class or assignment"]),
         (("pkg/store.py", "--lines", "1-1", "--symbol", "Store"), ["exactly one of"]),
         (("pkg/store.py",), ["exactly one of"]),
+        (("pkg/store.py", "--lines", "1-2", "--context", "2"), ["--context goes with --match"]),
+        (("pkg/store.py", "--symbol", "Store", "--context", "1"), ["--context goes with --match"]),
     ],
 )
 def test_bad_quote_requests_exit_2_and_change_nothing(pinned, tw, args, words):
@@ -288,7 +291,9 @@ def test_add_file_takes_paths_folders_and_globs_in_one_call(pinned, tw):
         "docs/img/flow.txt",
         "tests/test_core.py",
     }
-    assert result.stdout.rstrip().endswith("8 files, 8 newly registered")
+    assert result.stdout.rstrip().endswith(
+        "8 files: 8 newly registered, 0 updated, 0 already registered as given"
+    )
     for path, content in TREE.items():
         if path in registered():
             assert raw_doc()["sources"]["SRC-1"]["files"][path]["sha256"] == sha(content.encode())
@@ -312,14 +317,50 @@ def test_glob_forms(pinned, tw, pattern, expected):
     assert registered() == expected
 
 
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("[[]x].txt", {"[x].txt"}),  # "[" inside a set is a literal, not a nested set
+        ("[&|~-]*.txt", {"&and.txt", "-dash.txt"}),  # nor "&&", "||", "~~", "--" set operations
+        ("[!-&[]*.txt", {"x].txt", "]x.txt"}),
+        ("[]]*", {"]x.txt"}),  # a "]" first in a set is a literal
+    ],
+)
+def test_set_characters_in_globs_are_literal(pinned, tw, pattern, expected):
+    names = ["[x].txt", "x].txt", "&and.txt", "-dash.txt", "]x.txt"]
+    pinned({name: f"{name}\n" for name in names})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # re's FutureWarning on nested sets must not surface
+        ok(tw("register", "add-file", "demo", "SRC-1", pattern))
+    assert registered() == expected
+
+
 def test_adding_again_reports_nothing_new(pinned, tw):
     pinned(TREE)
     ok(tw("register", "add-file", "demo", "SRC-1", "docs"))
     before = REGISTER.read_bytes()
     result = tw("register", "add-file", "demo", "SRC-1", "docs", "docs/guide.md")
     ok(result)
-    assert result.stdout.rstrip().endswith("2 files, 0 newly registered")
+    assert result.stdout.rstrip().endswith(
+        "2 files: 0 newly registered, 0 updated, 2 already registered as given"
+    )
     assert REGISTER.read_bytes() == before
+
+
+def test_a_new_expectation_replaces_the_old_one_and_says_so(pinned, tw):
+    pinned({"dossier.txt": "the file an outside dossier hashed\n"})
+    first, second = "1" * 64, "2" * 64
+    ok(tw("register", "add-file", "demo", "SRC-1", "dossier.txt", "--expect-sha256", first))
+    result = tw("register", "add-file", "demo", "SRC-1", "dossier.txt", "--expect-sha256", second)
+    ok(result)
+    assert "expected SHA-256 of dossier.txt: was 111111111111, now 222222222222" in result.stdout
+    assert result.stdout.rstrip().endswith(
+        "1 file: 0 newly registered, 1 updated, 0 already registered as given"
+    )
+    assert raw_doc()["sources"]["SRC-1"]["files"]["dossier.txt"]["expect_sha256"] == second
+    kept = tw("register", "add-file", "demo", "SRC-1", "dossier.txt")  # without: kept
+    assert "was" not in kept.stdout and "1 already registered as given" in kept.stdout
+    assert raw_doc()["sources"]["SRC-1"]["files"]["dossier.txt"]["expect_sha256"] == second
 
 
 @pytest.mark.parametrize("pattern", ["nothing/*.py", "missing.txt", "**/*.rs", "doc"])

@@ -365,6 +365,50 @@ def test_register_new_refuses_to_replace_an_existing_register(pinned, tw):
     assert REGISTER.read_text() == text
 
 
+@pytest.mark.parametrize(
+    "given",
+    [
+        "../escape",
+        "../escape.yaml",
+        "registers/../escape.yaml",
+        "notebooks/x.yaml",
+        "registers/sub/x.yaml",
+        "registers/x.yml",
+        "/tmp/elsewhere.yaml",
+        "registers/-x.yaml",
+    ],
+)
+def test_a_register_path_outside_registers_is_refused(workspace, tw, given):
+    before = sorted(p.relative_to(workspace.root.parent) for p in workspace.root.parent.rglob("*"))
+    for args in (("register", "new", given), ("check", given)):
+        result = tw(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "is not a register of this workspace" in result.stderr
+        assert "registers/NAME.yaml" in result.stderr
+    after = sorted(p.relative_to(workspace.root.parent) for p in workspace.root.parent.rglob("*"))
+    assert after == before
+
+
+@pytest.mark.parametrize("given", ["demo", "registers/demo.yaml", "./registers/demo.yaml"])
+def test_a_register_by_name_or_by_its_path(workspace, tw, given):
+    assert tw("register", "new", given).exit_code == 0
+    assert REGISTER.is_file()
+    assert tw("register", "new", "demo").exit_code == 2  # the same register, however named
+
+
+def test_a_file_where_a_folder_goes_is_one_message_not_a_traceback(workspace, tw, tmp_path):
+    plain = tmp_path / "plain-file"
+    plain.write_text("not a folder\n")
+    result = tw("init", str(plain / "ws"))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "Not a directory" in result.stderr and "plain-file" in result.stderr
+    (workspace.root / "registers").rmdir()
+    (workspace.root / "registers").write_text("a file, not the registers folder\n")
+    result = tw("register", "new", "demo")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "registers" in result.stderr and "hint:" in result.stderr
+
+
 # -- the edit transaction ------------------------------------------------------------------
 
 
@@ -407,9 +451,10 @@ class _HalfWriter:
 def test_a_write_that_dies_half_way_leaves_the_old_register(pinned, tw, monkeypatch):
     text = _good(pinned, tw)
     real_fdopen = os.fdopen
-    with monkeypatch.context() as patch, pytest.raises(OSError, match="No space left"):
+    with monkeypatch.context() as patch:
         patch.setattr(fsio.os, "fdopen", lambda fd, mode: _HalfWriter(real_fdopen(fd, mode)))
-        tw("quote", "demo", "SRC-1", "b.txt", "--lines", "1-1", "--id", "Q-b")
+        result = tw("quote", "demo", "SRC-1", "b.txt", "--lines", "1-1", "--id", "Q-b")
+    assert result.exit_code == 2 and "No space left on device" in result.stderr
     assert REGISTER.read_text() == text
     assert no_temp_files() == []
     # the lock was released and the next write goes through
@@ -427,9 +472,11 @@ def test_a_crash_before_the_rename_leaves_the_old_register(pinned, tw, monkeypat
             written.append(Path(args[0]).read_bytes())  # the new text was complete
         raise OSError(5, f"simulated crash in {fails}")
 
-    with monkeypatch.context() as patch, pytest.raises(OSError, match="simulated crash"):
+    with monkeypatch.context() as patch:
         patch.setattr(fsio.os, fails, crash)
-        tw("register", "add-file", "demo", "SRC-1", "b.txt")
+        result = tw("register", "add-file", "demo", "SRC-1", "b.txt")
+    assert result.exit_code == 2 and f"simulated crash in {fails}" in result.stderr
+    assert "Traceback" not in result.output
     assert REGISTER.read_text() == text
     assert no_temp_files() == []
     if fails == "replace":

@@ -156,6 +156,17 @@ def test_module_level_assignment_and_annotated_assignment(module):
     assert text_of(module, table).endswith("}\n")
 
 
+def test_each_name_an_unpacking_assignment_binds():
+    source = b"WIDTH, HEIGHT = 80, 24\n(first, *rest), [last] = ([1, 2], [3])\nobj.attr = 5\n"
+    lines = Lines(source)
+    for name in ("WIDTH", "HEIGHT"):
+        assert by_symbol(lines, name, "m.py") == Span(1, 1)
+    for name in ("first", "rest", "last"):
+        assert by_symbol(lines, name, "m.py") == Span(2, 2)
+    with pytest.raises(SpanError, match="no function, class or assignment named attr"):
+        by_symbol(lines, "attr", "m.py")  # an attribute is not a name of the module
+
+
 def test_class_level_assignment(module):
     span = by_symbol(module, "Ledger.rate", "m.py")
     assert text_of(module, span) == "    rate = 0.5\n"

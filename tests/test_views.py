@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import html as html_module
 import re
 
@@ -55,3 +56,32 @@ def test_code_is_escaped_and_control_characters_made_visible():
 
 def test_esc_covers_attributes_and_bidi_controls():
     assert esc('"a" <b> & \u202e') == "&quot;a&quot; &lt;b&gt; &amp; &lt;U+202E&gt;"
+
+
+def test_an_ambiguous_quote_names_the_file_of_each_candidate_escaped():
+    from tracework.checks import CheckItem
+    from tracework.models import Quote
+    from tracework.views import QuoteInfo, quote_html
+
+    text = "def whistle():\n    return 1\n"
+    quote = Quote(
+        source="SRC-1",
+        path="kettle.py",
+        lines=(16, 17),
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
+        text=text,
+    )
+    drift = CheckItem(
+        "quote",
+        "Q-whistle",
+        "SRC-1",
+        "kettle.py",
+        "ambiguous",
+        (16, 17),
+        candidates=((2, 3), (5, 6), (9, 10)),
+        detail="same bytes in several other files",
+        candidate_paths=("horn.py", "<siren>.py", "kettle.py"),
+    )
+    page = quote_html(QuoteInfo("Q-whistle", quote, C, C, "", drift))
+    assert "candidates horn.py:2–3, &lt;siren&gt;.py:5–6, 9–10" in page
+    assert "<siren>" not in page

@@ -52,6 +52,7 @@ class CheckItem(NamedTuple):
     diff: str | None = None
     detail: str = ""
     format_only: bool = False
+    candidate_paths: tuple[str, ...] | None = None  # the file of each candidate
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +65,7 @@ class CheckItem(NamedTuple):
             "new_lines": list(self.new_lines) if self.new_lines else None,
             "new_path": self.new_path,
             "candidates": [list(c) for c in self.candidates] if self.candidates else None,
+            "candidate_paths": list(self.candidate_paths) if self.candidate_paths else None,
             "diff": self.diff,
             "format_only": self.format_only,
             "detail": self.detail,
@@ -408,6 +410,7 @@ def _quote_item(sid: str, path: str, lines: tuple[int, int], drift: QuoteDrift) 
         drift.diff,
         drift.how,
         drift.format_only,
+        drift.candidate_paths,
     )
 
 

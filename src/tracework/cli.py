@@ -8,6 +8,7 @@ otherwise.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +28,8 @@ class Cli(click.Group):
             return super().invoke(ctx)
         except TraceworkError as exc:
             _fail(exc)
+        except OSError as exc:  # the file system said no: a file where a folder goes, no
+            _fail(_os_error(exc))  # permission, a read-only or full disk
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
@@ -39,11 +42,33 @@ def _fail(exc: TraceworkError) -> NoReturn:
     sys.exit(exc.exit_code)
 
 
+def _os_error(exc: OSError) -> TraceworkError:
+    """An operating-system refusal (no permission, a file where a folder goes, a full
+    disk) as one message naming the file, never a traceback."""
+    where = f": {exc.filename}" if exc.filename is not None else ""
+    return TraceworkError(
+        f"{exc.strerror or exc}{where}", hint="check that the path exists, and can be written"
+    )
+
+
 def _json(data: Any) -> None:
     """One JSON object on stdout: indented for a person, compact for a pipe."""
     from .jsonout import dumps
 
     click.echo(dumps(data, indent=sys.stdout.isatty()))
+
+
+@contextmanager
+def _naming(ws: Any, register_path: Path, source_id: str | None = None) -> Iterator[None]:
+    """Name the register (and the source) in an error that does not name it already, so
+    every message says which file and item it is about."""
+    try:
+        yield
+    except TraceworkError as exc:
+        where = register_path.relative_to(ws.root).as_posix()
+        if register_path.name not in exc.message:
+            exc.message = f"{where}{f' {source_id}' if source_id else ''}: {exc.message}"
+        raise
 
 
 def _workspace() -> Any:
@@ -140,7 +165,9 @@ def register_add_source(register_name: str, source_id: str, subject_name: str, c
     from .evidence import add_source
 
     ws = _workspace()
-    src = add_source(ws, ws.register_file(register_name), source_id, subject_name, commit)
+    path = ws.register_file(register_name)
+    with _naming(ws, path, source_id):
+        src = add_source(ws, path, source_id, subject_name, commit)
     click.echo(f"{source_id}: {src.subject} @ {src.commit} ({src.date})")
 
 
@@ -158,7 +185,9 @@ def register_add_document(
     from .highlight import visible_name
 
     ws = _workspace()
-    doc = add_document(ws, ws.register_file(register_name), source_id, location, sha256)
+    path = ws.register_file(register_name)
+    with _naming(ws, path, source_id):
+        doc = add_document(ws, path, source_id, location, sha256)
     click.echo(f"{source_id}: document {visible_name(doc.location)} sha256 {doc.sha256}")
 
 
@@ -175,8 +204,10 @@ def register_add_file(
     from .highlight import visible_name
 
     ws = _workspace()
-    added = add_files(ws, ws.register_file(register_name), source_id, list(paths), expect_sha256)
-    new = sum(1 for a in added if a.new)
+    path = ws.register_file(register_name)
+    with _naming(ws, path, source_id):
+        added = add_files(ws, path, source_id, list(paths), expect_sha256)
+    counts = Counter(a.status for a in added)
     for item in added[:50]:
         kind = {
             "file": " (binary)" if item.entry.binary else "",
@@ -185,7 +216,16 @@ def register_add_file(
         click.echo(f"  {item.entry.sha256[:12]}  {visible_name(item.path)}{kind}")
     if len(added) > 50:
         click.echo(f"  … and {len(added) - 50} more")
-    click.echo(f"{len(added)} files, {new} newly registered")
+    for item in added:
+        if item.before is not None and item.before.expect_sha256 != item.entry.expect_sha256:
+            was = (item.before.expect_sha256 or "none")[:12]
+            now = (item.entry.expect_sha256 or "none")[:12]
+            click.echo(f"expected SHA-256 of {visible_name(item.path)}: was {was}, now {now}")
+    files = f"{len(added)} file{'' if len(added) == 1 else 's'}"
+    click.echo(
+        f"{files}: {counts['new']} newly registered, {counts['updated']} updated, "
+        f"{counts['unchanged']} already registered as given"
+    )
 
 
 # -- quotes -----------------------------------------------------------------------------
@@ -229,10 +269,13 @@ def quote(
 
     if sum(x is not None for x in (lines, symbol, match)) != 1:
         raise click.UsageError("give exactly one of --lines, --symbol or --match")
+    if context and match is None:
+        raise click.UsageError("--context goes with --match (widen a --lines range instead)")
     ws = _workspace()
     request = QuoteRequest(_line_range(lines), symbol, match, context)
     register_path = ws.register_file(register_name)
-    qid, q = add_quote(ws, register_path, source_id, path, request, quote_id)
+    with _naming(ws, register_path, source_id):
+        qid, q = add_quote(ws, register_path, source_id, path, request, quote_id)
     color = sys.stdout.isatty()
     click.echo(f"{qid}  {visible_name(q.path)}:{q.lines[0]}-{q.lines[1]}  sha256 {q.sha256}")
     if reg.load(register_path).git_source(source_id).files[q.path].kind == "lfs-pointer":
@@ -261,15 +304,18 @@ def check(
     date: str | None,
 ) -> None:
     """Verify every registered file and quote (exit 0 all hold, 1 otherwise)."""
+    if date is not None and not record:
+        raise click.UsageError("--date goes with --record (the date of the recorded check)")
     with _collector_paused():
         from . import register as reg
         from .checks import check_register, record_check
 
         ws = _workspace()
         path = ws.register_file(register_name)
-        report = check_register(ws, reg.load_data(path), at=at, only=only)
-        if record:
-            record_check(path, report, date)
+        with _naming(ws, path, only):
+            report = check_register(ws, reg.load_data(path), at=at, only=only)
+            if record:
+                record_check(path, report, date)
         if as_json:
             _json(report.as_json())
         else:
@@ -296,6 +342,15 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _candidates(item: Any) -> list[str]:
+    """Each candidate place, with its file when it is not the quote's own."""
+    paths = item.candidate_paths or (None,) * len(item.candidates)
+    return [
+        f"{p}:{a}-{b}" if p not in (None, item.path) else f"{a}-{b}"
+        for p, (a, b) in zip(paths, item.candidates, strict=True)
+    ]
+
+
 def _print_check(report: Any) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -320,7 +375,7 @@ def _print_check(report: Any) -> None:
                 lines = f":{item.new_lines[0]}-{item.new_lines[1]}" if item.new_lines else ""
                 now = f"{item.new_path or item.path}{lines}"
             if item.candidates:
-                now = "; ".join(f"{a}-{b}" for a, b in item.candidates)
+                now = "; ".join(_candidates(item))
             table.add_row(
                 item.kind,
                 Text(visible_name(item.id) if item.kind == "file" else visible(item.id)),

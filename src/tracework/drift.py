@@ -40,6 +40,7 @@ class QuoteDrift(NamedTuple):
     diff: str | None = None
     how: str = ""
     format_only: bool = False  # changed, but only in formatting (see history.normalise)
+    candidate_paths: tuple[str, ...] | None = None  # the file of each candidate, in order
 
 
 @dataclass
@@ -100,6 +101,7 @@ def relocate(qid: str, quote: QuoteData, target: Target) -> QuoteDrift:
                 new_path if renamed else None,
                 candidates=tuple(hits),
                 how="same bytes at several places",
+                candidate_paths=(new_path,) * len(hits),
             )
         if quote.anchor is not None:
             spans = _anchor_spans(quote, lines, new_path)
@@ -112,6 +114,7 @@ def relocate(qid: str, quote: QuoteData, target: Target) -> QuoteDrift:
                     new_path if renamed else None,
                     candidates=tuple(spans),
                     how="anchor found several times",
+                    candidate_paths=(new_path,) * len(spans),
                 )
 
     found = _elsewhere(needle, path, new_path, target)
@@ -125,11 +128,18 @@ def relocate(qid: str, quote: QuoteData, target: Target) -> QuoteDrift:
             other,
             candidates=tuple(hits),
             how="same bytes at several places in another file",
+            candidate_paths=(other,) * len(hits),
         )
     if found:
-        # candidates are line pairs of one file, so the places are named in ``how``
-        places = ", ".join(f"{other}:{a}-{b}" for other, hits in found for a, b in hits)
-        return QuoteDrift(qid, "ambiguous", how=f"same bytes in several other files: {places}")
+        places = [(other, span) for other, hits in found for span in hits]
+        return QuoteDrift(
+            qid,
+            "ambiguous",
+            candidates=tuple(span for _other, span in places),
+            how="same bytes in several other files: "
+            + ", ".join(f"{other}:{a}-{b}" for other, (a, b) in places),
+            candidate_paths=tuple(other for other, _span in places),
+        )
 
     if lines is not None and new_path is not None and quote.anchor is None:
         mapped = map_range(

@@ -11,6 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from . import register as reg
 from . import register_yaml as regy
@@ -139,12 +140,12 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         elif ch == "?":
             out.append("[^/]")
         elif ch == "[":
-            end = pattern.find("]", i + 1)
-            if end == -1:
+            start = i + 2 if pattern.startswith("[!", i) else i + 1
+            end = pattern.find("]", start + 1 if pattern.startswith("]", start) else start)
+            if end == -1:  # no closing bracket: a literal "["
                 out.append(re.escape(ch))
-            else:
-                body = pattern[i + 1 : end].replace("\\", "\\\\")
-                out.append(f"[{'^' if body.startswith('!') else ''}{body.lstrip('!')}]")
+            else:  # a set: "!" negates, "-" makes ranges, everything else is literal
+                out.append(f"[{'^' if start == i + 2 else ''}{_set_body(pattern[start:end])}]")
                 i = end
         else:
             out.append(re.escape(ch))
@@ -153,6 +154,16 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         return re.compile("".join(out), re.S)
     except re.error as exc:
         raise PathNotFound(f"{pattern!r} is not a valid glob ({exc})") from None
+
+
+def _set_body(body: str) -> str:
+    """A glob set's body as a regex set's: every character literal, but a ``-`` between
+    two others, which makes a range (so no ``[``, ``&&`` or ``--`` means more to ``re``)."""
+    out = []
+    for k, c in enumerate(body):
+        ranged = c == "-" and 0 < k < len(body) - 1 and "-" not in (body[k - 1], body[k + 1])
+        out.append(c if ranged else re.escape(c))
+    return "".join(out)
 
 
 def match_paths(tree: dict[str, TreeEntry], pattern: str) -> list[str]:
@@ -204,9 +215,12 @@ def read_entries(mirror: Mirror, entries: list[TreeEntry]) -> dict[str, Blob]:
 
 @dataclass(frozen=True)
 class AddedFile:
+    """One file an ``add-file`` named: newly registered, updated, or already as given."""
+
     path: str
     entry: FileEntry
-    new: bool
+    status: Literal["new", "updated", "unchanged"]
+    before: FileEntry | None = None  #: the entry it replaced, when updated
 
 
 def add_files(
@@ -241,14 +255,19 @@ def add_files(
     with regy.edit(register_path) as doc:
         files = regy.section(doc["sources"][sid], "files")
         for path in paths:
+            before = FileEntry.model_validate(dict(files[path])) if path in files else None
             expected = expect_sha256
-            if expected is None and path in files:
-                expected = files[path].get("expect_sha256")
+            if expected is None and before is not None:
+                expected = before.expect_sha256
             entry = file_entry(tree[path], blobs.get(tree[path].oid), expected)
-            new = path not in files or FileEntry.model_validate(dict(files[path])) != entry
-            if new:
-                files[path] = regy.file_node(entry)
-            added.append(AddedFile(path, entry, new))
+            if before == entry:
+                added.append(AddedFile(path, entry, "unchanged"))
+                continue
+            files[path] = regy.file_node(entry)
+            if before is None:
+                added.append(AddedFile(path, entry, "new"))
+                continue
+            added.append(AddedFile(path, entry, "updated", before))
     return added
 
 

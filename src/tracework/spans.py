@@ -170,7 +170,7 @@ def _named(body: list[ast.stmt], name: str, *, allow_assign: bool) -> list[ast.s
             if node.name == name:
                 found.append(node)
         elif allow_assign and isinstance(node, ast.Assign):
-            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            if any(name in _bound_names(t) for t in node.targets):
                 found.append(node)
         elif (
             allow_assign
@@ -180,6 +180,17 @@ def _named(body: list[ast.stmt], name: str, *, allow_assign: bool) -> list[ast.s
         ):
             found.append(node)
     return found
+
+
+def _bound_names(target: ast.expr) -> set[str]:
+    """The names an assignment target binds: ``a``, and each of ``a, (b, *c) = …``."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    if isinstance(target, ast.Tuple | ast.List):
+        return {name for element in target.elts for name in _bound_names(element)}
+    return set()  # an attribute or a subscript binds no name of the module
 
 
 def _node_span(node: ast.stmt, to_git: Callable[[int], int]) -> Span:

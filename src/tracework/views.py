@@ -129,7 +129,12 @@ def quote_html(info: QuoteInfo, *, anchor: bool = False) -> str:
         if drift.new_lines or drift.new_path:
             note += f', now <span class="tw-path">{esc(where)}</span>'
         if drift.candidates:
-            note += ", candidates " + esc(", ".join(f"{a}–{b}" for a, b in drift.candidates))
+            paths = drift.candidate_paths or (q.path,) * len(drift.candidates)
+            places = [
+                f"{visible_name(p)}:{a}–{b}" if p != q.path else f"{a}–{b}"
+                for p, (a, b) in zip(paths, drift.candidates, strict=True)
+            ]
+            note += ", candidates " + esc(", ".join(places))
         body += f'<p class="tw-drift-note">{note}</p>'
         if drift.diff:
             body += diff_block(drift.diff)

@@ -7,7 +7,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import TraceworkError, WorkspaceNotFound
+from .errors import RegisterError, TraceworkError, WorkspaceNotFound
 from .fsio import write_atomic
 
 MARKER = "tracework.toml"
@@ -111,11 +111,24 @@ class Workspace:
         return self.mirrors / f"{check_name(name, 'subject')}.git"
 
     def register_file(self, name_or_path: str) -> Path:
-        """A register by name (``demo``) or by path (``registers/demo.yaml``)."""
-        if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
-            path = Path(name_or_path)
-            return path if path.is_absolute() else (self.root / path)
-        return self.registers / f"{check_name(name_or_path, 'register')}.yaml"
+        """A register by name (``demo``) or by path (``registers/demo.yaml``, relative to
+        the workspace root).  A path must name a ``.yaml`` file in this workspace's
+        ``registers/``: reports, renders and the site find registers there, and a name
+        like ``../x`` must never write outside it."""
+        if not (name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path):
+            return self.registers / f"{check_name(name_or_path, 'register')}.yaml"
+        path = Path(name_or_path)
+        path = path if path.is_absolute() else self.root / path
+        if (
+            path.suffix != ".yaml"
+            or path.parent.resolve() != self.registers.resolve()
+            or not NAME.fullmatch(path.stem)
+        ):
+            raise RegisterError(
+                f"'{name_or_path}' is not a register of this workspace",
+                hint="give its name (demo) or its path registers/NAME.yaml",
+            )
+        return self.registers / path.name
 
     @classmethod
     def find(cls, start: Path | None = None) -> Workspace:
