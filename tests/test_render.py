@@ -5,9 +5,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import subprocess
+import sys
+import time
 
 import nbformat
 import pytest
+
+from tracework import fsio
 
 HOSTILE = 'BANNER = "</pre><script>alert(1)</script>"\n'
 SUBJECT = {
@@ -146,3 +152,52 @@ def test_new_refuses_to_overwrite(report, tw):
     _, first = report
     result = tw("new", "demo", "--subject", "toy", "--commit", first)
     assert result.exit_code == 2 and "already exists" in result.output
+
+
+def test_a_render_killed_outright_leaves_a_folder_the_next_render_sweeps(
+    report, tw, workspace, monkeypatch
+):
+    """SIGKILL skips every cleanup; the next render removes what no live process holds
+    (an flock the kernel dropped with the process), and never a live render's folder."""
+    out = workspace.reports / "demo"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tracework", "render", "demo"],
+        cwd=workspace.root,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while not list(out.glob(".*.staging")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    (left,) = out.glob(".*.staging")
+    live = fsio.staging_dir(out, "live")  # another render's, still at work
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(live)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(fsio, "STAGING_GRACE_SECONDS", 0.0)
+        assert _render(tw).exit_code == 0
+        assert not left.exists() and live.is_dir()
+        assert (out / report[1][:12] / "report.html").is_file()
+    finally:
+        holder.kill()
+        holder.wait()
+    young = fsio.staging_dir(out, "young")  # made a moment ago: maybe not held yet
+    an_hour_ago = time.time() - 3600
+    os.utime(live, (an_hour_ago, an_hour_ago))
+    monkeypatch.setattr(fsio, "STAGING_GRACE_SECONDS", 60.0)
+    assert fsio.sweep_staging(out) == [live]  # its holder is gone now
+    assert young.is_dir()
+
+
+HOLD = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(600)
+"""

@@ -59,6 +59,53 @@ def staging_dir(parent: Path, name: str) -> Path:
     return staging
 
 
+@contextmanager
+def held(folder: Path) -> Iterator[None]:
+    """Hold an flock on ``folder`` while the block runs: the sign, to
+    :func:`sweep_staging`, that the process that made it still works in it (the kernel
+    drops the lock when a process dies, even by SIGKILL)."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+#: A staging folder younger than this is never swept: its maker may not hold it yet.
+STAGING_GRACE_SECONDS = 60.0
+
+
+def sweep_staging(parent: Path) -> list[Path]:
+    """Remove the staging folders in ``parent`` that no live process holds (see
+    :func:`held`): what a render killed outright left.  Returns what it removed."""
+    import fcntl
+    import shutil
+    import time
+
+    removed = []
+    for folder in sorted(parent.glob(".*.staging")):
+        try:
+            if time.time() - folder.lstat().st_mtime < STAGING_GRACE_SECONDS:
+                continue
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # gone meanwhile, or not a folder of ours
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue  # a live render's
+        try:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+        finally:
+            os.close(fd)
+    return removed
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

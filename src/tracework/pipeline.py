@@ -22,7 +22,7 @@ from . import __version__
 from . import register as reg
 from .errors import ChecksFailed, RenderError, TraceworkError
 from .execution import execute, extract_records, file_sha256, notebook_problems, read_notebook
-from .fsio import locked, replace_dir, staging_dir, write_atomic
+from .fsio import held, locked, replace_dir, staging_dir, sweep_staging, write_atomic
 from .hashing import sha256_hex
 from .history import drift_summary, read_history, updated_history
 from .models import GitSource
@@ -86,74 +86,79 @@ def render(
     out_root = ws.reports / name
     out_root.mkdir(parents=True, exist_ok=True)
     final = out_root / full[:12]
+    sweep_staging(out_root)  # folders a killed render left behind
     staging = staging_dir(out_root, full[:12])
-    try:
-        # 2. execute
-        executed = execute(notebook, staging / "report.ipynb", parameters, cwd=ws.root, km=km)
-        write_atomic(
-            staging / "report.ipynb",
-            json.dumps(executed, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-        )
-        # 3. records and manifest
-        records = extract_records(executed)
-        if records is None:
-            raise RenderError(
-                f"{notebook.name} never called wb.done()", hint="end the notebook with wb.done()"
+    with held(staging):  # until the folder is swapped in, kept or removed
+        try:
+            # 2. execute
+            executed = execute(notebook, staging / "report.ipynb", parameters, cwd=ws.root, km=km)
+            write_atomic(
+                staging / "report.ipynb",
+                json.dumps(executed, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
             )
-        records["drift"] = drift_summary(ws, register, records)
-        write_atomic(staging / "records.json", _dump(records))
-        history_path = out_root / "history.json"
-        entries = updated_history(read_history(history_path), records)
-        manifest = {
-            "subject": subject.name,
-            "url": subject.url,
-            "commit": full,
-            "notebook": f"notebooks/{name}.ipynb",
-            "notebook_sha256": file_sha256(notebook),
-            "register": f"registers/{name}.yaml",
-            "register_sha256": file_sha256(register_path),
-            "tracework": __version__,
-            "lock_sha256": lock_file_sha256(ws),
-            "parameters": parameters,
-            "inputs_sha256": inputs_key(ws, name, full, analysis_date),
-        }
-        write_atomic(staging / "manifest.json", _dump(manifest))
-        # 4. diagrams, their assets, and the HTML
-        from .rendering import diagram_sources, export_html, mermaid_js, report_js
-
-        diagrams = diagram_sources(executed)
-        for diagram_name, source in sorted(diagrams.items()):
-            write_atomic(staging / "diagrams" / f"{diagram_name}.mmd", source)
-        if diagrams:
-            bundle = mermaid_js(ws.root)
-            if bundle is None:
+            # 3. records and manifest
+            records = extract_records(executed)
+            if records is None:
                 raise RenderError(
-                    "the report has diagrams but the pinned Mermaid library is not installed",
-                    hint="run `npm ci` where package.json pins it (make does this)",
+                    f"{notebook.name} never called wb.done()",
+                    hint="end the notebook with wb.done()",
                 )
-            write_atomic(staging / "assets" / "mermaid.min.js", bundle.read_bytes())
-            write_atomic(staging / "assets" / "report.js", report_js().read_bytes())
-
-        page = export_html(
-            executed, records, register, manifest, summary_html(records["checks"]), entries
-        )
-        write_atomic(staging / "report.html", page)
-        # 5. publish, then record the render in the report's history
-        with locked(final):
-            replace_dir(staging, final)
-        with locked(history_path):
+            records["drift"] = drift_summary(ws, register, records)
+            write_atomic(staging / "records.json", _dump(records))
+            history_path = out_root / "history.json"
             entries = updated_history(read_history(history_path), records)
-            write_atomic(history_path, _dump(entries))
-    except TraceworkError as exc:
-        failed = out_root / f"failed-{full[:12]}"
-        if _keep_failed(staging, failed):
-            exc.hint = f"the executed notebook is kept in {failed.relative_to(ws.root)}/; " + (
-                "the previous good report is untouched" if final.exists() else "no report written"
+            manifest = {
+                "subject": subject.name,
+                "url": subject.url,
+                "commit": full,
+                "notebook": f"notebooks/{name}.ipynb",
+                "notebook_sha256": file_sha256(notebook),
+                "register": f"registers/{name}.yaml",
+                "register_sha256": file_sha256(register_path),
+                "tracework": __version__,
+                "lock_sha256": lock_file_sha256(ws),
+                "parameters": parameters,
+                "inputs_sha256": inputs_key(ws, name, full, analysis_date),
+            }
+            write_atomic(staging / "manifest.json", _dump(manifest))
+            # 4. diagrams, their assets, and the HTML
+            from .rendering import diagram_sources, export_html, mermaid_js, report_js
+
+            diagrams = diagram_sources(executed)
+            for diagram_name, source in sorted(diagrams.items()):
+                write_atomic(staging / "diagrams" / f"{diagram_name}.mmd", source)
+            if diagrams:
+                bundle = mermaid_js(ws.root)
+                if bundle is None:
+                    raise RenderError(
+                        "the report has diagrams but the pinned Mermaid library is not installed",
+                        hint="run `npm ci` where package.json pins it (make does this)",
+                    )
+                write_atomic(staging / "assets" / "mermaid.min.js", bundle.read_bytes())
+                write_atomic(staging / "assets" / "report.js", report_js().read_bytes())
+
+            page = export_html(
+                executed, records, register, manifest, summary_html(records["checks"]), entries
             )
-        raise
-    except BaseException:
-        _keep_failed(staging, out_root / f"failed-{full[:12]}")
-        raise
+            write_atomic(staging / "report.html", page)
+            # 5. publish, then record the render in the report's history
+            with locked(final):
+                replace_dir(staging, final)
+            with locked(history_path):
+                entries = updated_history(read_history(history_path), records)
+                write_atomic(history_path, _dump(entries))
+        except TraceworkError as exc:
+            failed = out_root / f"failed-{full[:12]}"
+            if _keep_failed(staging, failed):
+                exc.hint = f"the executed notebook is kept in {failed.relative_to(ws.root)}/; " + (
+                    "the previous good report is untouched"
+                    if final.exists()
+                    else "no report written"
+                )
+            raise
+        except BaseException:
+            _keep_failed(staging, out_root / f"failed-{full[:12]}")
+            raise
     return RenderResult(name, full, final, records["checks"])
 
 
