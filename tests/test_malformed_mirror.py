@@ -328,3 +328,19 @@ def test_hints_stay_generic_for_a_mirror_elsewhere(toy: Any, tmp_path: Path) -> 
         Mirror(elsewhere).tree(commit)
     assert malformed.value.hint is not None
     assert f"delete the mirror {elsewhere} and fetch its subject again" in malformed.value.hint
+
+
+def test_a_commit_of_an_empty_tree_is_well_formed(toy: Any, tw: Callable[..., Any]) -> None:
+    """No file at all (an --allow-empty first commit, or one deleting everything) is not
+    malformed: registering it works, and checking at it finds everything missing."""
+    assert tw("register", "add-file", "demo", "SRC-1", "a.txt").exit_code == 0
+    for path in ("a.txt", "lib/b.py"):
+        toy.remove(path)
+    empty = toy.commit("everything deleted")
+    assert tw("fetch", "toy").exit_code == 0
+    result = tw("check", "demo", "--at", empty, "--json")
+    assert result.exit_code == 1, result.output
+    assert '"state":"missing"' in result.output
+    assert tw("register", "new", "bare").exit_code == 0
+    added = tw("register", "add-source", "bare", "SRC-1", "--subject", "toy", "--commit", empty)
+    assert added.exit_code == 0, added.output

@@ -309,6 +309,8 @@ def test_add_file_takes_paths_folders_and_globs_in_one_call(pinned, tw):
         ("docs/", {"docs/guide.md", "docs/img/flow.txt"}),
         ("src/app/?ore.py", {"src/app/core.py"}),
         ("[RS]*", {"README.md"}),
+        ("[!R]*", {"setup.cfg"}),
+        ("[^R]*", {"setup.cfg"}),  # "^" negates as "!" does, as in git and bash
     ],
 )
 def test_glob_forms(pinned, tw, pattern, expected):

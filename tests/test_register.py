@@ -389,11 +389,41 @@ def test_a_register_path_outside_registers_is_refused(workspace, tw, given):
     assert after == before
 
 
-@pytest.mark.parametrize("given", ["demo", "registers/demo.yaml", "./registers/demo.yaml"])
+@pytest.mark.parametrize(
+    "given", ["demo", "demo.yaml", "registers/demo.yaml", "./registers/demo.yaml"]
+)
 def test_a_register_by_name_or_by_its_path(workspace, tw, given):
     assert tw("register", "new", given).exit_code == 0
     assert REGISTER.is_file()
     assert tw("register", "new", "demo").exit_code == 2  # the same register, however named
+
+
+def test_an_error_names_its_register_and_source_once(pinned, tw):
+    pinned({"a.txt": "alpha\n"})
+    result = tw("register", "add-file", "demo", "SRC-9", "a.txt")
+    assert result.exit_code == 2
+    assert "register demo has no git source SRC-9" in result.stderr
+    assert "registers/demo.yaml" not in result.stderr  # already named: no second name
+    result = tw("register", "add-file", "demo", "SRC-1", "nothing.txt")
+    assert result.exit_code == 2
+    assert "registers/demo.yaml SRC-1: nothing.txt matches nothing" in result.stderr
+
+
+def test_a_reader_closing_the_pipe_early_is_not_an_error(pinned, tw, workspace):
+    """``tracework check --json | head -c 1`` and the like: no message, click's exit 1."""
+    pinned({"a.txt": "alpha\n"})
+    assert tw("register", "add-file", "demo", "SRC-1", "a.txt").exit_code == 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tracework", "check", "demo", "--json"],
+        cwd=workspace.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # long before the command writes anything
+    error = proc.stderr.read().decode()
+    assert proc.wait() == 1
+    assert "error" not in error and "Traceback" not in error, error
 
 
 def test_a_file_where_a_folder_goes_is_one_message_not_a_traceback(workspace, tw, tmp_path):

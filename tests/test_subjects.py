@@ -644,6 +644,17 @@ def test_init_inside_a_repository_adds_what_its_gitignore_lacks(tmp_path):
     assert ".mirrors" not in status and "compiled" not in status
 
 
+def test_init_keeps_a_crlf_gitignore_crlf(tmp_path):
+    root = tmp_path / "analyst"
+    root.mkdir()
+    (root / ".gitignore").write_bytes(b"node_modules/\r\n/reports/*\r\n")
+    Workspace.init(root)
+    assert (root / ".gitignore").read_bytes() == (
+        b"node_modules/\r\n/reports/*\r\n# tracework\r\n"
+        b"/sources/.mirrors/\r\n/registers/.*.lock\r\n/registers/.*.compiled.json\r\n"
+    )
+
+
 # -- GitPython starts under the hardened environment --------------------------------------
 
 
@@ -809,7 +820,7 @@ def test_subject_add_over_an_unreadable_subject_file_is_refused(tw, workspace):
     path = workspace.sources / "alpha.toml"
     path.write_text("url = [1]\n")
     result = tw("subject", "add", "alpha", "https://git.example.org/a.git")
-    assert_refused(result, "sources/alpha.toml cannot be read", "`url` must be a string")
+    assert_refused(result, "subject alpha already exists, but sources/alpha.toml: `url` must be")
     assert path.read_text() == "url = [1]\n"
 
 

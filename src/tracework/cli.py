@@ -7,6 +7,7 @@ otherwise.
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -29,7 +30,9 @@ class Cli(click.Group):
         except TraceworkError as exc:
             _fail(exc)
         except OSError as exc:  # the file system said no: a file where a folder goes, no
-            _fail(_os_error(exc))  # permission, a read-only or full disk
+            if exc.errno == errno.EPIPE:  # permission, a read-only or full disk; but a reader
+                raise  # that closed our stdout early is click's to handle (quietly, exit 1)
+            _fail(_os_error(exc))
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
@@ -45,9 +48,11 @@ def _fail(exc: TraceworkError) -> NoReturn:
 def _os_error(exc: OSError) -> TraceworkError:
     """An operating-system refusal (no permission, a file where a folder goes, a full
     disk) as one message naming the file, never a traceback."""
-    where = f": {exc.filename}" if exc.filename is not None else ""
+    if exc.filename is None:
+        return TraceworkError(str(exc.strerror or exc))
+    where = f"{exc.filename}" + (f" → {exc.filename2}" if exc.filename2 is not None else "")
     return TraceworkError(
-        f"{exc.strerror or exc}{where}", hint="check that the path exists, and can be written"
+        f"{exc.strerror or exc}: {where}", hint="check that the path exists, and can be written"
     )
 
 
@@ -66,8 +71,10 @@ def _naming(ws: Any, register_path: Path, source_id: str | None = None) -> Itera
         yield
     except TraceworkError as exc:
         where = register_path.relative_to(ws.root).as_posix()
-        if register_path.name not in exc.message:
-            exc.message = f"{where}{f' {source_id}' if source_id else ''}: {exc.message}"
+        named = (register_path.name, f"register {register_path.stem}")
+        if not any(name in exc.message for name in named):
+            source = f" {source_id}" if source_id and source_id not in exc.message else ""
+            exc.message = f"{where}{source}: {exc.message}"
         raise
 
 

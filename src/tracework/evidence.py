@@ -140,11 +140,11 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         elif ch == "?":
             out.append("[^/]")
         elif ch == "[":
-            start = i + 2 if pattern.startswith("[!", i) else i + 1
+            start = i + 2 if pattern.startswith(("[!", "[^"), i) else i + 1
             end = pattern.find("]", start + 1 if pattern.startswith("]", start) else start)
             if end == -1:  # no closing bracket: a literal "["
                 out.append(re.escape(ch))
-            else:  # a set: "!" negates, "-" makes ranges, everything else is literal
+            else:  # a set: "!" or "^" negates (as in git and bash), "-" makes ranges
                 out.append(f"[{'^' if start == i + 2 else ''}{_set_body(pattern[start:end])}]")
                 i = end
         else:

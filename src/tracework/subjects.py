@@ -147,7 +147,7 @@ def add_subject(ws: Workspace, name: str, url: str, track: str = "HEAD") -> Subj
             existing = load_subject(ws, name)
         except TraceworkError as exc:
             raise SubjectError(
-                f"subject {name} already exists and {rel} cannot be read: {exc.message}",
+                f"subject {name} already exists, but {exc.message}",
                 hint=f"fix or remove {rel} by hand, or choose another name",
             ) from None
         if existing == subject:

@@ -38,13 +38,14 @@ def _ignore_outputs(path: Path) -> None:
     if not path.exists():
         write_atomic(path, _GITIGNORE)
         return
-    text = path.read_text(encoding="utf-8", errors="surrogateescape")
-    present = {line.strip() for line in text.splitlines()}
-    missing = [line for line in _GITIGNORE.splitlines() if line not in present]
+    raw = path.read_bytes()  # bytes: the file's own line endings stay as they are
+    present = {line.strip() for line in raw.split(b"\n")}
+    missing = [line for line in _GITIGNORE.encode().splitlines() if line not in present]
     if missing:
-        lead = "" if not text or text.endswith("\n") else "\n"
-        added = "".join(f"{line}\n" for line in missing)
-        write_atomic(path, f"{text}{lead}# tracework\n{added}".encode(errors="surrogateescape"))
+        eol = b"\r\n" if b"\r\n" in raw else b"\n"
+        lead = b"" if not raw or raw.endswith(b"\n") else eol
+        added = b"".join(line + eol for line in [b"# tracework", *missing])
+        write_atomic(path, raw + lead + added)
 
 
 def check_name(name: str, what: str) -> str:
@@ -115,8 +116,9 @@ class Workspace:
         the workspace root).  A path must name a ``.yaml`` file in this workspace's
         ``registers/``: reports, renders and the site find registers there, and a name
         like ``../x`` must never write outside it."""
-        if not (name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path):
-            return self.registers / f"{check_name(name_or_path, 'register')}.yaml"
+        if "/" not in name_or_path and not name_or_path.endswith(".yml"):
+            name = name_or_path.removesuffix(".yaml")  # demo, or demo.yaml
+            return self.registers / f"{check_name(name, 'register')}.yaml"
         path = Path(name_or_path)
         path = path if path.is_absolute() else self.root / path
         if (
