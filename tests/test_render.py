@@ -201,3 +201,11 @@ fcntl.flock(fd, fcntl.LOCK_EX)
 print("held", flush=True)
 time.sleep(600)
 """
+
+
+@pytest.mark.parametrize("date", ["2026-13-45", "2026-02-30", "0000-00-00", "2026-1-5"])
+def test_an_impossible_analysis_date_is_refused_before_a_kernel_starts(report, tw, date):
+    for args in (("render", "demo"), ("rerender", "demo", "--latest")):
+        result = tw(*args, "--analysis-date", date)
+        assert result.exit_code == 2, (args, result.output)
+        assert "is not a date" in result.stderr and "YYYY-MM-DD" in result.stderr

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import TraceworkError
+from .errors import TraceworkError, check_iso_date
 from .execution import load_nbformat
 from .fsio import locked
 from .history import STATES
@@ -221,8 +220,8 @@ def rerender(
     ``analysis_date`` (YYYY-MM-DD) overrides each notebook's parameter of that name: the
     date the evidence was checked, shown on the report and the site.
     """
-    if analysis_date is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", analysis_date):
-        raise TraceworkError(f"--analysis-date {analysis_date!r} is not YYYY-MM-DD")
+    if analysis_date is not None:
+        check_iso_date(analysis_date, "--analysis-date")
     results: dict[str, dict[str, Any]] = {}
     todo = []
     for name, commit in plan.items():

@@ -101,3 +101,19 @@ def validation_problem(exc: Any) -> str:
     where = ".".join(str(p) for p in first["loc"]) or "top level"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"{where}: {first['msg']}{more}"
+
+
+def check_iso_date(value: str, what: str) -> str:
+    """``value`` if it is a real calendar date written YYYY-MM-DD, else a clear error:
+    a date goes into reports, histories and the site, so 2026-13-45 must stop here."""
+    import datetime as dt
+    import re
+
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) and dt.date.fromisoformat(value).year:
+            return value
+    except ValueError:
+        pass  # a month 13 or a February 30: the message below
+    raise TraceworkError(
+        f"{what} {value!r} is not a date", hint="write a real calendar date as YYYY-MM-DD"
+    )

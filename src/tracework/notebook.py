@@ -31,7 +31,7 @@ from .diagrams import (
     parse,
 )
 from .diagrams import check as check_diagram
-from .errors import ChecksFailed, QuoteNotInRegister, RegisterError, TraceworkError
+from .errors import ChecksFailed, QuoteNotInRegister, RegisterError, TraceworkError, check_iso_date
 from .evidence import QuoteRequest, add_quote, make_quote, quotable_lines, same_evidence
 from .execution import RECORDS_MIME
 from .fsio import write_atomic
@@ -533,8 +533,8 @@ def open(
         mode = "author"
     if mode not in ("author", "render"):
         raise TraceworkError(f"mode {mode!r} is not 'author' or 'render'")
-    if analysis_date is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", analysis_date):
-        raise TraceworkError(f"analysis_date {analysis_date!r} is not YYYY-MM-DD")
+    if analysis_date is not None:
+        check_iso_date(analysis_date, "analysis_date")
     ws = Workspace.find()
     return Workbench(
         ws,

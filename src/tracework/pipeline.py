@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 from . import __version__
 from . import register as reg
-from .errors import ChecksFailed, RenderError, TraceworkError
+from .errors import ChecksFailed, RenderError, TraceworkError, check_iso_date
 from .execution import execute, extract_records, file_sha256, notebook_problems, read_notebook
 from .fsio import held, locked, replace_dir, staging_dir, sweep_staging, write_atomic
 from .hashing import sha256_hex
@@ -74,8 +73,8 @@ def render(
         raise TraceworkError(f"register {name} has no git source to render against")
     subject = load_subject(ws, sources[0].subject)
     full = open_mirror(ws, subject.name).resolve_commit(commit or sources[0].commit)
-    if analysis_date is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", analysis_date):
-        raise TraceworkError(f"--analysis-date {analysis_date!r} is not YYYY-MM-DD")
+    if analysis_date is not None:
+        check_iso_date(analysis_date, "--analysis-date")
     problems = notebook_problems(nb)
     if problems:
         raise ChecksFailed(f"{notebook.relative_to(ws.root)}: " + "; ".join(problems))
