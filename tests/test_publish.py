@@ -528,6 +528,14 @@ def test_publish_never_replaces_a_folder_it_did_not_make(demo, tmp_path, monkeyp
         and (ws.reports / "elsewhere" / ".tracework-site").is_file()
     )
     run("publish", "--out", "reports/elsewhere")
+    # never inside a report's folder, nor inside a site (the next publish would eat it)
+    for out, words in (
+        ("reports/larkspur/abcdef123456", "is inside reports/larkspur/"),
+        ("reports/elsewhere/nested", "is inside the site"),
+    ):
+        result = CliRunner().invoke(main, ["publish", "--out", out])
+        assert result.exit_code == 2 and words in result.output, result.output
+        assert not (ws.root / out).exists()
     shutil.rmtree(ws.reports / "elsewhere")
 
 

@@ -13,7 +13,7 @@ import time
 import nbformat
 import pytest
 
-from tracework import fsio
+from tracework import fsio, rendering
 
 HOSTILE = 'BANNER = "</pre><script>alert(1)</script>"\n'
 SUBJECT = {
@@ -145,7 +145,27 @@ def test_a_notebook_with_outputs_fails_the_notebook_check(report, tw, workspace)
     nb.cells[2].outputs = [nbformat.v4.new_output("stream", text="left over\n")]
     nbformat.write(nb, path)
     result = _render(tw)
-    assert result.exit_code == 1 and "carry outputs" in result.output
+    assert result.exit_code == 2 and "carry outputs" in result.output  # bad input
+
+
+def test_a_notebook_without_a_parameters_cell_is_bad_input(report, tw, workspace):
+    path = workspace.notebooks / "demo.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        cell.metadata.pop("tags", None)
+    nbformat.write(nb, path)
+    result = _render(tw)
+    assert result.exit_code == 2 and "no cell is tagged `parameters`" in result.output
+
+
+def test_a_broken_rubric_is_named_before_a_kernel_starts(report, tw, workspace):
+    rubrics = workspace.registers / "rubrics"
+    rubrics.mkdir(exist_ok=True)
+    (rubrics / "care.yaml").write_text("title: Care\nmechanisms: [{id: x}]\n")
+    result = _render(tw)
+    assert result.exit_code == 2 and "registers/rubrics/care.yaml" in result.stderr
+    assert "Value error" not in result.stderr
+    assert not (workspace.reports / "demo").exists()  # nothing staged, nothing kept
 
 
 def test_new_refuses_to_overwrite(report, tw):
@@ -209,3 +229,41 @@ def test_an_impossible_analysis_date_is_refused_before_a_kernel_starts(report, t
         result = tw(*args, "--analysis-date", date)
         assert result.exit_code == 2, (args, result.output)
         assert "is not a date" in result.stderr and "YYYY-MM-DD" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{"broken', "not a render history"),
+        ('[{"commit": 5}]', "entry 1 has no commit id"),
+        ('{"commit": "abc"}', "not a list of entries"),
+        ('[{"commit": "abc", "commits_since_pin": "3"}]', "commits_since_pin is not a number"),
+    ],
+)
+def test_a_broken_history_stops_the_render_and_is_kept(report, tw, workspace, text, why):
+    """Rendering over it would drop every earlier render's entry without a word."""
+    history = workspace.reports / "demo" / "history.json"
+    history.parent.mkdir(parents=True, exist_ok=True)
+    history.write_text(text)
+    result = _render(tw)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "reports/demo/history.json is not a render history" in result.stderr
+    assert why in result.stderr and "remove it to start the history again" in result.stderr
+    assert history.read_text() == text
+    assert not list(history.parent.glob("failed-*"))  # stopped before a kernel started
+
+
+def test_an_interrupted_render_keeps_nothing_and_is_not_called_failed(
+    report, tw, workspace, monkeypatch
+):
+    """Ctrl-C late in a render (here while exporting): exit 130, no failed-* folder
+    (nothing failed), no staging folder, no report."""
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rendering, "export_html", interrupted)
+    result = _render(tw)
+    assert result.exit_code == 130 and "interrupted" in result.output
+    out = workspace.reports / "demo"
+    assert sorted(p.name for p in out.iterdir()) == []

@@ -100,7 +100,8 @@ def validation_problem(exc: Any) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "top level"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {first['msg']}{more}"
+    what = str(first["msg"]).removeprefix("Value error, ")  # a validator's own words
+    return f"{where}: {what}{more}"
 
 
 def check_iso_date(value: str, what: str) -> str:

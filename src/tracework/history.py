@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .blobs import FULL_OID, Mirror
+from .errors import TraceworkError
 from .gitenv import hardened_env
 from .subjects import open_mirror
 from .workspace import Workspace
@@ -313,13 +314,33 @@ def drift_summary(ws: Workspace, register: Register, records: dict[str, Any]) ->
 
 
 def read_history(path: Path) -> list[dict[str, Any]]:
-    """The report's render history (an unreadable file counts as empty, never fatal)."""
+    """The report's render history: none yet when the file is missing.
+
+    A file that cannot be read as a list of entries, each with its commit id, is an
+    error rather than an empty history: the next render would write over it, and the
+    record of every earlier render would be lost without a word.
+    """
+    where = f"reports/{path.parent.name}/history.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
         return []
-    return (
-        [e for e in data if isinstance(e, dict) and "commit" in e] if isinstance(data, list) else []
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON
+        raise _not_a_history(where, str(getattr(exc, "strerror", None) or exc)) from None
+    if not isinstance(data, list):
+        raise _not_a_history(where, f"a JSON {type(data).__name__}, not a list of entries")
+    for n, entry in enumerate(data, 1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("commit"), str):
+            raise _not_a_history(where, f"entry {n} has no commit id")
+        if not isinstance(entry.get("commits_since_pin", 0), int):
+            raise _not_a_history(where, f"entry {n}'s commits_since_pin is not a number")
+    return data
+
+
+def _not_a_history(where: str, why: str) -> TraceworkError:
+    return TraceworkError(
+        f"{where} is not a render history ({why[:200]})",
+        hint="restore it from version control, or remove it to start the history again",
     )
 
 

@@ -19,13 +19,13 @@ from typing import Any
 
 from . import __version__
 from . import register as reg
-from .errors import ChecksFailed, RenderError, TraceworkError, check_iso_date
+from .errors import RenderError, TraceworkError, check_iso_date
 from .execution import execute, extract_records, file_sha256, notebook_problems, read_notebook
 from .fsio import held, locked, replace_dir, staging_dir, sweep_staging, write_atomic
 from .hashing import sha256_hex
 from .history import drift_summary, read_history, updated_history
 from .models import GitSource
-from .rubrics import rubrics_key
+from .rubrics import load_rubric, rubric_names, rubrics_key
 from .subjects import load_subject, open_mirror
 from .views import summary_html
 from .workspace import Workspace, check_name
@@ -76,13 +76,16 @@ def render(
     if analysis_date is not None:
         check_iso_date(analysis_date, "--analysis-date")
     problems = notebook_problems(nb)
-    if problems:
-        raise ChecksFailed(f"{notebook.relative_to(ws.root)}: " + "; ".join(problems))
+    if problems:  # bad input, like every problem found before a kernel starts: exit 2
+        raise RenderError(f"{notebook.relative_to(ws.root)}: " + "; ".join(problems))
+    for rubric in rubric_names(ws):  # render inputs all: a broken one is named now
+        load_rubric(ws, rubric)
     parameters: dict[str, Any] = {"register": name, "commit": full, "mode": "render"}
     if analysis_date is not None:
         parameters["analysis_date"] = analysis_date
 
     out_root = ws.reports / name
+    read_history(out_root / "history.json")  # a broken history stops us before a kernel does
     out_root.mkdir(parents=True, exist_ok=True)
     final = out_root / full[:12]
     sweep_staging(out_root)  # folders a killed render left behind
@@ -154,6 +157,9 @@ def render(
                     if final.exists()
                     else "no report written"
                 )
+            raise
+        except (KeyboardInterrupt, SystemExit):  # stopped, not failed: nothing to diagnose
+            shutil.rmtree(staging, ignore_errors=True)
             raise
         except BaseException:
             _keep_failed(staging, out_root / f"failed-{full[:12]}")

@@ -94,6 +94,18 @@ def _checked_out(ws: Workspace, out: Path) -> Path:
         raise TraceworkError(f"--out {out} would replace the workspace itself")
     if out.exists() and not out.is_dir():
         raise TraceworkError(f"--out {out} is a file, not a folder")
+    inside = next((p for p in out.parents if (p / SITE_MARKER).is_file()), None)
+    if inside is not None:
+        raise TraceworkError(
+            f"--out {out} is inside the site {inside}",
+            hint="publish to a folder of its own; the next publish of that site removes it",
+        )
+    reports = ws.reports.resolve()
+    if reports in out.parents and out.parent != reports:
+        raise TraceworkError(  # a report's folder, where renders live and are read from
+            f"--out {out} is inside reports/{out.relative_to(reports).parts[0]}/",
+            hint="publish to reports/NAME (a folder of its own) or outside the workspace",
+        )
     if out.is_dir() and any(out.iterdir()) and not (out / SITE_MARKER).is_file():
         raise TraceworkError(
             f"--out {out} is a folder publish did not make (no {SITE_MARKER} in it)",

@@ -314,7 +314,12 @@ def link_tree(src: Path, dst: Path) -> None:
 def _history(path: Path, skipped: list[str]) -> list[dict[str, Any]]:
     """The report's history.json entries the site can show; others are named and left out."""
     out = []
-    for entry in read_history(path):
+    try:
+        entries = read_history(path)
+    except TraceworkError as exc:
+        skipped.append(exc.message)
+        return []
+    for entry in entries:
         try:
             out.append(HistoryEntry.model_validate(entry).model_dump(mode="json"))
         except ValidationError as exc:
