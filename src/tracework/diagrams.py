@@ -6,19 +6,31 @@ subject's — can close a label, open a directive or inject markup.  Every diagr
 generated or hand-written, is parsed by :func:`parse` (the flowchart subset tracework
 uses) and checked by :func:`check`: bound nodes name records, and each
 `` `identifier` `` written in a label is found in the registered files at the commit.
+
+The parser refuses what it cannot vouch for, since Mermaid would act on it: a
+``%%{`` directive anywhere (Mermaid reads one on any line, even inside a label or a
+comment, and it can change the configuration: ``themeCSS`` with ``url(…)`` made the
+browser fetch), ``click``/``call``, HTML tags in labels other than ``<br>`` (Mermaid's
+strict mode keeps ``<img>``, which fetches), style values other than plain colours and
+widths, and control, bidi and invisible characters, raw or as entity codes (they would
+reorder or hide what the diagram shows; generated labels show them as ``<U+202E>``, as
+record cards do).
 mermaid-py is deliberately not used: its display renders through mermaid.ink, a
 third-party service, and it neither escapes labels nor keeps record ids as node ids.
 """
 
 from __future__ import annotations
 
+import html
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Protocol
 
 from .errors import TraceworkError
+from .highlight import visible
 
 DIRECTIONS = ("TB", "TD", "BT", "RL", "LR")
 
@@ -35,8 +47,13 @@ _ENTITY = {ch: f"#{ord(ch)};" for ch in '"[](){}|<>&#%`;:'}
 
 
 def label(text: str) -> str:
-    """A quoted Mermaid label showing ``text`` literally, whatever it contains."""
-    flat = " ".join(str(text).split())
+    """A quoted Mermaid label showing ``text`` literally, whatever it contains.
+
+    Control, bidi and invisible characters are first made visible (``<U+202E>``) by
+    :func:`tracework.highlight.visible`, as on record cards, so no override reorders
+    the drawn diagram; then the text is folded to one line and escaped.
+    """
+    flat = " ".join(visible(str(text)).split())
     return '"' + "".join(_ENTITY.get(ch, ch) for ch in flat) + '"'
 
 
@@ -102,11 +119,96 @@ _ARROW = re.compile(
     r"|(?P<arrow><?(?:-{2,}[->xo]?|-\.+->?|={2,}[=>]?|~~~)[xo>]?)"
     r")\s*(?:\|(?P<pipe>[^|]*)\|)?\s*"
 )
-_IGNORED = re.compile(r"(classDef|class|style|linkStyle)\s")
+
+# -- styles: plain colours and widths only ---------------------------------------------
+#: A style value the check can vouch for: a hex colour, a colour keyword (letters only,
+#: so no ``url(``, ``var(`` or ``;``) or a number of pixels, or a dash pattern of them.
+_NUMBER = r"\d{1,4}(?:\.\d{1,3})?(?:px)?"
+_VALUE = (
+    r"(?:#(?:[0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})|[A-Za-z]{1,30}"
+    rf"|{_NUMBER}(?: {_NUMBER})*)"
+)
+_PROPS = rf"(?:fill|stroke|color|stroke-width|stroke-dasharray)\s*:\s*{_VALUE}"
+_PROPS = rf"{_PROPS}(?:\s*,\s*{_PROPS})*"
+_IDS = r"[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*(?:\s*,\s*[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*)*"
+_STYLING = re.compile(r"(classDef|class|style|linkStyle)\s")
+_STYLES = {
+    "class": re.compile(rf"class\s+{_IDS}\s+[A-Za-z0-9_]+"),
+    "classDef": re.compile(rf"classDef\s+{_IDS}\s+{_PROPS}"),
+    "style": re.compile(rf"style\s+{_ID.pattern}\s+{_PROPS}"),
+    "linkStyle": re.compile(rf"linkStyle\s+(?:default|\d+(?:\s*,\s*\d+)*)\s+{_PROPS}"),
+}
+
+#: HTML in a label becomes markup in the drawing (Mermaid's strict mode keeps ``<img>``,
+#: which makes the browser fetch its ``src``); only a line break is allowed.
+_TAG = re.compile(r"<[A-Za-z/!?]")
+_BREAK = re.compile(r"<br\s*/?>", re.I)
+
+
+def _drawn(text: str) -> str:
+    """Text as the browser draws it: Mermaid entity codes (``#8238;``, ``#rlm;``) become
+    HTML references, then every reference is decoded once, as in Mermaid's labels."""
+
+    def reference(m: re.Match[str]) -> str:
+        code = m.group(1)
+        return f"&#{code};" if code.isdigit() else f"&{code};"
+
+    def decode(m: re.Match[str]) -> str:
+        ref = m.group(1)
+        if ref[0] != "#":
+            return html.unescape(f"&{ref};")
+        code = int(ref[2:], 16) if ref[1] in "xX" else int(ref[1:])
+        return chr(code) if code < 0x110000 else "\ufffd"
+
+    text = re.sub(r"#([A-Za-z0-9_]+);", reference, text)
+    return re.sub(r"&(#[xX][0-9A-Fa-f]{1,8}|#\d{1,9}|[A-Za-z][A-Za-z0-9]{0,31});?", decode, text)
+
+
+def _hidden(text: str) -> list[str]:
+    """The control, bidi and invisible characters in ``text``, as ``<U+XXXX>`` marks."""
+    return sorted({visible(ch) for ch in text if ch not in "\t\n" and visible(ch) != ch})
+
+
+def _refuse_unsafe_lines(text: str) -> None:
+    """Line by line, what no diagram may hold, wherever it is (comments included)."""
+    for n, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")  # a CRLF line ending
+        if "%%{" in line:
+            raise DiagramError(
+                f"line {n}: `%%{{` opens a Mermaid directive, which can change how every "
+                "diagram is drawn; directives are refused"
+            )
+        if re.match(r"\s*%%\s*\{", line):
+            raise DiagramError(f"line {n}: a comment may not start with `{{` (a directive)")
+        raw = _hidden(line)
+        if raw:
+            raise DiagramError(
+                f"line {n}: control, bidi and invisible characters are refused in a diagram "
+                f"({', '.join(raw)}); describe them in words"
+            )
+        coded = _hidden(_drawn(line))
+        if coded:
+            raise DiagramError(
+                f"line {n}: an entity code draws a control, bidi or invisible character "
+                f"({', '.join(coded)}); describe it in words"
+            )
+
+
+def _label_text(raw: str, n: int) -> str:
+    """A label as written (quotes and entity codes as they are) → the text it shows."""
+    bare = _BREAK.sub("", raw)
+    tag = _TAG.search(bare)
+    if tag:
+        raise DiagramError(
+            f"line {n}: HTML in a label ({bare[tag.start() : tag.start() + 12]!r}…) is "
+            "refused, only <br> is allowed; write `<` as #60; to show it"
+        )
+    return unescape(raw)
 
 
 def parse(text: str) -> Parsed:
     """Parse the flowchart subset; a problem raises :class:`DiagramError` with its line."""
+    _refuse_unsafe_lines(text)
     statements = [
         (n, part.strip())
         for n, line in enumerate(text.split("\n"), start=1)
@@ -120,6 +222,7 @@ def parse(text: str) -> Parsed:
     if not m or m.group(2) not in DIRECTIONS:
         raise DiagramError(f"line {n}: a diagram starts with `flowchart TB` (or LR, BT, RL)")
     parsed = Parsed(direction=m.group(2))
+    per_line = Counter(n for n, _ in statements)
     depth = 0
     for n, stmt in statements[1:]:
         if stmt.startswith("%%"):
@@ -136,11 +239,13 @@ def parse(text: str) -> Parsed:
             depth += 1
             _subgraph(stmt[9:].strip(), parsed, n)
             continue
-        if stmt.startswith("direction "):
+        if re.fullmatch(r"direction\s+(?:TB|TD|BT|RL|LR)", stmt):
             continue
-        if stmt.startswith("click ") or stmt.startswith("call ") or "javascript:" in stmt:
-            raise DiagramError(f"line {n}: click and call directives are refused")
-        if _IGNORED.match(stmt):
+        if re.match(r"(?:click|call|href)\b", stmt) or "javascript:" in stmt:
+            raise DiagramError(f"line {n}: click, call and href directives are refused")
+        styling = _STYLING.match(stmt)
+        if styling:
+            _styling(styling.group(1), stmt, per_line[n], n)
             continue
         _chain(stmt, parsed, n)
     if depth:
@@ -149,6 +254,17 @@ def parse(text: str) -> Parsed:
         if node not in parsed.nodes:
             raise DiagramError(f"`%% bind {node} …` names no node of the diagram")
     return parsed
+
+
+def _styling(kind: str, stmt: str, on_line: int, n: int) -> None:
+    """``class``, and ``classDef``/``style``/``linkStyle`` with plain colours and widths."""
+    if not _STYLES[kind].fullmatch(stmt):
+        raise DiagramError(
+            f"line {n}: `{kind}` may set only fill, stroke, color, stroke-width and "
+            "stroke-dasharray to a colour (#f00, red) or a width (2px)"
+        )
+    if on_line > 1:  # Mermaid drops the last `;` of a style line, joining what follows
+        raise DiagramError(f"line {n}: put `{kind}` on a line of its own")
 
 
 def _split_statements(line: str) -> list[str]:
@@ -177,7 +293,7 @@ def _subgraph(rest: str, parsed: Parsed, n: int) -> None:
     if tail:
         if not (tail.startswith("[") and tail.endswith("]")):
             raise DiagramError(f"line {n}: a subgraph title goes in [brackets]")
-        parsed.subgraphs[sid] = unescape(tail[1:-1].strip())
+        parsed.subgraphs[sid] = _label_text(tail[1:-1].strip(), n)
     else:
         parsed.subgraphs[sid] = sid
 
@@ -194,7 +310,9 @@ def _chain(stmt: str, parsed: Parsed, n: int) -> None:
         m = _ARROW.match(stmt, pos)
         if not m or m.end() == pos:
             raise DiagramError(f"line {n}: cannot read {stmt[pos : pos + 30]!r}")
-        edge_label = unescape((m.group("t1") or m.group("t2") or m.group("pipe") or "").strip())
+        edge_label = _label_text(
+            (m.group("t1") or m.group("t2") or m.group("pipe") or "").strip(), n
+        )
         previous, pos = group, m.end()
 
 
@@ -236,11 +354,11 @@ def _shape(stmt: str, pos: int, n: int) -> tuple[str | None, int]:
                         f"line {n}: a label starting with a backtick is a Mermaid markdown "
                         "string and must end with one; put other text first"
                     )
-                return unescape(stmt[start : end_quote + 1]), end_quote + 1 + len(closer)
+                return _label_text(stmt[start : end_quote + 1], n), end_quote + 1 + len(closer)
             end = stmt.find(closer, start)
             if end == -1:
                 continue
-            return unescape(stmt[start:end].strip()), end + len(closer)
+            return _label_text(stmt[start:end].strip(), n), end + len(closer)
     if pos < len(stmt) and stmt[pos] in "[({>":
         raise DiagramError(f"line {n}: a node label is not closed")
     return None, pos

@@ -21,6 +21,7 @@ from pygments.formatters import HtmlFormatter
 
 from . import __version__
 from .execution import RECORDS_MIME
+from .highlight import visible
 from .marks import carries_html
 from .models import GitSource, Register
 from .views import badge, esc, esc_name
@@ -352,6 +353,13 @@ def history_html(entries: list[dict[str, Any]]) -> str:
 _exporters = threading.local()
 
 
+def visible_text(value: object) -> str:
+    """The template's ``tw_visible`` filter: control, bidi and escape characters shown as
+    ``<U+XXXX>``, as :func:`tracework.views.esc` shows them on record cards (a diagram's
+    caption is the analyst's text; the template escapes it for HTML after this)."""
+    return visible(str(value))
+
+
 def html_exporter() -> HTMLExporter:
     """This thread's nbconvert exporter for report pages, built on first use.
 
@@ -371,6 +379,7 @@ def html_exporter() -> HTMLExporter:
             exclude_input=True,
             exclude_input_prompt=True,
             exclude_output_prompt=True,
+            filters={"tw_visible": visible_text},
         )
         _exporters.html = exporter
     return exporter

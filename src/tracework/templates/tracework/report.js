@@ -1,6 +1,7 @@
 // tracework report: render the page's Mermaid diagrams with the pinned local copy of
-// Mermaid (strict security level), then link every node bound to a record to the
-// record's anchor.  Nothing is fetched: this file and mermaid.min.js sit beside the page.
+// Mermaid (strict security level, configuration locked against diagrams), then link
+// every node bound to a record to the record's anchor.  Nothing is fetched: this file
+// and mermaid.min.js sit beside the page.
 (function () {
   "use strict";
 
@@ -43,7 +44,22 @@
       document.documentElement.dataset.diagrams = "failed";
       return;
     }
-    mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "neutral" });
+    // A diagram may not change the configuration: every top-level key is made "secure",
+    // so Mermaid drops what a %%{init}%% directive or front matter would set (themeCSS
+    // with url(...) made the browser fetch).  tracework's check refuses both as well.
+    const locked = Object.keys(mermaid.mermaidAPI.defaultConfig || {}).concat([
+      "secure", "securityLevel", "startOnLoad", "maxTextSize", "suppressErrorRendering",
+      "maxEdges", "theme", "themeVariables", "themeCSS", "fontFamily", "altFontFamily",
+      "fontSize", "darkMode", "htmlLabels", "look", "layout", "handDrawnSeed", "wrap",
+      "markdownAutoWrap", "deterministicIds", "dompurifyConfig", "flowchart", "elk",
+      "arrowMarkerAbsolute", "legacyMathML", "forceLegacyMathML", "logLevel"
+    ]);
+    mermaid.initialize({
+      startOnLoad: false,
+      securityLevel: "strict",
+      theme: "neutral",
+      secure: locked
+    });
     let failed = 0;
     for (const figure of figures) {
       const pre = figure.querySelector("pre.mermaid");

@@ -1,0 +1,249 @@
+"""What no diagram may carry into the report: directives, styles the check cannot vouch
+for, HTML in labels, and raw or entity-coded control, bidi and escape characters.
+
+The parser refuses them in hand-written diagrams; generated labels and captions show
+such characters as ``<U+202E>``, as record cards do; the report's Mermaid is locked so
+that a diagram cannot change its configuration even if one slipped through.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+
+from conftest import git, needs_chromium
+from tracework.cli import main
+from tracework.diagrams import DiagramError, from_authority_paths, from_routes, label, parse
+from tracework.highlight import visible
+from tracework.rendering import report_js
+
+RLO, ESC = "\u202e", "\x1b"
+HIDDEN = f"Evil {RLO}gnp.exe {ESC}[31mred \u2066x\u2069 \u200b"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        # styles: only plain colours and widths (url() fetched; Mermaid fails on it too)
+        ('flowchart LR\n  a["x"] --> b\n  style a fill:url(https://evil.example/x)', "`style`"),
+        ("flowchart LR\n  a --> b\n  classDef c fill:url(#x)", "`classDef`"),
+        ("flowchart LR\n  a --> b\n  classDef c fill:red}\n", "`classDef`"),
+        ("flowchart LR\n  a --> b\n  linkStyle 0 stroke:var(--x)", "`linkStyle`"),
+        ("flowchart LR\n  a --> b\n  style a background-image:red", "`style`"),
+        ("flowchart LR\n  a --> b\n  style a fill:red !important", "`style`"),
+        ("flowchart LR\n  a --> b\n  style a fill:#f00; b --> c", "own"),
+        # directives: Mermaid reads %%{ on any line, in a label or a comment
+        (
+            'flowchart LR\n  a --> b\n  %%{init: {"themeCSS": ".n { fill: url(https://e.x/) }"}}%%',
+            "directive",
+        ),
+        ('flowchart LR\n  a["%%{init: {}}%%"] --> b', "directive"),
+        ("flowchart LR\n  %% bind a RT-CMP-x %%{wrap}%%\n  a --> b", "directive"),
+        ("flowchart LR\n  %% {init}\n  a --> b", "directive"),
+        # click, call and href
+        ('flowchart TB\n  a["x"]\n  click a href "https://evil.example"', "refused"),
+        ("flowchart TB\n  a --> b\n  call f()", "refused"),
+        ('flowchart TB\n  a --> b\n  href "x"', "refused"),
+        # HTML in labels (strict mode keeps <img>, which fetches)
+        ('flowchart LR\n  a["<img src=https://evil.example/i>"] --> b', "HTML in a label"),
+        ('flowchart LR\n  a["`x <img src=https://evil.example/i>`"] --> b', "HTML in a label"),
+        ("flowchart LR\n  a -->|<img src=x>| b", "HTML in a label"),
+        ('flowchart LR\n  subgraph s ["<a href=https://evil.example>x</a>"]\n  a\n  end', "HTML"),
+        ("flowchart LR\n  a[</pre><script>alert(1)</script>] --> b", "HTML in a label"),
+        # control, bidi and escape characters, raw (comments included) or as entity codes
+        (f'flowchart LR\n  a["{RLO}x"] --> b', "U\\+202E"),
+        (f"flowchart LR\n  a[x{ESC}[31m] --> b", "U\\+001B"),
+        (f"flowchart LR\n  %% {RLO} hidden\n  a --> b", "U\\+202E"),
+        (f"flowchart LR\n  a --> b\n  %% bind a RT-CMP-x{RLO}", "U\\+202E"),
+        ('flowchart LR\n  a["#8238;x"] --> b', "entity code.*U\\+202E"),
+        ('flowchart LR\n  a["#rlm;x"] --> b', "entity code.*U\\+200F"),
+        ('flowchart LR\n  a["&#8238;x"] --> b', "entity code.*U\\+202E"),
+        ('flowchart LR\n  a["#27;[31m"] --> b', "entity code.*U\\+001B"),
+    ],
+)
+def test_the_check_refuses_what_mermaid_would_act_on(text, problem):
+    with pytest.raises(DiagramError, match=problem):
+        parse(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "flowchart LR\n  a --> b\n  style a fill:#f00,stroke:#333,stroke-width:2px,"
+        "color:#fff,stroke-dasharray:5 5",
+        "flowchart LR\n  a:::hot --> b\n  classDef hot,cold fill:#0f0, stroke : blue\n"
+        "  class a,b hot\n  linkStyle 0 stroke:red,stroke-width:3.5px\n  style b fill:red;",
+        'flowchart LR\n  a["one<br>two<br/>three, 1 < 2"] --> b',
+        'flowchart LR\n  a["#quot;#93;#60;script#62;"] --> b["100% #35;1"]',
+        "flowchart LR\n  %% a comment: </pre><script>alert(2)</script>\n  a --> b",
+        "flowchart LR\r\n  a --> b\r\n",
+        'flowchart LR\n  a["#38;rlm; and #38;#35;8238; shown as written"] --> b',
+    ],
+)
+def test_plain_colours_line_breaks_and_escaped_text_still_pass(text):
+    parse(text)
+
+
+class _Route:
+    def __init__(self, rid, text, through):
+        self.id, self.label, self.passes_through = rid, text, through
+
+
+class _Path:
+    def __init__(self, rid, material, consumer, channel):
+        self.id, self.source_material = rid, material
+        self.consumer, self.channel = consumer, channel
+
+
+def test_generated_labels_show_hidden_characters_as_cards_do():
+    escaped = label(HIDDEN)
+    assert RLO not in escaped and ESC not in escaped and "\u200b" not in escaped
+    assert "#60;U+202E#62;" in escaped and "#60;U+001B#62;" in escaped
+    shown = " ".join(visible(HIDDEN).split())
+    assert parse(f"flowchart LR\n  n[{escaped}]").nodes["n"] == shown
+    titles = {"RT-CMP-a": HIDDEN, "RT-OBJ-b": "Bee"}
+    routes = from_routes([_Route("RT-RTE-r", HIDDEN, ("RT-CMP-a", "RT-OBJ-b"))], titles, "LR")
+    paths = from_authority_paths([_Path("RT-BAP-p", "RT-OBJ-b", HIDDEN, HIDDEN)], titles, "LR")
+    for text in (routes, paths):
+        assert visible(text) == text  # nothing left to neutralise
+        parsed = parse(text)
+        assert shown in parsed.labels()
+
+
+def test_report_js_keeps_mermaid_strict_and_locks_its_configuration():
+    js = report_js().read_text(encoding="utf-8")
+    init = js[js.index("mermaid.initialize(") :]
+    init = init[: init.index(");")]
+    assert re.search(r"securityLevel:\s*\"strict\"", init)
+    assert re.search(r"secure:\s*locked", init)
+    locked = js[js.index("const locked") : js.index("mermaid.initialize(")]
+    for key in ("theme", "themeCSS", "themeVariables", "securityLevel", "flowchart", "secure"):
+        assert f'"{key}"' in locked, key
+
+
+# -- a rendered report -------------------------------------------------------------------
+
+CELL = f"""q = src.quote("pkg/store.py", symbol="Store.put")
+H = {HIDDEN!r}
+wb.component("RT-CMP-store", label=H, identity="The store.", evidence=[q])
+wb.operative_object("RT-OBJ-items", label="Items", description="The dict.")
+wb.route("RT-RTE-put", label=H, progression="p", implementation="wired",
+         operation="uninspected", passes_through=["RT-CMP-store", "RT-OBJ-items"])
+wb.authority_path("RT-BAP-items", consumer=H, channel=H, force="data", horizon="the call",
+                  source_material="RT-OBJ-items")
+wb.diagram("routes", caption="Routes " + H, routes=["RT-RTE-put"])
+wb.diagram("authority", caption=H, records=["RT-BAP-items"])
+wb.diagram("hand", 'flowchart LR\\n  a["x"] --> RT-CMP-store', caption=H)"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A report whose records, route label, consumer, channel and captions hold an RLO,
+    an ESC, isolates and a zero-width space."""
+    root = tmp_path_factory.mktemp("safety")
+    toy = root / "toy"
+    (toy / "pkg").mkdir(parents=True)
+    git(toy, "init", "-q", "-b", "main")
+    (toy / "pkg" / "store.py").write_text(
+        "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
+    )
+    git(toy, "add", "-A")
+    when = {"GIT_AUTHOR_DATE": "@1767225600 +0000", "GIT_COMMITTER_DATE": "@1767225600 +0000"}
+    git(toy, "commit", "-q", "-m", "first", env=when)
+    first = git(toy, "rev-parse", "HEAD").strip()
+    runner = CliRunner()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        assert runner.invoke(main, ["init", "ws"]).exit_code == 0
+        patch.chdir(root / "ws")
+        for args in (
+            ["subject", "add", "toy", str(toy)],
+            ["fetch", "toy"],
+            ["new", "demo", "--subject", "toy", "--commit", first],
+        ):
+            result = runner.invoke(main, args, catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+        path = root / "ws" / "notebooks" / "demo.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.insert(4, nbformat.v4.new_code_cell(CELL))
+        nbformat.write(nb, path)
+        import tracework
+
+        tracework.open("demo").source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+        result = runner.invoke(main, ["render", "demo", "--json"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return root / "ws" / json.loads(result.output)["directory"]
+
+
+def test_no_hidden_character_reaches_the_report_or_its_diagram_files(report):
+    page = (report / "report.html").read_text(encoding="utf-8")
+    files = {p.stem: p.read_text(encoding="utf-8") for p in (report / "diagrams").glob("*.mmd")}
+    assert sorted(files) == ["authority", "hand", "routes"]
+    for text in (page, *files.values()):
+        for ch in (RLO, ESC, "\u2066", "\u2069", "\u200b"):
+            assert ch not in text
+    figures = re.findall(r'<figure [^>]*\bid="diagram-([\w-]+)"', page)
+    assert sorted(figures) == ["authority", "hand", "routes"]
+    for name, source in files.items():
+        figure = re.search(rf'<figure [^>]*\bid="diagram-{name}".*?</figure>', page, re.S)
+        assert figure
+        block = figure.group(0)
+        # the caption, as text alternative and as caption, shows the marks as cards do
+        caption = re.search(r"<figcaption>(.*?)</figcaption>", block, re.S)
+        assert caption and html.escape(visible(HIDDEN), quote=True) in caption.group(1)
+        assert "&lt;U+202E&gt;" in caption.group(1) and "&lt;U+001B&gt;" in caption.group(1)
+        assert f'aria-label="{caption.group(1)}"' in block
+        # the Mermaid text drawn, the folded source and the .mmd file are the same text
+        drawn = re.search(r'<pre class="mermaid">(.*?)</pre>', block, re.S)
+        assert drawn and html.unescape(drawn.group(1)) == source
+        assert f"<pre><code>{drawn.group(1)}</code></pre>" in block
+    # the generated labels show the marks too, as the record cards do
+    assert html.escape(label(HIDDEN)[1:-1], quote=True) in page
+    assert "#60;U+202E#62;" in files["routes"] and "#60;U+001B#62;" in files["authority"]
+
+
+@pytest.mark.browser
+def test_a_directive_that_slipped_past_the_check_changes_nothing(browser, report):
+    """The report's own Mermaid set-up, fed diagrams the check refuses: no configuration
+    from a directive or front matter is applied, and nothing outside is requested."""
+    needs_chromium()
+    page_html = (report / "report.html").read_text(encoding="utf-8")
+    head = page_html[: page_html.index("</head>")]
+    css = "fill: url(https://evil.example/x)"
+    hostile = [
+        f'flowchart LR\n  a --> b\n  %%{{init: {{"themeCSS": ".node rect {{ {css} }}"}}}}%%',
+        '%%{init: {"securityLevel": "loose", "theme": "dark"}}%%\nflowchart LR\n  a --> b',
+        f'---\nconfig:\n  themeCSS: ".node rect {{ {css} }}"\n---\nflowchart LR\n  a --> b',
+    ]
+    figures = "".join(
+        f'<figure class="tw-diagram" id="h{i}" data-bindings="{{}}">'
+        f'<pre class="mermaid">{html.escape(text)}</pre></figure>'
+        for i, text in enumerate(hostile)
+    )
+    probe = report / "probe.html"
+    probe.write_text(f"{head}</head><body>{figures}</body></html>", encoding="utf-8")
+    try:
+        page = browser.new_page()
+        requests: list[str] = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(probe.as_uri())
+        page.wait_for_function("document.documentElement.dataset.diagrams !== undefined")
+        assert page.evaluate("document.documentElement.dataset.diagrams") == "done"
+        fills = page.evaluate(
+            "Array.from(document.querySelectorAll('figure svg g.node rect'))"
+            ".map(r => getComputedStyle(r).fill)"
+        )
+        # every node drawn with the page's own theme: no themeCSS, no other theme
+        assert len(fills) >= 6 and len(set(fills)) == 1 and "url(" not in fills[0], fills
+        assert page.evaluate("mermaid.mermaidAPI.getConfig().securityLevel") == "strict"
+        outside = [u for u in requests if not u.startswith(("file://", "data:"))]
+        assert outside == [], outside
+        page.close()
+    finally:
+        probe.unlink()
