@@ -6,6 +6,7 @@ import copy
 import gc
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -193,14 +194,44 @@ def test_rerender_skips_what_did_not_change_and_force_renders_again(reports, tw,
     page = (workspace.reports / "good" / reformat[:12] / "report.html").read_text()
     assert "2026-04-01" in page
     bad = tw("rerender", "good", "--commit", reformat, "--analysis-date", "April")
-    assert bad.exit_code == 2 and "is not YYYY-MM-DD" in bad.output
+    assert bad.exit_code == 2 and "is not a date" in bad.output
 
 
 def test_rerender_refuses_bad_requests(reports, tw):
     assert tw("rerender", "--all").exit_code == 2  # neither --commit nor --latest
     assert tw("rerender", "--all", "--latest", "--commit", "abc1").exit_code == 2
     assert tw("rerender").exit_code == 2
-    assert tw("rerender", "nosuch", "--latest").exit_code == 2
+
+
+def test_an_unknown_report_is_named_with_the_known_ones(reports, tw, workspace):
+    result = tw("rerender", "nosuch", "--latest")
+    assert result.exit_code == 2
+    assert "no report nosuch in this workspace" in result.stderr
+    assert "notebooks/NAME.ipynb + registers/NAME.yaml" in result.stderr
+    assert "the reports here: broken, good" in result.stderr
+    assert "register" not in result.stderr.replace("registers/NAME.yaml", "")
+    (workspace.registers / "broken.yaml").unlink()  # a notebook alone is no report
+    result = tw("rerender", "good", "broken", "other", "--commit", reports[0])
+    assert result.exit_code == 2
+    assert "no reports broken, other in this workspace" in result.stderr
+    assert "the reports here: good" in result.stderr
+
+
+@pytest.mark.parametrize("manifest", ["null", '["a"]'])
+def test_a_manifest_that_is_not_an_object_means_render_again(reports, tw, workspace, manifest):
+    _, reformat, _ = reports
+    (workspace.notebooks / "broken.ipynb").unlink()
+    args = ("rerender", "good", "--commit", reformat, "-j", "1", "--json")
+    assert json.loads(tw(*args).output)["reports"][0]["status"] == "rendered"
+    assert json.loads(tw(*args).output)["reports"][0]["status"] == "skipped"
+    (workspace.reports / "good" / reformat[:12] / "manifest.json").write_text(manifest + "\n")
+    result = tw(*args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["reports"][0]["status"] == "rendered"
+    # a records.json that is not an object is no good render either
+    (workspace.reports / "good" / reformat[:12] / "records.json").write_text("null\n")
+    assert json.loads(tw(*args).output)["reports"][0]["status"] == "rendered"
+    assert json.loads(tw(*args).output)["reports"][0]["status"] == "skipped"
 
 
 def test_a_batch_render_in_a_warm_kernel_gives_the_same_bytes_as_render(reports, tw, workspace):
@@ -490,3 +521,65 @@ def _pids_in(folder: Path) -> list[int]:
                 if Path(os.readlink(proc / "cwd")) == folder:
                     pids.append(int(proc.name))
     return pids
+
+
+SLOW = (
+    CELL
+    + """
+import pathlib, time
+pathlib.Path(f"started-{register}").touch()
+time.sleep(600)  # a Ctrl-C comes first
+"""
+)
+PROGRESS = re.compile(r"\S+ @ [0-9a-f]{12}: [a-z]+")
+
+
+@pytest.mark.parametrize(
+    ("jobs", "moment"), [("2", "worker start"), ("2", "in a cell"), ("1", "in a cell")]
+)
+def test_ctrl_c_stops_a_batch_with_one_word(reports, workspace, jobs, moment):
+    """Ctrl-C on a terminal signals the whole process group.  Workers and kernel hosts
+    ignore it (from the moment they start); the batch stops them and says only
+    "interrupted" (exit 130), leaving nothing running."""
+    _, reformat, _ = reports
+    for name in ("broken", "good"):
+        path = workspace.notebooks / f"{name}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        nb.cells[4].source = SLOW
+        nbformat.write(nb, path)
+    tracework = str(Path(sys.executable).parent / "tracework")
+    proc = subprocess.Popen(
+        [tracework, "rerender", "--all", "--commit", reformat, "-j", jobs, "--force"],
+        cwd=workspace.root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's job has
+    )
+    try:
+        for _ in range(3000):  # an event, whatever the machine's speed
+            if moment == "in a cell":
+                if list(workspace.root.glob("started-*")):
+                    break
+            elif any("host_main" in p for p in _processes_in(workspace.root)):
+                break  # a worker is in its initializer: it has just started its kernel host
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"never reached {moment}")
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=300)  # the sleeping cells never end by themselves
+        assert proc.returncode == 130, err
+        lines = err.splitlines()
+        assert lines[-1] == "interrupted", err
+        assert all(PROGRESS.fullmatch(line) for line in lines[:-1]), err
+        for _ in range(3000):  # workers are gone at once, their hosts and kernels with them
+            if not _processes_in(workspace.root):
+                break
+            time.sleep(0.1)
+        assert _processes_in(workspace.root) == []
+    finally:  # never leave them behind, even when failing
+        with suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in _pids_in(workspace.root):
+            with suppress(OSError):
+                os.kill(pid, signal.SIGKILL)

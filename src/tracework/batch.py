@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -63,20 +64,35 @@ class Outcome:
 
 def report_names(ws: Workspace, names: Sequence[str], every: bool) -> list[str]:
     """The reports to re-render: those named, or with ``--all`` every notebook with a register."""
+    known = known_reports(ws)
     if every:
-        found = sorted(
-            p.stem
-            for p in ws.notebooks.glob("*.ipynb")
-            if (ws.registers / f"{p.stem}.yaml").is_file()
-        )
-        if not found:
+        if not known:
             raise TraceworkError(
                 "no reports in this workspace (notebooks/NAME.ipynb + registers/NAME.yaml)"
             )
-        return found
+        return known
     if not names:
         raise TraceworkError("name the reports to re-render, or give --all")
-    return [check_name(n, "report") for n in names]
+    chosen = [check_name(n, "report") for n in names]
+    unknown = [n for n in chosen if n not in known]
+    if unknown:
+        listed = ", ".join(unknown)
+        shown = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
+        raise TraceworkError(
+            f"no report{'s' if len(unknown) > 1 else ''} {listed} in this workspace "
+            "(a report is notebooks/NAME.ipynb + registers/NAME.yaml)",
+            hint=f"the reports here: {shown}"
+            if known
+            else "there are none yet: create one with `tracework new NAME --subject S --commit C`",
+        )
+    return chosen
+
+
+def known_reports(ws: Workspace) -> list[str]:
+    """Every report of the workspace: a notebook with a register of the same name."""
+    return sorted(
+        p.stem for p in ws.notebooks.glob("*.ipynb") if (ws.registers / f"{p.stem}.yaml").is_file()
+    )
 
 
 def targets(
@@ -113,14 +129,29 @@ def targets(
 
 
 def up_to_date(ws: Workspace, name: str, commit: str, analysis_date: str | None = None) -> bool:
-    """Whether the last good render at ``commit`` used exactly today's inputs."""
-    manifest = ws.reports / name / commit[:12] / "manifest.json"
-    try:
-        recorded = json.loads(manifest.read_text(encoding="utf-8")).get("inputs_sha256")
-    except (OSError, ValueError):
+    """Whether the last good render at ``commit`` used exactly today's inputs.
+
+    A manifest or records.json that cannot be read, or is not a JSON object, is not
+    a good render: the report renders again.
+    """
+    folder = ws.reports / name / commit[:12]
+    manifest, records = (
+        _json_object(folder / "manifest.json"),
+        _json_object(folder / "records.json"),
+    )
+    if manifest is None or records is None:
         return False
-    key = inputs_key(ws, name, commit, analysis_date)
-    return bool(recorded) and recorded == key
+    recorded = manifest.get("inputs_sha256")
+    return isinstance(recorded, str) and recorded == inputs_key(ws, name, commit, analysis_date)
+
+
+def _json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def render_one(
@@ -150,10 +181,16 @@ def render_one(
 def start_pool_worker(root: str, parent: int) -> None:
     """A pool worker's start: :func:`start_worker`, and leave when the batch is gone.
 
+    Ctrl-C is the batch's to handle: a worker ignores SIGINT (it started with SIGINT
+    blocked, see :func:`_sigint_blocked`, so a Ctrl-C during its start left it alone
+    too) and so do the kernel hosts it starts; the batch stops its workers itself.
     A batch killed outright (SIGKILL, or SIGTERM from a scheduler) runs no clean-up,
     so each worker watches for its parent's exit and then stops its kernel host (whose
     kernels die with it) and itself.
     """
+    with suppress(ValueError, OSError, AttributeError):  # not the main thread; not POSIX
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a pending Ctrl-C is dropped too
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -189,11 +226,9 @@ def skipped(ws: Workspace, name: str, commit: str) -> dict[str, Any]:
 
 def _outcome(name: str, commit: str, status: Status, records_json: Path) -> dict[str, Any]:
     """A rendered or skipped report's outcome, from the drift in its records.json."""
-    try:
-        records = json.loads(records_json.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        records = {}
-    drift = records.get("drift", {})
+    records = _json_object(records_json) or {}
+    drift = records.get("drift")
+    drift = drift if isinstance(drift, dict) else {}
     return Outcome(
         name,
         commit,
@@ -246,28 +281,77 @@ def rerender(
         finally:
             release()  # the kernel booted for a next report, and the kernel host
     elif todo:
-        # spawned, not forked: a worker must not inherit the parent's threads and loops
-        spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=spawn,
-            initializer=start_pool_worker,
-            initargs=(str(ws.root), os.getpid()),
-        ) as pool:
+        results.update(_in_pool(ws, plan, todo, workers, analysis_date, on_update))
+    return [results[name] for name in plan]
+
+
+def _in_pool(
+    ws: Workspace,
+    plan: dict[str, str],
+    todo: list[str],
+    workers: int,
+    analysis_date: str | None,
+    on_update: Callable[[str, str], None],
+) -> dict[str, dict[str, Any]]:
+    """Render ``todo`` in a pool of worker processes.
+
+    On Ctrl-C (KeyboardInterrupt here; the workers ignore SIGINT) the workers are
+    stopped at once rather than left to finish their renders: each one's kernel host
+    and kernels die with it, and what an unfinished render staged is swept by that
+    report's next render.
+    """
+    results: dict[str, dict[str, Any]] = {}
+    # spawned, not forked: a worker must not inherit the parent's threads and loops
+    spawn = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=spawn,
+        initializer=start_pool_worker,
+        initargs=(str(ws.root), os.getpid()),
+    )
+    try:
+        with _sigint_blocked():  # workers are spawned as jobs are submitted
             futures: dict[Future[dict[str, Any]], str] = {}
             for name in todo:
                 job = pool.submit(render_one, str(ws.root), name, plan[name], True, analysis_date)
                 futures[job] = name
                 on_update(name, "rendering")
-            try:
-                for future in as_completed(futures):
-                    name = futures[future]
-                    results[name] = future.result()
-                    on_update(name, results[name]["status"])
-            except KeyboardInterrupt:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
-    return [results[name] for name in plan]
+        for future in as_completed(futures):
+            name = futures[future]
+            results[name] = future.result()
+            on_update(name, results[name]["status"])
+    except KeyboardInterrupt:
+        for process in list((pool._processes or {}).values()):
+            with suppress(OSError, ValueError):  # gone already
+                process.terminate()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return results
+
+
+@contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in this thread while worker processes start, so that they start with
+    it blocked (a blocked signal stays blocked across fork and exec) until they ignore
+    it: a Ctrl-C then never interrupts a worker's interpreter start-up or initializer,
+    which printed tracebacks ("init_sys_streams", "Exception in initializer").  A Ctrl-C
+    meanwhile is not lost: it is delivered here when the block ends (or at once to
+    another of this process's threads)."""
+    if not hasattr(signal, "pthread_sigmask"):  # not POSIX: nothing to block
+        yield
+        return
+    # multiprocessing's resource tracker unblocks SIGINT in this thread when it starts:
+    # start it first (spawned workers need it anyway)
+    with suppress(Exception):
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _on_dask(

@@ -8,8 +8,11 @@ paths are removed — so that the same inputs give the same bytes.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
+import logging
+import signal
 import sys
 from collections.abc import Mapping
 from contextlib import suppress
@@ -146,14 +149,19 @@ def execute(
     """Run ``notebook`` with papermill into ``output``; raise with the failing cell's error.
 
     Parameters go through papermill's Python API, so a commit id like ``1234567`` or
-    ``1e10`` stays a string (its ``-p`` option would turn it into a number).
+    ``1e10`` stays a string (its ``-p`` option would turn it into a number).  A kernel
+    that dies (a cell calls ``os._exit``, the OOM killer) fails the render with one
+    message naming the cell and, where it is known, how the kernel ended.
     """
     load_nbformat()
     import papermill
+    from nbclient.exceptions import DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
+    _quiet_papermill_log()
     kernel = ensure_kernelspec()
     clients = _clients_of(km) if km is not None else []
+    sent: list[int] = []  # the code cells sent to the kernel, by index
     try:
         papermill.execute_notebook(
             notebook,
@@ -165,6 +173,7 @@ def execute(
             log_output=False,
             request_save_on_cell_execute=False,
             km=km,  # a pre-started kernel (batch renders), else papermill starts one
+            on_cell_execute=lambda cell, cell_index: sent.append(cell_index),
         )
     except PapermillExecutionError as exc:
         # a TraceworkError raised in the kernel carries its own hint line; keep one
@@ -172,13 +181,22 @@ def execute(
         if exc.ename == "ChecksFailed":
             raise ChecksFailed(text) from None
         raise RenderError(f"the notebook failed in cell {exc.exec_count}: {text}") from None
+    except DeadKernelError:
+        # the cell that was running is the len(sent)th executed: the count it would show
+        where = f" in cell {len(sent)}" if sent else ""
+        raise RenderError(
+            f"the notebook could not be executed: the kernel died{where}{_how_it_ended(km)}"
+        ) from None
     except TraceworkError:
         raise
-    except Exception as exc:  # a dead kernel, a missing kernel, a papermill refusal
+    except Exception as exc:  # a missing kernel, a papermill refusal
         raise RenderError(
             f"the notebook could not be executed: {type(exc).__name__}: "
             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else 'no detail'}"
         ) from None
+    except BaseException:  # Ctrl-C in the middle of a cell
+        _end_abandoned_tasks()
+        raise
     finally:
         for client in clients:
             with suppress(Exception):  # never hide the run's own error behind this
@@ -189,13 +207,72 @@ def execute(
     return nb
 
 
-def _clients_of(km: Any) -> list[Any]:
-    """The kernel clients ``km`` makes from now on, to be closed after the run.
+def _quiet_papermill_log() -> None:
+    """Keep papermill's and nbclient's log lines (nbclient logs through papermill's
+    logger) off stderr: with no handler anywhere, Python's last-resort handler prints
+    every warning raw ("Kernel died while waiting for execute reply."), beside the one
+    message tracework gives for the same failure.  An application that configures
+    logging still receives them (the records propagate)."""
+    log = logging.getLogger("papermill")
+    if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
+        log.addHandler(logging.NullHandler())
 
-    nbclient closes its client only when it started the kernel itself; with a kernel
-    it was given, it leaves the client's sockets, heartbeat thread and zmq context
-    open, about ten file descriptors and three threads per report in a batch worker.
+
+def _end_abandoned_tasks() -> None:
+    """End the tasks an interrupted cell left pending on this thread's event loop.
+
+    nbclient runs each cell as tasks on that loop; Ctrl-C leaves them pending, and the
+    next use of the loop (the kernel's shutdown) resumed them: they failed on the dead
+    kernel with no one to retrieve the error, and asyncio printed "Task exception was
+    never retrieved" and a traceback after tracework's "interrupted".
     """
+    with suppress(Exception):  # a clean-up: never hide the interrupt itself
+        from jupyter_core.utils import ensure_event_loop
+
+        loop = ensure_event_loop()
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        if loop.is_running() or not pending:
+            return
+        for task in pending:
+            task.cancel()
+        done, _ = loop.run_until_complete(asyncio.wait(pending, timeout=10))
+        for task in done:
+            if not task.cancelled():
+                task.exception()  # retrieved: never reported as lost
+
+
+def _how_it_ended(km: Any) -> str:
+    """`` (exit code 3)`` or `` (killed by SIGKILL)`` for a batch kernel that died, where
+    it can be told ("" otherwise: papermill's own kernel is gone with its manager)."""
+    process: Any = getattr(getattr(km, "provisioner", None), "process", None)
+    code: int | None = None
+    with suppress(Exception):  # no process (papermill's kernel), or its host is gone
+        exit_status = getattr(process, "exit_status", None)  # a forked kernel's host knows
+        code = exit_status() if callable(exit_status) else process.poll()
+    if code is None:
+        return ""
+    if code < 0:
+        with suppress(ValueError):
+            return f" (killed by {signal.Signals(-code).name})"
+        return f" (killed by signal {-code})"
+    return f" (exit code {code})"
+
+
+def _clients_of(km: Any) -> list[Any]:
+    """Make the kernel clients ``km`` makes from now on asynchronous, and list them, to
+    be closed after the run.
+
+    nbclient runs cells on an asyncio loop and awaits its client: a blocking client (what
+    a synchronous ``KernelManager`` makes) blocks that loop in each wait, so the task that
+    checks whether the kernel is alive never runs, and a render whose kernel died waited
+    forever for its output.  And nbclient closes its client only when it started the
+    kernel itself; with a kernel it was given, it leaves the client's sockets, heartbeat
+    thread and zmq context open, about ten file descriptors and three threads per report
+    in a batch worker.
+    """
+    from jupyter_client.asynchronous.client import AsyncKernelClient
+
+    km.client_factory = AsyncKernelClient
     clients: list[Any] = []
     make = km.client
 

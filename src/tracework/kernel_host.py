@@ -102,7 +102,24 @@ class KernelHost:
                 raise
         if not fds:
             raise OSError(f"the kernel host forked no kernel: {reply.decode(errors='replace')}")
-        return ForkedKernel(int(reply), fds[0])
+        return ForkedKernel(int(reply), fds[0], self)
+
+    def exit_status(self, pid: int) -> int | None:
+        """How the host's kernel ``pid``, which has exited, ended: its exit code, or minus
+        the number of the signal that killed it (as ``Popen.returncode``); None when the
+        host cannot tell (it is gone, or has not seen the kernel end)."""
+        request = json.dumps({"status": pid}).encode() + b"\n"
+        with self._lock:
+            try:
+                self._sock.sendall(request)
+                reply = self._sock.recv(64)
+            except OSError:  # as in fork(): a late reply would answer the next request
+                self.process.kill()
+                return None
+        try:
+            return int(reply)
+        except ValueError:
+            return None
 
     def close(self) -> None:
         """Stop the host, which kills the kernels it forked before it exits."""
@@ -119,14 +136,17 @@ class ForkedKernel:
 
     It is the host's child, not ours: it is watched and signalled through a pidfd,
     so a recycled pid can never be signalled by mistake.  Its exit status stays
-    with the host, which reaps it; ``returncode`` is 0 once it has exited.
+    with the host, which reaps it; ``returncode`` is 0 once it has exited, and
+    :meth:`exit_status` asks the host for the real one.
     """
 
     stdin = stdout = stderr = None
 
-    def __init__(self, pid: int, pidfd: int) -> None:
+    def __init__(self, pid: int, pidfd: int, host: KernelHost | None = None) -> None:
         self.pid = pid
         self.returncode: int | None = None
+        self._host = host
+        self._status: int | None = None
         os.set_inheritable(pidfd, False)
         self._pidfd = pidfd
         # poll() and wait() run on several threads (a warm-up's and the worker's): the
@@ -162,6 +182,15 @@ class ForkedKernel:
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
+
+    def exit_status(self) -> int | None:
+        """The kernel's exit code, or minus the signal that killed it, from its host;
+        None while it runs or when the host cannot tell."""
+        if self.poll() is None:
+            return None
+        if self._status is None and self._host is not None:
+            self._status = self._host.exit_status(self.pid)
+        return self._status
 
     def _exited(self) -> None:
         self.returncode = 0
@@ -226,9 +255,11 @@ def host_main(fd: int) -> None:
     """The kernel host (``python -c``): import once, then fork one kernel per request.
 
     Requests come one at a time over the socket ``fd``: a JSON line with the kernel's
-    arguments and environment.  The reply is the kernel's pid, with a pidfd for it
-    (opened before the host could reap it).  When the worker closes the socket or
-    dies, the host kills every kernel it forked and exits.
+    arguments and environment, answered with the kernel's pid and a pidfd for it
+    (opened before the host could reap it); or ``{"status": pid}``, answered with how
+    that kernel ended (its exit code or minus its signal, as ``Popen.returncode``; ``?``
+    when unknown).  When the worker closes the socket or dies, the host kills every
+    kernel it forked and exits.
     """
     die_with_parent()  # a host outlives no worker (its kernels die with it, in turn)
     before = dict(os.environ)
@@ -253,8 +284,13 @@ def host_main(fd: int) -> None:
     added = {k: v for k, v in os.environ.items() if before.get(k) != v}
     sock = socket.socket(fileno=fd)
     children: set[int] = set()
+    ended: dict[int, int] = {}  # how reaped kernels ended, until the worker asks
     try:
-        while (request := _next_request(sock, children)) is not None:
+        while (request := _next_request(sock, children, ended)) is not None:
+            if "status" in request:
+                status = ended.pop(request["status"], None)
+                sock.sendall(b"?" if status is None else str(status).encode())
+                continue
             try:
                 pid = os.fork()
             except OSError as exc:  # this kernel starts the usual way; the others run on
@@ -296,30 +332,41 @@ def _warm_up() -> None:
     highlight("-a\n+b\n", DiffLexer(), HtmlFormatter())
 
 
-def _next_request(sock: socket.socket, children: set[int]) -> dict[str, Any] | None:
+def _next_request(
+    sock: socket.socket, children: set[int], ended: dict[int, int]
+) -> dict[str, Any] | None:
     """The next request, reaping exited kernels while waiting; None at the end."""
     data = b""
     while not data.endswith(b"\n"):
         if not select.select([sock], [], [], 1.0)[0]:
-            _reap(children)
+            _reap(children, ended)
             continue
         chunk = sock.recv(1 << 16)
         if not chunk:
             return None
         data += chunk
-    _reap(children)
+    _reap(children, ended)
     request: dict[str, Any] = json.loads(data)
     return request
 
 
-def _reap(children: set[int]) -> None:
+#: How many ended kernels' statuses a host keeps for a worker that may ask (it asks
+#: only about a kernel that died under a render; the others are never asked about).
+KEPT_STATUSES = 256
+
+
+def _reap(children: set[int], ended: dict[int, int]) -> None:
     for pid in list(children):
         try:
-            done = os.waitpid(pid, os.WNOHANG)[0] == pid
-        except ChildProcessError:
-            done = True
-        if done:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # reaped already: how it ended is not known
             children.discard(pid)
+            continue
+        if done == pid:
+            children.discard(pid)
+            ended[pid] = os.waitstatus_to_exitcode(status)
+            while len(ended) > KEPT_STATUSES:
+                del ended[next(iter(ended))]  # the oldest
 
 
 def _be_kernel(sock: socket.socket, request: dict[str, Any], added: dict[str, str]) -> NoReturn:

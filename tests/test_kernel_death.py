@@ -1,0 +1,163 @@
+"""A kernel that dies under a render (a cell calls ``os._exit``, the OOM killer strikes).
+
+The render fails with one message that says so, naming the cell and how the kernel ended;
+in a batch the other reports render, in a kernel of their own, and nothing is left running.
+Every command runs in a subprocess with a timeout: a render that waits forever on a dead
+kernel fails the test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from contextlib import suppress
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tracework import kernel_host, kernels
+
+CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
+wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q]);"""
+DIES = "import os\nos._exit(3)"
+HANG_GUARD = 300  # seconds: only a render stuck for good comes near it
+# the 5th cell run (the count it would show): parameters, injected parameters,
+# tracework.open, CELL, then DIES
+DIED = "the notebook could not be executed: the kernel died in cell 5"
+
+
+@pytest.fixture
+def reports(make_repo, tw, workspace):
+    """Two reports on one subject: `dies`, whose kernel exits in its 5th code cell, and `good`."""
+    repo = make_repo("toy")
+    repo.write("pkg/store.py", "class Store:\n    def put(self, key, value):\n        pass\n")
+    pin = repo.commit("first")
+    assert tw("subject", "add", "toy", str(repo.path), "--track", "main").exit_code == 0
+    assert tw("fetch", "toy").exit_code == 0
+    for name in ("dies", "good"):
+        assert tw("new", name, "--subject", "toy", "--commit", pin).exit_code == 0
+        path = workspace.notebooks / f"{name}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.insert(4, nbformat.v4.new_code_cell(CELL))
+        if name == "dies":
+            nb.cells.insert(5, nbformat.v4.new_code_cell(DIES))
+        nbformat.write(nb, path)
+        import tracework
+
+        tracework.open(name).source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    return pin
+
+
+def _run(workspace, *args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
+    """``tracework ARGS`` in the workspace, in a session of its own; killed whole on a hang."""
+    code = f"{prelude}\nfrom tracework.cli import main\nmain({list(args)!r})"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=workspace.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=HANG_GUARD)
+    except subprocess.TimeoutExpired:
+        with suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in _pids_in(workspace.root):
+            with suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"`tracework {' '.join(args)}` hung")
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def _pids_in(folder: Path) -> list[int]:
+    """Processes (other than this one) whose working directory is ``folder`` (Linux)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            with suppress(OSError):
+                if Path(os.readlink(proc / "cwd")) == folder:
+                    pids.append(int(proc.name))
+    return pids
+
+
+def _left_in(folder: Path) -> list[str]:
+    """Kernels, kernel hosts and batch workers still running in ``folder``."""
+    left = []
+    for pid in _pids_in(folder):
+        with suppress(OSError):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1]
+            if not state.startswith("Z") and any(
+                mark in cmdline for mark in ("ipykernel", "host_main", "multiprocessing")
+            ):
+                left.append(cmdline)
+    return left
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_batch_with_a_dying_kernel_finishes_and_renders_the_rest(reports, workspace, jobs):
+    pin = reports
+    result = _run(workspace, "rerender", "--all", "--commit", pin, "-j", jobs, "--force", "--json")
+    assert result.returncode == 1, result.stderr
+    by_name = {r["name"]: r for r in json.loads(result.stdout)["reports"]}
+    dies, good = by_name["dies"], by_name["good"]
+    assert dies["status"] == "failed"
+    assert dies["error"] == f"{DIED} (exit code 3)"
+    # rendered after `dies` (with -j 1, by the same worker): a kernel of its own
+    assert good["status"] == "rendered" and good["error"] is None
+    assert (workspace.reports / "good" / pin[:12] / "report.html").is_file()
+    assert not (workspace.reports / "dies" / pin[:12]).exists()
+    assert "Kernel died while waiting" not in result.stderr
+    assert _left_in(workspace.root) == []
+
+
+def test_a_dying_kernel_started_the_usual_way_also_says_how_it_ended(reports, workspace):
+    """Without a kernel host (not Linux), the kernel is jupyter_client's own child."""
+    pin = reports
+    prelude = "import tracework.kernels as k\nk.HOSTED = False"
+    result = _run(
+        workspace, "rerender", "--all", "--commit", pin, "-j", "1", "--json", prelude=prelude
+    )
+    assert result.returncode == 1, result.stderr
+    by_name = {r["name"]: r for r in json.loads(result.stdout)["reports"]}
+    assert by_name["dies"]["error"] == f"{DIED} (exit code 3)"
+    assert by_name["good"]["status"] == "rendered"
+    assert _left_in(workspace.root) == []
+
+
+def test_render_with_a_dying_kernel_gives_one_message(reports, workspace):
+    """nbclient's own log line ("Kernel died while waiting for execute reply.") stays off
+    stderr: the user reads tracework's one message, exit 2."""
+    result = _run(workspace, "render", "dies")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [f"tracework: error: {DIED}"]
+    assert not (workspace.reports / "dies" / reports[:12]).exists()
+    assert _left_in(workspace.root) == []
+
+
+def test_a_kernel_host_tells_how_its_kernel_ended(workspace):
+    if not kernel_host.HOSTED:
+        pytest.skip("kernel hosts need pidfd_open (Linux)")
+    host = kernel_host.KernelHost(workspace.root)
+    try:
+        km = kernels.WarmKernel(workspace.root, host).take()
+        assert km is not None
+        process = km.provisioner.process
+        assert isinstance(process, kernel_host.ForkedKernel)
+        assert process.exit_status() is None  # running
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=HANG_GUARD)
+        assert process.exit_status() == -signal.SIGKILL
+        assert process.exit_status() == -signal.SIGKILL  # asked once, kept
+        assert host.exit_status(process.pid) is None  # the host forgets what it told
+        kernels.shutdown(km)
+    finally:
+        host.close()
+    assert _left_in(workspace.root) == []
