@@ -216,3 +216,17 @@ def browser() -> Iterator[Any]:
         )
         yield chrome
         chrome.close()
+
+
+def pids_in(folder: Path) -> list[int]:
+    """Processes (other than this one) whose working directory is ``folder`` (Linux): what
+    a test that kills or interrupts tracework checks is gone, and kills if it is not."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if Path(os.readlink(proc / "cwd")) == folder:
+                    pids.append(int(proc.name))
+            except OSError:
+                continue  # gone meanwhile, or not ours to read
+    return pids

@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from conftest import pids_in
 from tracework import kernel_host, kernels
 
 CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
@@ -68,7 +69,7 @@ def _run(workspace, *args: str, prelude: str = "") -> subprocess.CompletedProces
     except subprocess.TimeoutExpired:
         with suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        for pid in _pids_in(workspace.root):
+        for pid in pids_in(workspace.root):
             with suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         proc.communicate()
@@ -76,21 +77,10 @@ def _run(workspace, *args: str, prelude: str = "") -> subprocess.CompletedProces
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
-def _pids_in(folder: Path) -> list[int]:
-    """Processes (other than this one) whose working directory is ``folder`` (Linux)."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid():
-            with suppress(OSError):
-                if Path(os.readlink(proc / "cwd")) == folder:
-                    pids.append(int(proc.name))
-    return pids
-
-
 def _left_in(folder: Path) -> list[str]:
     """Kernels, kernel hosts and batch workers still running in ``folder``."""
     left = []
-    for pid in _pids_in(folder):
+    for pid in pids_in(folder):
         with suppress(OSError):
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
             state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1]

@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from conftest import pids_in
 from tracework import kernel_host, kernels, rendering
 from tracework.batch import render_one
 from tracework.blobs import Mirror
@@ -508,19 +509,9 @@ def test_a_batch_killed_outright_leaves_no_worker_host_or_kernel(reports, worksp
             time.sleep(0.1)
         assert _processes_in(workspace.root) == []
     finally:  # never leave them behind, even when failing
-        for pid in _pids_in(workspace.root):
+        for pid in pids_in(workspace.root):
             with suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-
-
-def _pids_in(folder: Path) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid():
-            with suppress(OSError):
-                if Path(os.readlink(proc / "cwd")) == folder:
-                    pids.append(int(proc.name))
-    return pids
 
 
 SLOW = (
@@ -580,6 +571,6 @@ def test_ctrl_c_stops_a_batch_with_one_word(reports, workspace, jobs, moment):
     finally:  # never leave them behind, even when failing
         with suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        for pid in _pids_in(workspace.root):
+        for pid in pids_in(workspace.root):
             with suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
