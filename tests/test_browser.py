@@ -133,10 +133,15 @@ def _open(browser, url: str):
     page = browser.new_page()
     requests: list[str] = []
     dialogs: list[str] = []
+    errors: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    # (a 404 for the test server's missing favicon is no fault of the page's)
     page.goto(url)
     page.wait_for_function("document.documentElement.dataset.diagrams !== undefined")
+    errors = [e for e in errors if not e.startswith("Failed to load resource")]
+    assert errors == [], errors  # e.g. a CSP directive a <meta> policy cannot carry
     return page, requests, dialogs
 
 
