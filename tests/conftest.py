@@ -230,3 +230,73 @@ def pids_in(folder: Path) -> list[int]:
             except OSError:
                 continue  # gone meanwhile, or not ours to read
     return pids
+
+
+STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
+
+
+def render_store_report(root: Path, cells: list[str]) -> Path:
+    """A subject holding ``pkg/store.py`` (class ``Store``), a workspace under ``root``
+    with report ``demo`` pinned at its one commit, ``cells`` inserted after the
+    notebook's set-up, ``Store.put`` quoted, rendered; returns the render's folder."""
+    import json
+
+    import nbformat
+
+    toy = root / "toy"
+    (toy / "pkg").mkdir(parents=True)
+    git(toy, "init", "-q", "-b", "main")
+    (toy / "pkg" / "store.py").write_text(STORE)
+    git(toy, "add", "-A")
+    when = f"@{BASE_EPOCH} +0000"  # a fixed date: the same commit id every run
+    git(
+        toy,
+        "commit",
+        "-q",
+        "-m",
+        "first",
+        env={"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when},
+    )
+    first = git(toy, "rev-parse", "HEAD").strip()
+    runner = CliRunner()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        assert runner.invoke(main, ["init", "ws"]).exit_code == 0
+        patch.chdir(root / "ws")
+        for args in (
+            ["subject", "add", "toy", str(toy)],
+            ["fetch", "toy"],
+            ["new", "demo", "--subject", "toy", "--commit", first],
+        ):
+            result = runner.invoke(main, args, catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+        path = root / "ws" / "notebooks" / "demo.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(cells):
+            nb.cells.insert(4 + i, nbformat.v4.new_code_cell(cell))
+        nbformat.write(nb, path)
+        import tracework
+
+        tracework.open("demo").source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+        result = runner.invoke(main, ["render", "demo", "--json"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return root / "ws" / json.loads(result.output)["directory"]
+
+
+@dataclass
+class RouteStub:
+    """What diagram generation reads of a route record."""
+
+    id: str
+    label: str
+    passes_through: tuple[str, ...]
+
+
+@dataclass
+class PathStub:
+    """What diagram generation reads of a behavioural-authority path record."""
+
+    id: str
+    source_material: str
+    consumer: str
+    channel: str

@@ -16,12 +16,9 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import nbformat
 import pytest
-from click.testing import CliRunner
 
-from conftest import needs_chromium
-from tracework.cli import main
+from conftest import needs_chromium, render_store_report
 
 pytestmark = pytest.mark.browser
 HOSTILE = '"]<script>alert(1)</script>'
@@ -57,60 +54,10 @@ CELLS[1] = CELLS[1].replace(
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory, make_repo_module) -> Path:
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A report with three diagrams (one with a hostile label), rendered at its pin."""
     needs_chromium()
-    root = tmp_path_factory.mktemp("browser")
-    repo = make_repo_module(root / "toy")
-    first = repo
-    runner = CliRunner()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(root)
-        assert runner.invoke(main, ["init", "ws"]).exit_code == 0
-        patch.chdir(root / "ws")
-        for args in (
-            ["subject", "add", "toy", str(root / "toy")],
-            ["fetch", "toy"],
-            ["new", "demo", "--subject", "toy", "--commit", first],
-        ):
-            result = runner.invoke(main, args, catch_exceptions=False)
-            assert result.exit_code == 0, result.output
-        path = root / "ws" / "notebooks" / "demo.ipynb"
-        nb = nbformat.read(path, as_version=4)
-        for i, cell in enumerate(CELLS):
-            nb.cells.insert(4 + i, nbformat.v4.new_code_cell(cell))
-        nbformat.write(nb, path)
-        import tracework
-
-        tracework.open("demo").source("SRC-1").quote("pkg/store.py", symbol="Store.put")
-        result = runner.invoke(main, ["render", "demo", "--json"], catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        return root / "ws" / json.loads(result.output)["directory"]
-
-
-@pytest.fixture(scope="module")
-def make_repo_module():
-    from conftest import git
-
-    def factory(path: Path) -> str:
-        path.mkdir(parents=True)
-        git(path, "init", "-q", "-b", "main")
-        (path / "pkg").mkdir()
-        (path / "pkg" / "store.py").write_text(
-            "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
-        )
-        git(path, "add", "-A")
-        git(
-            path,
-            "commit",
-            "-q",
-            "-m",
-            "first",
-            env={"GIT_AUTHOR_DATE": "@1767225600 +0000", "GIT_COMMITTER_DATE": "@1767225600 +0000"},
-        )
-        return git(path, "rev-parse", "HEAD").strip()
-
-    return factory
+    return render_store_report(tmp_path_factory.mktemp("browser"), CELLS)
 
 
 @pytest.fixture(scope="module")

@@ -9,16 +9,12 @@ that a diagram cannot change its configuration even if one slipped through.
 from __future__ import annotations
 
 import html
-import json
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
-from click.testing import CliRunner
 
-from conftest import git, needs_chromium
-from tracework.cli import main
+from conftest import PathStub, RouteStub, needs_chromium, render_store_report
 from tracework.diagrams import DiagramError, from_authority_paths, from_routes, label, parse
 from tracework.highlight import visible
 from tracework.rendering import report_js
@@ -90,17 +86,6 @@ def test_plain_colours_line_breaks_and_escaped_text_still_pass(text):
     parse(text)
 
 
-class _Route:
-    def __init__(self, rid, text, through):
-        self.id, self.label, self.passes_through = rid, text, through
-
-
-class _Path:
-    def __init__(self, rid, material, consumer, channel):
-        self.id, self.source_material = rid, material
-        self.consumer, self.channel = consumer, channel
-
-
 def test_generated_labels_show_hidden_characters_as_cards_do():
     escaped = label(HIDDEN)
     assert RLO not in escaped and ESC not in escaped and "\u200b" not in escaped
@@ -108,8 +93,8 @@ def test_generated_labels_show_hidden_characters_as_cards_do():
     shown = " ".join(visible(HIDDEN).split())
     assert parse(f"flowchart LR\n  n[{escaped}]").nodes["n"] == shown
     titles = {"RT-CMP-a": HIDDEN, "RT-OBJ-b": "Bee"}
-    routes = from_routes([_Route("RT-RTE-r", HIDDEN, ("RT-CMP-a", "RT-OBJ-b"))], titles, "LR")
-    paths = from_authority_paths([_Path("RT-BAP-p", "RT-OBJ-b", HIDDEN, HIDDEN)], titles, "LR")
+    routes = from_routes([RouteStub("RT-RTE-r", HIDDEN, ("RT-CMP-a", "RT-OBJ-b"))], titles, "LR")
+    paths = from_authority_paths([PathStub("RT-BAP-p", "RT-OBJ-b", HIDDEN, HIDDEN)], titles, "LR")
     for text in (routes, paths):
         assert visible(text) == text  # nothing left to neutralise
         parsed = parse(text)
@@ -146,39 +131,7 @@ wb.diagram("hand", 'flowchart LR\\n  a["x"] --> RT-CMP-store', caption=H)"""
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A report whose records, route label, consumer, channel and captions hold an RLO,
     an ESC, isolates and a zero-width space."""
-    root = tmp_path_factory.mktemp("safety")
-    toy = root / "toy"
-    (toy / "pkg").mkdir(parents=True)
-    git(toy, "init", "-q", "-b", "main")
-    (toy / "pkg" / "store.py").write_text(
-        "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
-    )
-    git(toy, "add", "-A")
-    when = {"GIT_AUTHOR_DATE": "@1767225600 +0000", "GIT_COMMITTER_DATE": "@1767225600 +0000"}
-    git(toy, "commit", "-q", "-m", "first", env=when)
-    first = git(toy, "rev-parse", "HEAD").strip()
-    runner = CliRunner()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(root)
-        assert runner.invoke(main, ["init", "ws"]).exit_code == 0
-        patch.chdir(root / "ws")
-        for args in (
-            ["subject", "add", "toy", str(toy)],
-            ["fetch", "toy"],
-            ["new", "demo", "--subject", "toy", "--commit", first],
-        ):
-            result = runner.invoke(main, args, catch_exceptions=False)
-            assert result.exit_code == 0, result.output
-        path = root / "ws" / "notebooks" / "demo.ipynb"
-        nb = nbformat.read(path, as_version=4)
-        nb.cells.insert(4, nbformat.v4.new_code_cell(CELL))
-        nbformat.write(nb, path)
-        import tracework
-
-        tracework.open("demo").source("SRC-1").quote("pkg/store.py", symbol="Store.put")
-        result = runner.invoke(main, ["render", "demo", "--json"], catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        return root / "ws" / json.loads(result.output)["directory"]
+    return render_store_report(tmp_path_factory.mktemp("safety"), [CELL])
 
 
 def test_no_hidden_character_reaches_the_report_or_its_diagram_files(report):

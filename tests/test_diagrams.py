@@ -8,6 +8,7 @@ import re
 import pytest
 
 import tracework
+from conftest import PathStub, RouteStub
 from tracework.diagrams import (
     DiagramError,
     from_authority_paths,
@@ -74,28 +75,19 @@ def test_labels_escape_everything_that_could_break_out():
     assert unescape(escaped) == " ".join(HOSTILE.split())
 
 
-class _Route:
-    def __init__(self, rid, text, through):
-        self.id, self.label, self.passes_through = rid, text, through
-
-
-class _Path:
-    def __init__(self, rid, material, consumer, channel):
-        self.id, self.source_material = rid, material
-        self.consumer, self.channel = consumer, channel
-
-
 def test_generated_diagrams_bind_record_nodes_and_escape_their_text():
     titles = {"RT-CMP-a": HOSTILE, "RT-OBJ-b": "Bee"}
-    text = from_routes([_Route("RT-RTE-r", "The route", ("RT-CMP-a", "RT-OBJ-b"))], titles, "LR")
+    text = from_routes([RouteStub("RT-RTE-r", "The route", ("RT-CMP-a", "RT-OBJ-b"))], titles, "LR")
     parsed = parse(text)
     assert parsed.edges == [("RT-CMP-a", "RT-OBJ-b", "The route")]
     assert parsed.nodes["RT-CMP-a"] == " ".join(HOSTILE.split())
-    text = from_authority_paths([_Path("RT-BAP-p", "RT-OBJ-b", HOSTILE, "a channel")], titles, "TB")
+    text = from_authority_paths(
+        [PathStub("RT-BAP-p", "RT-OBJ-b", HOSTILE, "a channel")], titles, "TB"
+    )
     parsed = parse(text)
     assert parsed.edges == [("RT-OBJ-b", "RT-BAP-p", "a channel")]
     with pytest.raises(DiagramError, match="passes_through"):
-        from_routes([_Route("RT-RTE-r", "x", ())], titles, "TB")
+        from_routes([RouteStub("RT-RTE-r", "x", ())], titles, "TB")
 
 
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"

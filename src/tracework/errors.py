@@ -109,12 +109,12 @@ def check_iso_date(value: str, what: str) -> str:
     a date goes into reports, histories and the site, so 2026-13-45 must stop here."""
     import datetime as dt
     import re
+    from contextlib import suppress
 
-    try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) and dt.date.fromisoformat(value).year:
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        with suppress(ValueError):  # a month 13 or a February 30: the message below
+            dt.date.fromisoformat(value)
             return value
-    except ValueError:
-        pass  # a month 13 or a February 30: the message below
     raise TraceworkError(
         f"{what} {value!r} is not a date", hint="write a real calendar date as YYYY-MM-DD"
     )
