@@ -574,3 +574,65 @@ def test_ctrl_c_stops_a_batch_with_one_word(reports, workspace, jobs, moment):
         for pid in pids_in(workspace.root):
             with suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+
+
+# -- a batch ends when its last report is written ----------------------------------------------
+
+
+def test_a_kernel_discarded_mid_warm_up_stops_without_waiting_out_a_limit(workspace, monkeypatch):
+    """The batch's last report leaves behind the kernel booted for a next report that never
+    comes.  Stopping it while its warm-up waits on the kernel must not wait out any limit:
+    a blocking wait there made most batches sit 30 s after their last report."""
+    marker = workspace.root / "warming"
+    # a warm-up that is certainly in flight when the kernel is discarded
+    monkeypatch.setattr(kernels, "PRELOAD", f"open({str(marker)!r}, 'w').close()\n" + SLEEP)
+    kernel_host.timeouts_reached.clear()
+    for _ in range(3):
+        marker.unlink(missing_ok=True)
+        kernels.prestart(workspace.root)
+        spare = kernels._spare
+        assert spare is not None
+        for _ in range(600):  # the warm-up has reached the kernel
+            if marker.exists():
+                break
+            time.sleep(0.1)
+        assert marker.exists(), "the warm-up never ran"
+        kernels.release()
+        assert not spare._thread.is_alive()  # stopped, not left to run out its wait
+    assert kernel_host.timeouts_reached == []
+    assert _processes_in(workspace.root) == []
+
+
+SLEEP = "import time; time.sleep(600)"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_repeated_batches_reach_none_of_their_timeouts(reports, workspace, jobs):
+    """Every wait on the way out of a batch ends because what it waits for is done, never
+    because its limit ran out: each such limit reached is logged (workers print it on
+    stderr) and counted.  Repeated batches, since the stall came in most runs, not all."""
+    _, reformat, edit = reports
+    (workspace.notebooks / "broken.ipynb").unlink()
+    for target in (reformat, edit, reformat):
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tracework",
+                "rerender",
+                "--all",
+                "--force",
+                "-j",
+                jobs,
+                "--commit",
+                target,
+                "--json",
+            ],  # fmt: skip
+            cwd=workspace.root,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+        assert "waited out" not in run.stderr, run.stderr
+        assert _processes_in(workspace.root) == []

@@ -14,10 +14,14 @@ keeps two things:
 from __future__ import annotations
 
 import atexit
+import logging
 import multiprocessing.util
 import os
+import queue
 import signal
+import subprocess
 import threading
+import time
 import uuid
 from contextlib import suppress
 from pathlib import Path
@@ -25,11 +29,22 @@ from typing import Any
 
 from .execution import ensure_kernelspec
 from .kernel_host import HOSTED, KernelHost, hosted_provisioner
+from .kernel_host import waited_out as _waited_out
 
 #: What a notebook's ``import tracework as tw; tw.open(...)`` loads, and no more: the
 #: kernel never exports HTML, and ``tracework.rendering`` would pull in nbformat and
 #: jsonschema, over a second of CPU per kernel for nothing.
 PRELOAD = "import tracework.notebook  # warm-up, before any report"
+
+log = logging.getLogger(__name__)
+
+
+def _join(thread: threading.Thread, what: str, seconds: float) -> None:
+    """Join ``thread``, saying so when the limit ran out."""
+    thread.join(timeout=seconds)
+    if thread.is_alive():
+        _waited_out(what, seconds)
+
 
 # -- warm kernels ---------------------------------------------------------------------
 
@@ -51,6 +66,7 @@ class WarmKernel:
             self.km.provisioner = provisioner
         self._started = False
         self._launched = threading.Event()
+        self._cancelled = threading.Event()  # discard(): stop warming, at once
         self._thread = threading.Thread(target=self._boot, daemon=True)
         self._thread.start()
 
@@ -65,22 +81,35 @@ class WarmKernel:
         client = self.km.client()
         client.start_channels()
         try:
-            client.wait_for_ready(timeout=120)
-            msg_id = client.execute(PRELOAD, silent=True, store_history=False)
-            while True:
-                reply = client.get_shell_msg(timeout=120)
-                if reply["parent_header"].get("msg_id") == msg_id:
-                    break
+            self._preload(client)
         except Exception:  # a slow or broken warm-up only costs the time it saved
-            pass
+            log.debug("warm-up of a kernel failed", exc_info=True)
         finally:
             client.stop_channels()
+
+    def _preload(self, client: Any) -> None:
+        """Run :data:`PRELOAD` and wait for its reply, in short polls, so that
+        :meth:`discard` never waits on a kernel it has killed.  (The request waits in
+        the shell socket's queue until the kernel is up: no ``wait_for_ready``, whose
+        blocking wait a killed kernel would leave to run out its limit.)"""
+        msg_id = client.execute(PRELOAD, silent=True, store_history=False)
+        deadline = time.monotonic() + 120
+        while not self._cancelled.is_set():
+            if time.monotonic() > deadline:
+                _waited_out("a kernel's warm-up", 120)
+                return
+            try:
+                reply = client.get_shell_msg(timeout=0.05)
+            except queue.Empty:
+                continue
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return
 
     def take(self) -> Any:
         """The kernel manager once the warm-up has finished, or None when no kernel
         started or it died meanwhile (a port taken by another worker, say): papermill
         then starts a kernel of its own, the usual way."""
-        self._thread.join(timeout=180)
+        _join(self._thread, "a kernel to boot", 180)
         if not self._started:
             return None
         alive = False
@@ -92,14 +121,17 @@ class WarmKernel:
         return self.km
 
     def discard(self) -> None:
-        """Kill an unused kernel outright, and wait for its warm-up to give up (also
-        safe while the process is exiting)."""
-        self._launched.wait(timeout=60)
+        """Kill an unused kernel outright, and wait for its warm-up to stop (also safe
+        while the process is exiting).  The warm-up sees the cancellation within one
+        poll: a batch's last report never waits for the kernel booted after it."""
+        self._cancelled.set()
+        if not self._launched.wait(timeout=60):
+            _waited_out("a kernel to launch", 60)
         with suppress(Exception):  # already gone: nothing left to stop
             _kill(self.km.provisioner)
             Path(self.km.connection_file).unlink(missing_ok=True)
         if self._thread is not threading.current_thread():
-            self._thread.join(timeout=30)  # its client fails on the dead kernel and stops
+            _join(self._thread, "a discarded kernel's warm-up", 30)
 
 
 def shutdown(km: Any) -> None:
@@ -129,7 +161,11 @@ def _kill(provisioner: Any) -> None:
             os.killpg(provisioner.pgid or process.pid, signal.SIGKILL)
         with suppress(OSError):
             process.kill()
-    process.wait(timeout=10)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        _waited_out("a killed kernel to exit", 10)
+        raise
 
 
 _spare: WarmKernel | None = None
@@ -186,6 +222,7 @@ def release() -> None:
 
 
 # the main process runs atexit handlers; multiprocessing workers leave through os._exit
-# and run only their registered finalizers, so register in both ways
+# after their registered finalizers (a pool worker: see batch.start_pool_worker), so
+# register in both ways
 atexit.register(release)
 multiprocessing.util.Finalize(None, release, exitpriority=100)
