@@ -614,20 +614,9 @@ def test_repeated_batches_reach_none_of_their_timeouts(reports, workspace, jobs)
     _, reformat, edit = reports
     (workspace.notebooks / "broken.ipynb").unlink()
     for target in (reformat, edit, reformat):
+        args = ["rerender", "--all", "--force", "-j", jobs, "--commit", target, "--json"]
         run = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tracework",
-                "rerender",
-                "--all",
-                "--force",
-                "-j",
-                jobs,
-                "--commit",
-                target,
-                "--json",
-            ],  # fmt: skip
+            [sys.executable, "-m", "tracework", *args],
             cwd=workspace.root,
             capture_output=True,
             text=True,
