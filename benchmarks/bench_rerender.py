@@ -277,7 +277,14 @@ def bisection(commits: int, quotes: int) -> list[str]:
         target = git(repo, "rev-parse", "main")
         marks = git(repo, "rev-list", "--reverse", f"{pin}..{target}").split()
         mirror = Mirror(repo / ".git")
-        wanted = {f"Q{q}": (path, None, text.encode(), text) for q, (path, text) in spans.items()}
+        line_of = {}  # each quoted line's number at the pin: after the 50 filler lines
+        for f in range(files):
+            mine = [q for q, (p, _t) in spans.items() if p == f"f{f}.py"]
+            line_of.update({q: 51 + n for n, q in enumerate(mine)})
+        wanted = {
+            f"Q{q}": (path, None, text.encode(), (line_of[q], line_of[q]))
+            for q, (path, text) in spans.items()
+        }
         seconds = timed(lambda: found.update(first_changes(mirror, pin, target, wanted)))
         wrong = [q for q in range(quotes) if found[f"Q{q}"][0] != marks[change_at[q] - 1]]
     print(

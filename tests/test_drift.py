@@ -92,7 +92,18 @@ def contract(data: dict) -> dict[str, dict]:
     assert re.fullmatch(r"[0-9a-f]{40}", data["commit"])
     out = {}
     for entry in data["items"]:
-        assert set(entry) == {*CONTRACT, "diff", "detail", "format_only", "candidate_paths"}
+        assert set(entry) == {
+            *CONTRACT,
+            *("diff", "detail", "format_only", "candidate_paths", "sha256", "sha256_at_commit"),
+        }
+        # hashes in full, never cut: the registered one, and the one at the commit
+        assert re.fullmatch(r"[0-9a-f]{64}", entry["sha256"])
+        at_commit = entry["sha256_at_commit"]
+        assert at_commit is None or re.fullmatch(r"[0-9a-f]{64}", at_commit)
+        if entry["kind"] == "quote":
+            assert (at_commit == entry["sha256"]) == (entry["state"] in ("verified", "moved"))
+            assert (at_commit is None) == (entry["state"] in ("missing", "ambiguous"))
+        assert not re.search(r"[0-9a-f]{12}…", entry["detail"])
         if entry["candidates"] is None:
             assert entry["candidate_paths"] is None
         else:  # the file of each candidate, in the same order
@@ -682,3 +693,66 @@ def test_quotes_are_looked_for_in_every_touched_file_that_can_hold_them(files, n
     found = _elsewhere(span, "f0.txt", None, target)
     searched = [(p, lines[p].find_span(span)) for p in sorted(data) if p != "f0.txt"]
     assert found == [(path, hits) for path, hits in searched if hits]
+
+
+# -- a relocated span keeps its whole statement (a linter re-wraps calls) -------------------
+
+AGENT = """def answer(question, memory):
+    reply = client.complete(
+        model=MODEL, system=PROMPT,
+        messages=[question],
+        max_tokens=512,
+        stop=None,
+    )
+    if reply.ok:
+        memory.keep(reply.text)
+        return reply.text
+    return None
+"""
+#: what a linter makes of it: one argument per line, so the call grows by a line
+LINTED = AGENT.replace(
+    "        model=MODEL, system=PROMPT,\n", "        model=MODEL,\n        system=PROMPT,\n"
+)
+
+
+@pytest.fixture
+def agent(pinned, tw):
+    """agent.py pinned, with Q-call (anchored on the call's first line: lines 1-7, the
+    signature and the whole call) and Q-if (lines 8-10, an if block, no anchor)."""
+    repo = pinned({"agent.py": AGENT})
+    for args in (
+        ("--match", "reply = client.complete(", "--context", "5", "--id", "Q-call"),
+        ("--lines", "8-10", "--id", "Q-if"),
+    ):
+        assert tw("quote", "demo", "SRC-1", "agent.py", *args).exit_code == 0
+    return repo
+
+
+def test_a_rewrapped_call_is_format_only_and_keeps_its_closing_parenthesis(agent, tw):
+    head = agent.write("agent.py", "import os\n\n" + LINTED).commit("lint")
+    _, data, items = drift(tw, agent, head)
+    call = raw_items(data)["Q-call"]
+    assert (call["lines"], call["state"], call["format_only"]) == ([1, 7], "changed", True)
+    assert call["new_lines"] == [3, 10]  # a line longer, the closing parenthesis included
+    assert items["Q-if"]["state"] == "moved"
+
+
+def test_a_rewrapped_and_edited_call_is_relocated_whole(agent, tw):
+    head = agent.write("agent.py", LINTED.replace("=512", "=1024")).commit("lint, edit")
+    _, data, _ = drift(tw, agent, head)
+    call = raw_items(data)["Q-call"]
+    assert call["state"] == "changed" and call["format_only"] is False
+    assert call["new_lines"] == [1, 8]  # the whole statement, not cut before its ")"
+    assert call["diff"].rstrip().endswith(")")
+
+
+def test_a_quoted_block_that_grows_is_relocated_to_its_end(agent, tw):
+    grown = AGENT.replace(
+        "        memory.keep(reply.text)\n",
+        "        memory.keep(reply.text, owner=question.user)\n        memory.flush()\n",
+    )
+    head = agent.write("agent.py", grown).commit("flush")
+    _, data, _ = drift(tw, agent, head)
+    block = raw_items(data)["Q-if"]
+    assert block["state"] == "changed" and block["format_only"] is False
+    assert block["new_lines"] == [8, 11]  # header to the end of the block it opens

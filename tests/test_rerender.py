@@ -22,7 +22,7 @@ from conftest import pids_in
 from tracework import kernel_host, kernels, rendering
 from tracework.batch import render_one
 from tracework.blobs import Mirror
-from tracework.history import Graph, first_change, format_only, normalise
+from tracework.history import Graph, first_change
 from tracework.register import load
 from tracework.views import summary_html
 
@@ -42,20 +42,6 @@ CONTRACT = {
 
 
 # -- formatting-only changes ------------------------------------------------------------------
-
-
-def test_python_formatting_is_told_from_meaning():
-    old = "    items = call(a, b)  # keep\n"
-    assert (
-        format_only(old, "    items = call(\n        a,\n        b,\n    )  # keep\n", "x.py")
-        is False
-    )
-    assert format_only(old, "    items = call(\n        a, b\n    )  # keep\n", "x.py")
-    assert not format_only(old, "    items = call(a, c)  # keep\n", "x.py")
-    assert not format_only(old, "    items = call(a, b)  # dropped\n", "x.py")  # comments count
-    assert not format_only('s = "a  b"\n', 's = "a b"\n', "x.py")  # strings are content
-    assert format_only("a  b\n c\n", "a b c\n", "notes.md")
-    assert normalise("def f(:\n", "broken.py")  # does not tokenize: falls back to words
 
 
 # -- first change by bisection --------------------------------------------------------------

@@ -85,3 +85,26 @@ def test_an_ambiguous_quote_names_the_file_of_each_candidate_escaped():
     page = quote_html(QuoteInfo("Q-whistle", quote, C, C, "", drift))
     assert "candidates horn.py:2–3, &lt;siren&gt;.py:5–6, 9–10" in page
     assert "<siren>" not in page
+
+
+def test_a_moved_quote_links_its_pinned_lines_and_where_it_is_now():
+    from tracework.checks import CheckItem
+    from tracework.models import Quote
+    from tracework.views import QuoteInfo, quote_html
+
+    text = "def whistle():\n    return 1\n"
+    quote = Quote(
+        source="SRC-1",
+        path="kettle.py",
+        lines=(16, 17),
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
+        text=text,
+    )
+    now = "b" * 40
+    moved = CheckItem(
+        "quote", "Q-w", "SRC-1", "kettle.py", "moved", (16, 17), (25, 26), "horn.py",
+        detail="same bytes in another file",
+    )  # fmt: skip
+    page = quote_html(QuoteInfo("Q-w", quote, C, now, "https://github.com/acme/lark", moved))
+    assert f"https://github.com/acme/lark/blob/{C}/kettle.py#L16-L17" in page  # at the pin
+    assert f"https://github.com/acme/lark/blob/{now}/horn.py#L25-L26" in page  # now

@@ -23,7 +23,13 @@ from .hashing import (
     workspace_file_sha256,
 )
 from .register import data_of
-from .register_data import DocumentSourceData, FileEntryData, GitSourceData, RegisterData
+from .register_data import (
+    DocumentSourceData,
+    FileEntryData,
+    GitSourceData,
+    QuoteData,
+    RegisterData,
+)
 from .subjects import open_mirror
 from .workspace import Workspace
 
@@ -53,6 +59,8 @@ class CheckItem(NamedTuple):
     detail: str = ""
     format_only: bool = False
     candidate_paths: tuple[str, ...] | None = None  # the file of each candidate
+    sha256: str | None = None  # what the register holds, in full
+    sha256_at_commit: str | None = None  # what the checked commit holds, None if nothing
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +77,8 @@ class CheckItem(NamedTuple):
             "diff": self.diff,
             "format_only": self.format_only,
             "detail": self.detail,
+            "sha256": self.sha256,
+            "sha256_at_commit": self.sha256_at_commit,
         }
 
 
@@ -261,9 +271,18 @@ def check_documents(
             state, detail = "missing", f"document: {reason or 'cannot be read'}"
         else:
             state = "verified" if digest == src.sha256 else "changed"
-            detail = "document" if state == "verified" else f"document: sha256 {digest[:12]}…"
+            detail = "document" if state == "verified" else f"document: sha256 {digest}"
         report.documents.append(
-            CheckItem("file", src.location, sid, src.location, state, detail=detail)
+            CheckItem(
+                "file",
+                src.location,
+                sid,
+                src.location,
+                state,
+                detail=detail,
+                sha256=src.sha256,
+                sha256_at_commit=None if state == "missing" else digest,
+            )
         )
 
 
@@ -346,17 +365,31 @@ def _check_source(
                 lines = cache.lines(quote.path)
                 needle = span_bytes(quote.text, quote.raw_b64)
                 if lines is not None and lines.holds_at(quote.lines[0], needle):
-                    result.items.append(_verified(sid, qid, quote.path, quote.lines))
+                    result.items.append(_verified(sid, qid, quote))
                     continue
             drift = relocate(qid, quote, target)
-            result.items.append(_quote_item(sid, quote.path, quote.lines, drift))
+            result.items.append(_quote_item(sid, quote, drift))
     return result
 
 
-def _verified(sid: str, qid: str, path: str, lines: tuple[int, int]) -> CheckItem:
+def _verified(sid: str, qid: str, quote: QuoteData) -> CheckItem:
     """What :func:`_quote_item` makes of relocate's verdict "verified, same lines"."""
     return CheckItem(
-        "quote", qid, sid, path, "verified", lines, None, None, None, None, "same lines"
+        "quote",
+        qid,
+        sid,
+        quote.path,
+        "verified",
+        quote.lines,
+        None,
+        None,
+        None,
+        None,
+        "same lines",
+        False,
+        None,
+        quote.sha256,
+        quote.sha256,
     )
 
 
@@ -373,14 +406,27 @@ def _check_file(
     if entry is None and path in changes.renamed:
         new_path = changes.renamed[path]
         entry = tree.get(new_path)
+    registered = expected.sha256
     if entry is None:
-        return CheckItem("file", path, sid, path, "missing", detail="not in the tree")
+        return CheckItem(
+            "file", path, sid, path, "missing", detail="not in the tree", sha256=registered
+        )
     kind, sha256 = registered_kind(entry, cache.blob(new_path or path))
     if sha256 != expected.sha256 or kind != expected.kind:
-        detail = f"sha256 {sha256[:12]}… (registered {expected.sha256[:12]}…)"
+        detail = f"sha256 {sha256} (registered {expected.sha256})"
         if kind != expected.kind:
             detail = f"now a {kind} (registered as a {expected.kind})"
-        return CheckItem("file", path, sid, path, "changed", new_path=new_path, detail=detail)
+        return CheckItem(
+            "file",
+            path,
+            sid,
+            path,
+            "changed",
+            new_path=new_path,
+            detail=detail,
+            sha256=registered,
+            sha256_at_commit=sha256,
+        )
     if expected.expect_sha256 and expected.expect_sha256 != sha256:
         return CheckItem(
             "file",
@@ -389,21 +435,36 @@ def _check_file(
             path,
             "changed",
             new_path=new_path,
-            detail=f"differs from the expected {expected.expect_sha256[:12]}…",
+            detail=f"differs from the expected {expected.expect_sha256}",
+            sha256=registered,
+            sha256_at_commit=sha256,
         )
     if new_path:
-        return CheckItem("file", path, sid, path, "moved", new_path=new_path, detail="renamed")
-    return CheckItem("file", path, sid, path, "verified")
+        return CheckItem(
+            "file",
+            path,
+            sid,
+            path,
+            "moved",
+            new_path=new_path,
+            detail="renamed",
+            sha256=registered,
+            sha256_at_commit=sha256,
+        )
+    return CheckItem(
+        "file", path, sid, path, "verified", sha256=registered, sha256_at_commit=sha256
+    )
 
 
-def _quote_item(sid: str, path: str, lines: tuple[int, int], drift: QuoteDrift) -> CheckItem:
+def _quote_item(sid: str, quote: QuoteData, drift: QuoteDrift) -> CheckItem:
+    holds = drift.state in ("verified", "moved")  # the same bytes: the same hash
     return CheckItem(  # positional, in field order: built once per quote
         "quote",
         drift.quote_id,
         sid,
-        path,
+        quote.path,
         drift.state,
-        lines,
+        quote.lines,
         drift.new_lines if drift.state != "verified" else None,
         drift.new_path,
         drift.candidates,
@@ -411,6 +472,8 @@ def _quote_item(sid: str, path: str, lines: tuple[int, int], drift: QuoteDrift) 
         drift.how,
         drift.format_only,
         drift.candidate_paths,
+        quote.sha256,
+        quote.sha256 if holds else drift.new_sha256,
     )
 
 

@@ -8,6 +8,7 @@ otherwise.
 from __future__ import annotations
 
 import errno
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -388,7 +389,8 @@ def _print_check(report: Any) -> None:
                 Text(visible_name(item.id) if item.kind == "file" else visible(item.id)),
                 item.state,
                 Text(visible_name(now)),
-                Text(visible(item.detail)),
+                # the table abbreviates hashes; --json never does
+                Text(visible(re.sub(r"\b([0-9a-f]{12})[0-9a-f]{52}\b", r"\1…", item.detail))),
             )
         if table.row_count:
             console.print(table)
@@ -621,7 +623,7 @@ def _print_rerender(results: list[dict[str, Any]]) -> None:
             continue
         for qid, commit in sorted(r["first_changed"].items()):
             content = r["first_content_change"].get(qid)
-            if qid in r["format_only"] or content is None:
+            if qid in r["format_only"]:  # and so no first content change: content.py
                 how = "format only"
             elif content == commit:
                 how = "content changed there too"

@@ -3,12 +3,18 @@
 1. the same bytes at the same lines (``verified``; in a renamed file, ``moved``);
 2. the same bytes elsewhere in the file or its renamed successor (``moved``; several
    places and none the original: ``ambiguous``);
-3. the anchor — a Python symbol or a unique substring — found again (``changed``);
-4. the same bytes in another file the commits touched (``moved``; in several files,
+3. the same content, formatting aside (see :mod:`tracework.content`), in the file or
+   its renamed successor: ``changed``, *format only*, at the smallest span holding it;
+4. the anchor — a Python symbol or a unique substring — found again (``changed``);
+5. the same bytes in another file the commits touched (``moved``; in several files,
    ``ambiguous``);
-5. for quotes without an anchor, ``git diff``'s line mapping carries the range over
+6. for quotes without an anchor, ``git diff``'s line mapping carries the range over
    (``changed``), as code review tools port comments across patch sets;
-6. otherwise ``missing``.
+7. otherwise ``missing``.
+
+A span that layers 4 and 6 relocate is widened, for Python, to keep the quote's whole
+statements and blocks: a quote that ended with a statement (or closed a block) ends
+with it at the target too, however a formatter re-wrapped it.
 
 Drift is data: a frozen :class:`QuoteDrift` per quote.
 """
@@ -21,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from .blobs import Changes, TreeEntry
-from .hashing import Lines, display_text, is_binary, span_bytes
+from .content import Content
+from .hashing import Lines, display_text, is_binary, sha256_hex, span_bytes
 from .register_data import QuoteData
 
 QuoteState = Literal["verified", "moved", "changed", "ambiguous", "missing"]
@@ -39,8 +46,9 @@ class QuoteDrift(NamedTuple):
     candidates: tuple[tuple[int, int], ...] | None = None
     diff: str | None = None
     how: str = ""
-    format_only: bool = False  # changed, but only in formatting (see history.normalise)
+    format_only: bool = False  # the bytes moved on, the content did not (see content.py)
     candidate_paths: tuple[str, ...] | None = None  # the file of each candidate, in order
+    new_sha256: str | None = None  # a changed quote: the hash of its span now
 
 
 @dataclass
@@ -55,6 +63,18 @@ class Target:
     pin: str = ""
     pin_lines_of: Callable[[str], Lines | None] = lambda _path: None  # path at the pin
     _holding: dict[bytes, list[str]] | None = field(default=None, init=False, repr=False)
+    _contents: dict[tuple[bool, str], Content | None] = field(
+        default_factory=dict, init=False, repr=False
+    )
+
+    def content(self, path: str, *, at_pin: bool = False) -> Content | None:
+        """The content (see :mod:`tracework.content`) of a readable text file at the
+        target, or at the pin; read once per file."""
+        key = (at_pin, path)
+        if key not in self._contents:
+            lines = (self.pin_lines_of if at_pin else self.lines_of)(path)
+            self._contents[key] = Content(lines.data, path) if lines is not None else None
+        return self._contents[key]
 
     def touched_holding(self, line: bytes) -> list[str]:
         """The readable touched files with a line equal to ``line`` (terminator aside),
@@ -103,6 +123,9 @@ def relocate(qid: str, quote: QuoteData, target: Target) -> QuoteDrift:
                 how="same bytes at several places",
                 candidate_paths=(new_path,) * len(hits),
             )
+        content = _by_content(qid, quote, new_path, renamed, lines, target)
+        if content is not None:
+            return content
         if quote.anchor is not None:
             spans = _anchor_spans(quote, lines, new_path)
             if len(spans) == 1:
@@ -159,6 +182,36 @@ def relocate(qid: str, quote: QuoteData, target: Target) -> QuoteDrift:
     return QuoteDrift(qid, "missing", new_path if renamed else None, how=how)
 
 
+def _by_content(
+    qid: str, quote: QuoteData, new_path: str, renamed: bool, lines: Lines, target: Target
+) -> QuoteDrift | None:
+    """Layer 3: the quote's content, formatting aside, at the target (None: not there).
+
+    The content is read from the pin's file around the quote (its text alone when the
+    pin's file cannot be read), the one definition the first-change search uses too.
+    """
+    old = target.content(quote.path, at_pin=True)
+    first, last = quote.lines
+    if old is None:
+        old, first, last = Content(quote.text, quote.path), 1, quote.lines[1] - quote.lines[0] + 1
+    new = target.content(new_path)
+    needle = old.span(first, last)
+    if new is None or not needle or not new.holds(needle):
+        return None
+    places = new.find(needle)
+    if len(places) == 1:
+        return _changed(qid, quote, new_path, renamed, places[0], lines, "content", target)
+    return QuoteDrift(
+        qid,
+        "ambiguous",
+        new_path if renamed else None,
+        candidates=tuple(places),
+        how="same content at several places, format only",
+        format_only=True,
+        candidate_paths=(new_path,) * len(places),
+    )
+
+
 def _anchor_spans(quote: QuoteData, lines: Lines, path: str) -> list[tuple[int, int]]:
     from .spans import find_match_lines, find_symbol  # parsing code: only for anchors
 
@@ -206,11 +259,12 @@ def _changed(
     how: str,
     target: Target,
 ) -> QuoteDrift:
-    from .history import format_only  # only for the few quotes that changed
-
-    new_text = display_text(lines.span(*span))
+    cosmetic = how == "content"  # layer 3 found it; the later layers found other content
+    if not cosmetic:
+        span = _whole(quote, new_path, span, target)
+    new_bytes = lines.span(*span)
+    new_text = display_text(new_bytes)
     diff = unified_diff(quote, new_text, new_path, span, target)
-    cosmetic = format_only(quote.text, new_text, quote.path)
     return QuoteDrift(
         qid,
         "changed",
@@ -219,7 +273,30 @@ def _changed(
         diff=diff,
         how=how + (", format only" if cosmetic else ""),
         format_only=cosmetic,
+        new_sha256=sha256_hex(new_bytes),
     )
+
+
+def _whole(
+    quote: QuoteData, new_path: str, span: tuple[int, int], target: Target
+) -> tuple[int, int]:
+    """A relocated span widened as the quote was cut: when the quote ended with a whole
+    statement, so does the span (a re-wrapped call keeps its closing parenthesis); when
+    it began with one, so does the span; when it closed every block it opened, the
+    span runs to the end of the blocks it opens.  Python only; other text as found."""
+    old, new = target.content(quote.path, at_pin=True), target.content(new_path)
+    if old is None or new is None or not old.statements or not new.statements:
+        return span
+    first, last = span
+    a, b = quote.lines
+    whole_first, whole_last = new.whole_statements(first, last)
+    if old.whole_statements(a, b)[0] == a:
+        first = whole_first
+    if old.whole_statements(a, b)[1] == b:
+        last = whole_last
+    if old.closes_blocks(a, b):
+        last = new.block_end(first, last)
+    return first, last
 
 
 def unified_diff(

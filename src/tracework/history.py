@@ -2,8 +2,9 @@
 
 For a quote that is no longer verified at a newer commit, :func:`first_changes` finds
 the earliest commit after the pin at which the quoted bytes no longer occur in the
-file — and, separately, the earliest at which its *content* changed (the token stream,
-for Python; whitespace-normalised text otherwise).  The search bisects the target's
+file — and, separately, the earliest at which its *content* changed, by the one rule
+of :mod:`tracework.content` that also decides whether a change is *format only*: a
+quote is format only exactly when it has no first content change.  The search bisects the target's
 first-parent line; when the culprit is a merge whose first parent is still good, it
 descends into the merged branch, so that, as with ``git bisect``, the non-merge commit
 that made the change is named.  Only blobs are read, through one persistent
@@ -12,20 +13,19 @@ that made the change is named.  Only blobs are read, through one persistent
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import subprocess
-import textwrap
-import tokenize
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .blobs import FULL_OID, Mirror
+from .content import Content
 from .errors import TraceworkError
 from .gitenv import hardened_env
 from .subjects import open_mirror
@@ -35,38 +35,6 @@ if TYPE_CHECKING:  # the check imports this module for format_only, without pyda
     from .models import Register
 
 STATES = ("verified", "moved", "changed", "ambiguous", "missing")
-
-
-def _python(path: str) -> bool:
-    return path.endswith((".py", ".pyi"))
-
-
-def normalise(text: str, path: str) -> tuple[str, ...]:
-    """The content of a span with formatting removed.
-
-    Python: the ``tokenize`` stream without whitespace tokens (comments kept, string
-    literals intact, the ends of logical lines kept so that a statement cannot grow
-    unnoticed); other text, or Python that does not tokenize on its own: the words
-    and symbols with all whitespace runs treated alike.
-    """
-    if _python(path):
-        try:
-            source = textwrap.dedent(text)
-            tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-            skip = {tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
-            return tuple(
-                "\n" if t.type == tokenize.NEWLINE else t.string
-                for t in tokens
-                if t.type not in skip
-            )
-        except (tokenize.TokenError, IndentationError, SyntaxError):
-            pass  # a fragment that does not tokenize alone: compared as text, below
-    return tuple(" ".join(text.split()).split(" "))
-
-
-def format_only(old: str, new: str, path: str) -> bool:
-    """True when two texts differ only in formatting (see :func:`normalise`)."""
-    return old != new and normalise(old, path) == normalise(new, path)
 
 
 class ObjectReader:
@@ -182,33 +150,55 @@ def first_changes(
     mirror: Mirror,
     pin: str,
     target: str,
-    quotes: dict[str, tuple[str, str | None, bytes, str]],
+    quotes: dict[str, tuple[str, str | None, bytes, tuple[int, int]]],
 ) -> dict[str, tuple[str | None, str | None]]:
     """For each quote id → (first commit changing its bytes, first changing its content).
 
     ``quotes`` maps an id to (path at the pin, path at the target or None, the quoted
-    bytes, the quoted text).
+    bytes, the quoted lines at the pin).
     """
     if not FULL_OID.fullmatch(pin) or not FULL_OID.fullmatch(target) or pin == target:
         return {}
     graph = Graph(mirror, pin, target)
     with object_reader(mirror) as reader:
         probe = _Probe(reader)
-        return {
-            qid: (
-                first_change(graph, lambda c, q=q: probe.bytes_changed(c, *q)),  # type: ignore[misc]
-                first_change(graph, lambda c, q=q: probe.content_changed(c, *q)),  # type: ignore[misc]
+        found = {}
+        for qid, (path, moved_to, needle, lines) in quotes.items():
+            content = probe.content_at(pin, path, needle, lines)
+            found[qid] = (
+                first_change(
+                    graph, partial(probe.bytes_changed, path=path, moved_to=moved_to, needle=needle)
+                ),
+                first_change(
+                    graph,
+                    partial(probe.content_changed, path=path, moved_to=moved_to, content=content),
+                ),
             )
-            for qid, q in quotes.items()
-        }
+        return found
 
 
 class _Probe:
-    """Tests one quote at one commit, reading each blob and tokenising it once."""
+    """Tests one quote at one commit, reading each blob, and its content, once."""
 
     def __init__(self, reader: ObjectReader) -> None:
         self.reader = reader
-        self._tokens: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._contents: dict[tuple[str, str], Content] = {}
+
+    def content_at(
+        self, commit: str, path: str, needle: bytes, lines: tuple[int, int]
+    ) -> tuple[str, ...]:
+        """The content of the quote at the pin, read in its file (its text alone when
+        the file is not there)."""
+        data = self.reader.read(f"{commit}:{path}")
+        if data is None:
+            return Content(needle, path).span(1, lines[1] - lines[0] + 1)
+        return self._content(commit, path, data).span(*lines)
+
+    def _content(self, commit: str, path: str, data: bytes) -> Content:
+        key = (commit, path)
+        if key not in self._contents:
+            self._contents[key] = Content(data, path)
+        return self._contents[key]
 
     def _blob(self, commit: str, path: str, moved_to: str | None) -> tuple[str, bytes] | None:
         for candidate in (path, moved_to):
@@ -218,33 +208,20 @@ class _Probe:
                     return candidate, data
         return None
 
-    def bytes_changed(
-        self, commit: str, path: str, moved_to: str | None, needle: bytes, _text: str
-    ) -> bool:
+    def bytes_changed(self, commit: str, path: str, moved_to: str | None, needle: bytes) -> bool:
         found = self._blob(commit, path, moved_to)
         return found is None or needle not in found[1]
 
     def content_changed(
-        self, commit: str, path: str, moved_to: str | None, needle: bytes, text: str
+        self, commit: str, path: str, moved_to: str | None, content: tuple[str, ...]
     ) -> bool:
+        """Whether the quote's content is gone from its file (or its new name) at
+        ``commit``: the negation of "format only" (see :mod:`tracework.content`)."""
         found = self._blob(commit, path, moved_to)
         if found is None:
             return True
         where, data = found
-        if needle in data:
-            return False
-        key = (commit, where)
-        if key not in self._tokens:
-            self._tokens[key] = normalise(data.decode("utf-8", "replace"), path)
-        return not _contains(self._tokens[key], normalise(text, path))
-
-
-def _contains(haystack: tuple[str, ...], needle: tuple[str, ...]) -> bool:
-    """Whether ``needle`` occurs as a contiguous run in ``haystack``."""
-    if not needle:
-        return True
-    first, n = needle[0], len(needle)
-    return any(haystack[i : i + n] == needle for i, tok in enumerate(haystack) if tok == first)
+        return not self._content(commit, where, data).holds(content)
 
 
 def describe(mirror: Mirror, commit: str) -> Culprit:
@@ -281,7 +258,7 @@ def drift_summary(ws: Workspace, register: Register, records: dict[str, Any]) ->
             q["path"],
             q.get("new_path"),
             register.quotes[qid].span_bytes(),
-            register.quotes[qid].text,
+            register.quotes[qid].lines,
         )
         for qid, q in quotes.items()
         if q["state"] in ("changed", "ambiguous", "missing") and qid in register.quotes
@@ -352,6 +329,7 @@ def updated_history(entries: list[dict[str, Any]], records: dict[str, Any]) -> l
             "path": records["quotes"][qid]["path"],
             "commit": c,
             "date": drift["culprits"][c]["date"],
+            "format_only": qid in drift["format_only"],
         }
         for qid, c in drift["first_changed"].items()
     }
@@ -360,6 +338,7 @@ def updated_history(entries: list[dict[str, Any]], records: dict[str, Any]) -> l
         "date": records["commit_date"],
         "commits_since_pin": drift["commits_since_pin"],
         "counts": drift["counts"],
+        "format_only": len(drift["format_only"]),
         "changed_in": changed_in,
         "ok": records["checks"]["ok"],
         "checked": records.get("analysis_date"),

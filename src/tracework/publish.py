@@ -238,7 +238,8 @@ def _render_list(report: Report) -> list[dict[str, Any]]:
                 "status": text,
                 "checked": entry.get("checked"),
                 "changed_in": sorted(
-                    (qid, c["path"], c["commit"]) for qid, c in entry.get("changed_in", {}).items()
+                    (qid, c["path"], c["commit"], bool(c.get("format_only")))
+                    for qid, c in entry.get("changed_in", {}).items()
                 ),
             }
         )

@@ -282,15 +282,12 @@ def drift_html(records: dict[str, Any]) -> str:
         q = records["quotes"][qid]
         culprit = drift["culprits"][commit]
         content = drift["first_content_change"].get(qid)
-        note = (
-            ""
-            if content == commit
-            else (
-                " (content unchanged: formatting only)"
-                if content is None
-                else f"; content first changed at <code>{esc(content[:12])}</code>"
-            )
-        )
+        if qid in drift["format_only"]:  # and so no first content change: content.py
+            note = " (content unchanged: formatting only)"
+        elif content is None or content == commit:
+            note = ""
+        else:
+            note = f"; content first changed at <code>{esc(content[:12])}</code>"
         rows.append(
             f'<li><a href="#{esc(qid)}">{esc(qid)}</a> in '
             f'<span class="tw-path">{esc_name(q["path"])}</span>: '
@@ -335,6 +332,7 @@ def history_html(entries: list[dict[str, Any]]) -> str:
         changed = "; ".join(
             f'{esc(qid)} in <span class="tw-path">{esc_name(c["path"])}</span> at '
             f"<code>{esc(c['commit'][:12])}</code>"
+            + (" (format only)" if c.get("format_only") else "")
             for qid, c in e.get("changed_in", {}).items()
         )
         items.append(

@@ -102,6 +102,7 @@ class RenderedRecords(_Read):
 class _ChangedIn(_Read):
     path: str
     commit: str
+    format_only: bool = False
 
 
 class HistoryEntry(_Read):
@@ -144,7 +145,10 @@ class Render:
         """("holds" | "drift", a one-line account of the cited evidence at this render)."""
         quotes = list(self.records.get("quotes", {}).values())
         states = Counter(
-            "changed (format only)" if q.get("format_only") else q["state"] for q in quotes
+            "changed (format only)"
+            if q.get("format_only") and q["state"] == "changed"
+            else q["state"]
+            for q in quotes
         )
         broken = sum(1 for a in self.records.get("absences", {}).values() if not a["holds"])
         at, total = self.commit[:12], len(quotes)

@@ -86,7 +86,9 @@ class QuoteInfo:
         """The quote's state at the commit; a formatting-only change is named as such."""
         if self.drift is None:
             return "verified"
-        return "changed (format only)" if self.drift.format_only else self.drift.state
+        if self.drift.format_only and self.drift.state == "changed":
+            return "changed (format only)"
+        return self.drift.state  # ambiguous stays ambiguous, whatever its content
 
     def location(self) -> str:
         """``path:A–B`` with the path made visible (one line, look-alikes told apart)."""
@@ -118,7 +120,10 @@ def quote_html(info: QuoteInfo, *, anchor: bool = False) -> str:
     if info.lfs_pointer:
         parts.append(badge("lfs-pointer", "Git LFS pointer: the content it names is not here"))
     if link:
-        parts.append(f'<a class="tw-upstream" href="{esc(link)}" rel="noopener">upstream</a>')
+        parts.append(
+            f'<a class="tw-upstream" href="{esc(link)}" rel="noopener" '
+            f'title="the pinned lines, upstream at {esc(info.pin[:12])}">upstream</a>'
+        )
     body = code_block(q.text, q.path, q.lines[0])
     drift = info.drift
     if drift is not None and drift.state != "verified":
@@ -127,7 +132,14 @@ def quote_html(info: QuoteInfo, *, anchor: bool = False) -> str:
             where += f":{drift.new_lines[0]}–{drift.new_lines[1]}"
         note = f"at {esc(info.commit[:12])}: {esc(drift.state)} ({esc(drift.detail)})"
         if drift.new_lines or drift.new_path:
-            note += f', now <span class="tw-path">{esc(where)}</span>'
+            now = f'<span class="tw-path">{esc(where)}</span>'
+            # the pinned lines are linked above (at the pin); these at the rendered commit
+            here = upstream_url(
+                info.url, info.commit, drift.new_path or q.path, drift.new_lines or q.lines
+            )
+            if here:
+                now = f'<a class="tw-upstream" href="{esc(here)}" rel="noopener">{now}</a>'
+            note += f", now {now}"
         if drift.candidates:
             paths = drift.candidate_paths or (q.path,) * len(drift.candidates)
             places = [

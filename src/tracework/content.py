@@ -1,0 +1,473 @@
+"""What is content and what is only formatting: the one rule every output derives from.
+
+A quote whose bytes no longer hold is **format only** when its *content* still occurs
+in the file it was relocated in (:func:`holds_in`).  For Python (``.py``, ``.pyi``)
+the content is the file's token stream:
+
+* code tokens without layout: indentation, line breaks inside brackets, line
+  continuations and the spaces between tokens are ignored; the end of a statement
+  (a line break outside brackets, or ``;``) is one separator, so a statement cannot
+  grow unnoticed;
+* a trailing comma that a formatter adds when it splits a call or a collection over
+  lines is layout, but the comma that makes ``(a,)`` or ``x[a,]`` a tuple is not;
+* string literals are compared by value, exactly, because a prompt template's
+  whitespace is behaviour (``'a'`` and ``"a"`` are the same literal; an f-string keeps
+  its text between the quotes);
+* a docstring (a string literal that is a statement of its own) is compared as
+  :func:`inspect.cleandoc` reads it, without the spaces at its line ends: a linter
+  that re-indents a docstring or strips its trailing spaces changes nothing;
+* comments are kept, without their trailing spaces: editing a comment changes the
+  content of a quote that includes it.
+
+Other text compares its words: every run of whitespace is alike.
+
+A span's tokens are read in the context of its file (the bracket it sits in, whether a
+string is a docstring), never from the span's text alone, so the same lines always
+give the same content.  Files are not tokenized whole: a cheap pass over the lines
+finds where each statement starts, and tokens are read from the start of the
+statement that holds a span, or that holds a place where a span may occur again.  The
+drift check, the first-change search, the report, the history and the site all
+derive "format only" from this module.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import keyword
+import re
+from bisect import bisect_right
+from collections.abc import Iterator
+from functools import cached_property
+from typing import NamedTuple
+
+#: The one token a statement's end becomes (a line break outside brackets, or ``;``).
+SEPARATOR = "⏎"
+
+_STRING = (
+    r"(?P<string>(?:[rRbBuUfF]{1,2})?(?:"
+    r"'''(?:[^'\\]|\\.|'(?!''))*(?:'''|\Z)"
+    r'|"""(?:[^"\\]|\\.|"(?!""))*(?:"""|\Z)'
+    r"|'(?:[^'\\\n]|\\.)*(?:'|(?=\n)|\Z)"
+    r'|"(?:[^"\\\n]|\\.)*(?:"|(?=\n)|\Z)))'
+)
+_NUMBER = (
+    r"(?P<number>0[xXoObB][0-9a-fA-F_]+|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)"
+    r"(?:[eE][+-]?\d[\d_]*)?[jJ]?)"
+)
+_OPERATORS = sorted(
+    [
+        "**=",
+        "//=",
+        ">>=",
+        "<<=",
+        "!=",
+        "%=",
+        "&=",
+        "**",
+        "*=",
+        "+=",
+        "-=",
+        "->",
+        "//",
+        "/=",
+        ":=",
+        "<<",
+        "<=",
+        "==",
+        ">=",
+        ">>",
+        "@=",
+        "^=",
+        "|=",
+        "...",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        ":",
+        ";",
+        ".",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "&",
+        "|",
+        "^",
+        "~",
+        "<",
+        ">",
+        "=",
+        "@",
+        "!",
+    ],
+    key=len,
+    reverse=True,
+)
+#: One Python token per match; spaces and line continuations are skipped.
+_SCANNER = re.compile(
+    r"(?:[ \t\f]|\\\r?\n)*(?:"
+    + "|".join(
+        [
+            r"(?P<newline>\r?\n)",
+            r"(?P<comment>#[^\r\n]*)",
+            _STRING,
+            _NUMBER,
+            r"(?P<name>\w+)",
+            "(?P<op>" + "|".join(re.escape(op) for op in _OPERATORS) + ")",
+            r"(?P<other>.)",
+        ]
+    )
+    + ")",
+    re.DOTALL,
+)
+#: A normalised string literal (see _literal): a repr, or a prefix and a colon.
+_LITERAL = re.compile(r"[bruf]{0,2}['\"]|[bruf]{1,2}:")
+_WORD = re.compile(r"\w+")
+#: Strings and comments, for the cheap pass that blanks them out.
+_OPAQUE = re.compile(r"(?P<comment>#[^\r\n]*)|" + _STRING, re.DOTALL)
+
+
+class Token(NamedTuple):
+    """One normalised token, the lines (1-based, inclusive) it came from, and where
+    it starts in the file's text."""
+
+    text: str
+    first: int
+    last: int
+    offset: int
+
+
+class Statement(NamedTuple):
+    """A logical line: its first and last line, its column, whether it opens a block."""
+
+    first: int
+    last: int
+    column: int
+    header: bool
+
+
+def python_path(path: str) -> bool:
+    return path.endswith((".py", ".pyi"))
+
+
+class Content:
+    """The content of one file under the rule above, read as questions are asked."""
+
+    def __init__(self, data: bytes | str, path: str) -> None:
+        self.text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        self.python = python_path(path)
+
+    # -- the cheap pass: where statements start ---------------------------------------
+
+    @cached_property
+    def _breaks(self) -> list[int]:
+        """The offset of every ``\\n``."""
+        return [m.start() for m in re.finditer("\n", self.text)]
+
+    def _line_of(self, offset: int) -> int:
+        return bisect_right(self._breaks, offset - 1) + 1
+
+    def _offset_of(self, line: int) -> int:
+        return self._breaks[line - 2] + 1 if line > 1 else 0
+
+    @cached_property
+    def _code(self) -> tuple[str, frozenset[int]]:
+        """The text with every string and comment blanked (newlines kept), and the
+        lines that begin inside a string."""
+        inside: set[int] = set()
+
+        def blank(m: re.Match[str]) -> str:
+            text = m.group()
+            if "\n" in text:
+                first = self._line_of(m.start())
+                inside.update(range(first + 1, first + text.count("\n") + 1))
+            # a string becomes \x01s: not a space, a word, a bracket or a line break
+            return re.sub(r"[^\n]", " " if m.lastgroup == "comment" else "\x01", text)
+
+        return _OPAQUE.sub(blank, self.text), frozenset(inside)
+
+    @cached_property
+    def statements(self) -> tuple[Statement, ...]:
+        """Every statement of a Python file, in order (none for other text)."""
+        if not self.python:
+            return ()
+        found: list[Statement] = []
+        depth, start, column, continued = 0, 0, 0, False
+        code_text, inside = self._code
+        lines = code_text.split("\n")
+        for n, line in enumerate(lines, start=1):
+            code = line.strip()
+            if not start and not code:
+                continue  # a blank or comment-only line between statements
+            if not start:
+                start, column = n, len(line) - len(line.lstrip())
+            depth = max(0, depth + sum(map(code.count, "([{")) - sum(map(code.count, ")]}")))
+            continued = code.endswith("\\")
+            if depth == 0 and not continued and n + 1 not in inside:
+                found.append(Statement(start, n, column, code.endswith(":")))
+                start = 0
+        if start:
+            found.append(Statement(start, len(lines), column, False))
+        return tuple(found)
+
+    @cached_property
+    def _starts(self) -> list[int]:
+        return [s.first for s in self.statements]
+
+    def _statement_start(self, line: int) -> int:
+        """The first line of the statement that holds ``line`` (or ``line`` itself
+        when it lies between statements)."""
+        i = bisect_right(self._starts, line) - 1
+        if i >= 0 and self.statements[i].last >= line:
+            return self.statements[i].first
+        return line
+
+    # -- tokens -------------------------------------------------------------------------
+
+    def _tokens_from(self, line: int) -> Iterator[Token]:
+        """Normalised tokens from the start of ``line`` (a statement's first line, or a
+        line between statements) to the end of the file, read lazily."""
+        if not self.python:
+            yield from self._words_from(line)
+            return
+        raw = self._raw_from(self._offset_of(line))
+        brackets: list[list[int]] = []  # per open bracket: [its commas, lone one is layout]
+        previous: tuple[str, str] | None = None  # the last code token: (kind, text)
+        held: list[Token] = []  # a comma and the comments after it, until we know
+        ahead = next(raw, None)
+        while ahead is not None:
+            kind, string, offset = ahead
+            ahead = next(raw, None)
+            first = self._line_of(offset)
+            last = first + string.count("\n")
+            if kind == "comment":
+                token = Token(string.rstrip(), first, last, offset)
+                if held:
+                    held.append(token)
+                else:
+                    yield token
+                continue
+            if kind == "end":
+                previous = None
+                token = Token(SEPARATOR, first, first, offset)
+            else:
+                text = string
+                if kind == "string":
+                    text = _literal(string, docstring=previous is None and _ends(ahead))
+                elif kind == "op" and string in "([{":
+                    follows = _follows_value(previous)
+                    # f(a,) is f(a) and [a,] is [a]; but (a,) is a tuple, and so is x[a,]
+                    lone = follows if string == "(" else not follows if string == "[" else True
+                    brackets.append([0, int(lone)])
+                elif kind == "op" and string == "," and brackets:
+                    brackets[-1][0] += 1
+                elif kind == "op" and string in ")]}" and brackets:
+                    commas, lone_is_layout = brackets.pop()
+                    if held and (commas > 1 or lone_is_layout):
+                        held.pop(0)  # the trailing comma a formatter adds
+                token = Token(text, first, last, offset)
+                previous = (kind, string)
+            yield from held
+            held.clear()
+            if token.text == ",":
+                held.append(token)
+            else:
+                yield token
+        yield from held
+
+    def _raw_from(self, offset: int) -> Iterator[tuple[str, str, int]]:
+        """Raw tokens from ``offset``: (kind, text, offset); line breaks outside
+        brackets and ``;`` are statement ends (kind ``end``, once per run of them)."""
+        depth, ended = 0, True
+        for m in _SCANNER.finditer(self.text, offset):
+            kind = m.lastgroup or "other"
+            string = m.group(kind)
+            start = m.start(kind)
+            if kind == "newline" or (kind == "op" and string == ";"):
+                if depth == 0 and not ended:
+                    ended = True
+                    yield "end", "", start
+                continue
+            if kind == "op" and string in "([{":
+                depth += 1
+            elif kind == "op" and string in ")]}":
+                depth = max(0, depth - 1)
+            ended = False
+            yield kind, string, start
+        if not ended:
+            yield "end", "", len(self.text)
+
+    def _words_from(self, line: int) -> Iterator[Token]:
+        for m in re.finditer(r"\S+", self.text[self._offset_of(line) :]):
+            offset = self._offset_of(line) + m.start()
+            first = self._line_of(offset)
+            yield Token(m.group(), first, first, offset)
+
+    # -- questions --------------------------------------------------------------------
+
+    def span(self, first: int, last: int) -> tuple[str, ...]:
+        """The content of lines ``first..last``: the tokens that start there."""
+        out = []
+        for token in self._tokens_from(self._statement_start(first)):
+            if token.first > last:
+                break
+            if token.first >= first:
+                out.append(token.text)
+        return tuple(out)
+
+    def find(self, needle: tuple[str, ...]) -> list[tuple[int, int]]:
+        """Every place ``needle`` occurs, as the smallest line span holding it."""
+        if not needle:
+            return []
+        found = []
+        for offset in self._candidates(needle[0]):
+            line = self._line_of(offset)
+            tokens = self._tokens_from(self._statement_start(line))
+            for token in tokens:
+                if token.offset >= offset:
+                    break
+            else:
+                continue
+            if token.offset != offset or token.text != needle[0]:
+                continue
+            matched, end = 1, token
+            for token in tokens:
+                if matched == len(needle) or token.text != needle[matched]:
+                    break
+                matched, end = matched + 1, token
+            if matched == len(needle):
+                found.append((line, end.last))
+        return sorted(set(found))
+
+    def _candidates(self, first: str) -> Iterator[int]:
+        """Offsets where a token equal to ``first`` may start: where its text occurs as
+        a token would (a string literal, normalised, may be written otherwise: then
+        wherever a token equal to it starts)."""
+        if self.python and _LITERAL.match(first):
+            yield from (t.offset for t in self._tokens_from(1) if t.text == first)
+            return
+        text = self.text
+        code = self._code[0] if self.python else text
+        word = first[:1].isalnum() or first[:1] == "_"
+        position = text.find(first)
+        while position != -1:
+            end = position + len(first)
+            if (
+                # a comment where the text has one; anything else in code, not in a string
+                (code[position] == " " if first[:1] == "#" else code[position] == first[0])
+                and not (
+                    word
+                    and position
+                    and (text[position - 1].isalnum() or text[position - 1] == "_")
+                )
+                and not (word and end < len(text) and (text[end].isalnum() or text[end] == "_"))
+                and (self.python or not (position and not text[position - 1].isspace()))
+            ):
+                yield position
+            position = text.find(first, position + 1)
+
+    def holds(self, needle: tuple[str, ...]) -> bool:
+        """Whether ``needle`` occurs here (a needle of layout only always does).
+
+        First a necessary condition that costs one string search: a change of layout
+        keeps the names and numbers of the code, in order; only when they all still
+        occur together are the tokens read.
+        """
+        if not needle:
+            return True
+        words = (
+            [
+                w
+                for t in needle
+                if (t[:1].isalnum() or t[:1] == "_") and not _LITERAL.match(t)
+                for w in _WORD.findall(t)
+            ]
+            if self.python
+            else list(needle)
+        )
+        if f" {' '.join(words)} " not in self._words:
+            return False
+        return not self.python or bool(self.find(needle))
+
+    @cached_property
+    def _words(self) -> str:
+        """The names and numbers outside strings and comments (Python), or the words
+        (other text), one space apart and around."""
+        words = _WORD.findall(self._code[0]) if self.python else self.text.split()
+        return f" {' '.join(words)} "
+
+    def whole_statements(self, first: int, last: int) -> tuple[int, int]:
+        """``first..last`` widened to whole statements (other text: as it is)."""
+        return self._statement_start(first), max(
+            [last, *(s.last for s in self.statements if s.first <= last < s.last)]
+        )
+
+    def aligned(self, first: int, last: int) -> bool:
+        """Whether ``first..last`` starts and ends on statement boundaries."""
+        return self.whole_statements(first, last) == (first, last)
+
+    def block_end(self, first: int, last: int) -> int:
+        """The last line of the blocks opened inside ``first..last``: a statement there
+        ending in ``:`` owns the statements after it that sit deeper than it does."""
+        ends = last
+        opened: list[int] = []  # columns of the headers still open
+        for s in self.statements:
+            while opened and s.column <= opened[-1]:
+                opened.pop()
+            if opened:
+                ends = max(ends, s.last)
+            elif s.first > last:
+                break
+            if s.header and first <= s.first <= last:
+                opened.append(s.column)
+        return ends
+
+    def closes_blocks(self, first: int, last: int) -> bool:
+        """Whether every block opened inside ``first..last`` also ends inside it."""
+        return self.block_end(first, last) == last
+
+
+def _ends(ahead: tuple[str, str, int] | None) -> bool:
+    """Whether the raw token ``ahead`` ends the statement (so a comment after a
+    docstring, on its line, makes it a plain literal: the same text reads the same)."""
+    return ahead is None or ahead[0] == "end"
+
+
+def _follows_value(previous: tuple[str, str] | None) -> bool:
+    """Whether a bracket opened after ``previous`` is a call or a subscript (it follows
+    a name, a literal or a closing bracket) rather than a parenthesis or a display."""
+    if previous is None:
+        return False
+    kind, text = previous
+    if kind == "name":
+        return not keyword.iskeyword(text)
+    return kind in ("string", "number") or text in (")", "]", "}")
+
+
+def _literal(token: str, *, docstring: bool) -> str:
+    """A string literal's value, exactly (a docstring as cleandoc reads it, without the
+    spaces at its line ends); a literal ``ast`` cannot evaluate (an f-string, or one cut
+    off by the end of the file) keeps its prefix and the text between its quotes."""
+    try:
+        value = ast.literal_eval(token)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        prefix = token[: len(token) - len(token.lstrip("rRbBuUfF"))]
+        body = token[len(prefix) :]
+        quote = body[:3] if body[:3] in ('"""', "'''") else body[:1]
+        inner = body[len(quote) :]
+        return f"{prefix.lower()}:{inner.removesuffix(quote)}"
+    if docstring and isinstance(value, str):
+        value = "\n".join(line.rstrip() for line in inspect.cleandoc(value).split("\n"))
+    return repr(value)
+
+
+def holds_in(old: Content, first: int, last: int, new: Content) -> bool:
+    """Whether the content of lines ``first..last`` of ``old`` still occurs in ``new``:
+    the definition of *format only* for a quote whose bytes no longer hold."""
+    return new.holds(old.span(first, last))
