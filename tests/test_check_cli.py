@@ -330,6 +330,9 @@ def test_record_appends_a_dated_history_entry(pinned, tw, workspace):
     before = workspace.register_file("demo").read_bytes()
     alone = tw("check", "demo", "--date", "2026-02-05")  # a date with nothing to date
     assert alone.exit_code == 2 and "--date goes with --record" in alone.stderr
+    for date in ("2026-W10-1", "2026-02-30", "20260205"):  # the one date rule
+        bad = tw("check", "demo", "--record", "--date", date)
+        assert bad.exit_code == 2 and "is not a date" in bad.stderr, bad.output
     assert workspace.register_file("demo").read_bytes() == before
 
 

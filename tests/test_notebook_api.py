@@ -153,3 +153,17 @@ def test_open_refuses_a_bad_mode_and_date(wb):
         tracework.open("demo", mode="publish")
     with pytest.raises(TraceworkError, match="analysis_date"):
         tracework.open("demo", analysis_date="yesterday")
+
+
+@pytest.mark.parametrize("date", ["2026-13-45", "2026-02-30", "2026-W10-1", "26-1-5"])
+def test_one_date_rule_for_review_stamps(wb, date):
+    q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    with pytest.raises(RecordError) as caught:
+        wb.component("RT-CMP-s", label="S", identity="The store.", evidence=[q], reviewed=date)
+    message = caught.value.message  # one line; the hint says what reviewed= takes
+    assert "is not a date" in message or "should match" in message, message
+    assert "Value error" not in message and "\n" not in message
+    with pytest.raises(RecordError, match="is not a date|should match"):
+        wb.component(
+            "RT-CMP-s", label="S", identity="The store.", evidence=[q], reviewed=(wb.pin, date)
+        )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .blobs import Blob, BlobStream, Changes, Mirror, TreeEntry, registered_kind
 from .drift import QuoteDrift, Target, readable_lines, relocate
-from .errors import RegisterError, TraceworkError
+from .errors import RegisterError, check_iso_date
 from .hashing import (
     Lines,
     is_document_url,
@@ -480,10 +480,7 @@ def _quote_item(sid: str, quote: QuoteData, drift: QuoteDrift) -> CheckItem:
 def record_check(path: Path, report: CheckReport, date: str | None = None) -> None:
     """Append one dated history entry per checked source to the register."""
     if date is not None:
-        try:
-            day = dt.date.fromisoformat(date).isoformat()
-        except ValueError:
-            raise TraceworkError(f"--date {date!r} is not YYYY-MM-DD") from None
+        day = check_iso_date(date, "--date")
     else:
         day = dt.datetime.now(dt.UTC).date().isoformat()  # an explicit --record action
     from . import register_yaml as regy

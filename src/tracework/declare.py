@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from .absences import AbsenceResult, search
-from .errors import RecordError, TraceworkError
+from .errors import RecordError, TraceworkError, validation_problem
 from .jupyter import Html, QuoteView, cell_id
 from .marks import Mark, mark_html
 from .records import (
@@ -122,9 +122,7 @@ class RecordDeclarations:
                 **fields,
             )
         except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "record"
-            raise RecordError(f"{record_id}: {where}: {err['msg']}") from None
+            raise RecordError(f"{record_id}: {validation_problem(exc)}") from None
         for field_name, ref in record.references().items():
             if ref not in self._records or ref == record_id:
                 raise RecordError(
@@ -146,7 +144,12 @@ class RecordDeclarations:
             commit, date = reviewed
             full = open_mirror(self.ws, self.subject.name).resolve_commit(commit)
             return ReviewStamp(commit=full, date=date)
-        except (ValidationError, TypeError, ValueError):
+        except ValidationError as exc:
+            raise RecordError(
+                f"{record_id}: reviewed=: {validation_problem(exc)}",
+                hint="reviewed= takes a date 'YYYY-MM-DD' (against the pin) or (commit, date)",
+            ) from None
+        except (TypeError, ValueError):
             raise RecordError(
                 f"{record_id}: reviewed= takes a date 'YYYY-MM-DD' (against the pin) or "
                 "(commit, date)"

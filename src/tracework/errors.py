@@ -106,15 +106,26 @@ def validation_problem(exc: Any) -> str:
 
 def check_iso_date(value: str, what: str) -> str:
     """``value`` if it is a real calendar date written YYYY-MM-DD, else a clear error:
-    a date goes into reports, histories and the site, so 2026-13-45 must stop here."""
-    import datetime as dt
-    import re
-    from contextlib import suppress
-
-    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-        with suppress(ValueError):  # a month 13 or a February 30: the message below
-            dt.date.fromisoformat(value)
-            return value
+    a date goes into reports, histories and the site, so 2026-13-45 must stop here.
+    The one date rule: analysis dates, ``--date``, review stamps and a register's
+    check history all go through :func:`is_calendar_date`."""
+    if is_calendar_date(value):
+        return value
     raise TraceworkError(
         f"{what} {value!r} is not a date", hint="write a real calendar date as YYYY-MM-DD"
     )
+
+
+def is_calendar_date(value: object) -> bool:
+    """Whether ``value`` is a real calendar date written YYYY-MM-DD (not 2026-13-45, not
+    2026-02-30, not the week date 2026-W10-1 that ``date.fromisoformat`` accepts)."""
+    import datetime as dt
+    import re
+
+    if not isinstance(value, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        return False
+    try:
+        dt.date.fromisoformat(value)
+    except ValueError:  # a month 13 or a February 30
+        return False
+    return True

@@ -11,8 +11,9 @@ import datetime as dt
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from .errors import is_calendar_date
 from .hashing import display_text, document_location_problem, sha256_hex
 
 SOURCE_ID = re.compile(r"SRC-[0-9]+")
@@ -26,7 +27,20 @@ def _iso(value: Any) -> Any:
     return value
 
 
+def _calendar(value: str) -> str:
+    if not is_calendar_date(value):
+        raise ValueError(f"{value!r} is not a date: write a real calendar date as YYYY-MM-DD")
+    return value
+
+
 IsoDate = Annotated[str, BeforeValidator(_iso)]
+#: A real calendar date, YYYY-MM-DD: the one date rule (see errors.check_iso_date).
+CalendarDate = Annotated[
+    str,
+    BeforeValidator(_iso),
+    AfterValidator(_calendar),
+    Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="a calendar date, YYYY-MM-DD"),
+]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="full lowercase hex SHA-256")]
 CommitId = Annotated[str, Field(pattern=r"^[0-9a-f]{40}$", description="full 40-hex commit id")]
 
@@ -144,7 +158,7 @@ class Quote(Frozen):
 class CheckEntry(Frozen):
     """One dated check of a source, kept as the register's history."""
 
-    date: IsoDate
+    date: CalendarDate
     source: str
     commit: CommitId
     counts: dict[str, int]

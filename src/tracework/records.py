@@ -14,6 +14,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .models import CalendarDate
+
 Implementation = Literal["wired", "partial", "absent", "unknown"]
 Operation = Literal["observed", "reported", "uninspected"]
 Strength = Literal["enforced", "checked", "conventional", "none"]
@@ -36,7 +38,7 @@ class ReviewStamp(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     commit: str = Field(pattern=r"^[0-9a-f]{40}$")
-    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    date: CalendarDate
 
 
 class Record(BaseModel):

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__
-from .errors import RegisterError
+from .errors import RegisterError, validation_problem
 from .fsio import write_atomic
 from .hashing import sha256_file, sha256_hex
 from .register_data import RegisterData
@@ -70,11 +70,8 @@ def validate(data: Any, path: Path) -> Register:
     try:
         return Register.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "top level"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise RegisterError(
-            f"{path}: malformed register at {where}: {first['msg']}{more}",
+            f"{path}: malformed register at {validation_problem(exc)}",
             hint="fix the entry by hand or restore the file from version control",
         ) from None
 
