@@ -138,12 +138,13 @@ n = 0
 while True:
     n += 1
     add_quote(ws, ws.register_file("demo"), "SRC-1", "a.py",
-              QuoteRequest(lines=(1 + n % 50, 1 + n % 50)), f"Q-k{n}")
+              QuoteRequest(lines=(1 + n % 3000, 1 + n % 3000)), f"Q-k{n}")
 """
 
 
 def test_a_writer_killed_mid_write_leaves_a_valid_register(pinned, tw, workspace):
-    pinned({"a.py": "".join(f"line_{n} = {n}\n" for n in range(60))})
+    # a span for every write (the same span twice would be the same quote)
+    pinned({"a.py": "".join(f"line_{n} = {n}\n" for n in range(3000))})
     for round_ in range(6):
         proc = subprocess.Popen([sys.executable, "-c", WRITER], cwd=workspace.root)
         time.sleep(0.8 + 0.37 * round_)

@@ -163,7 +163,38 @@ def test_one_date_rule_for_review_stamps(wb, date):
     message = caught.value.message  # one line; the hint says what reviewed= takes
     assert "is not a date" in message or "should match" in message, message
     assert "Value error" not in message and "\n" not in message
-    with pytest.raises(RecordError, match="is not a date|should match"):
+    with pytest.raises(RecordError, match=r"is not a date|should match"):
         wb.component(
             "RT-CMP-s", label="S", identity="The store.", evidence=[q], reviewed=(wb.pin, date)
         )
+
+
+# -- one identity per quote --------------------------------------------------------------------
+
+
+def test_one_span_is_one_quote_in_author_and_render_mode(wb, workspace):
+    by_symbol = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    by_lines = wb.source("SRC-1").quote("pkg/store.py", lines=(2, 4))
+    assert by_lines.id == by_symbol.id == "Q-store-Store.put"  # not a second Q-store-2-4
+    assert "Q-store-2-4" not in (workspace.registers / "demo.yaml").read_text()
+    render = tracework.open("demo", mode="render")
+    assert render.source("SRC-1").quote("pkg/store.py", lines=(2, 4)).id == by_symbol.id
+    with pytest.raises(TraceworkError) as caught:
+        wb.source("SRC-1").quote("pkg/store.py", lines=(2, 4), id="Q-put")
+    assert "already quote Q-store-Store.put" in caught.value.message
+    assert 'id="Q-store-Store.put"' in caught.value.hint and "--id" not in caught.value.hint
+
+
+def test_replace_points_an_id_at_a_new_span_on_purpose(wb, workspace):
+    src = wb.source("SRC-1")
+    src.quote("pkg/store.py", lines=(2, 3), id="Q-put")
+    with pytest.raises(TraceworkError) as caught:
+        src.quote("pkg/store.py", lines=(2, 4), id="Q-put")
+    assert "replace=True" in caught.value.hint and "--" not in caught.value.hint
+    replaced = src.quote("pkg/store.py", lines=(2, 4), id="Q-put", replace=True)
+    assert replaced.info.quote.lines == (2, 4)
+    assert "Replaced Q-put: was pkg/store.py:2–3" in replaced._repr_html_()
+    render = tracework.open("demo", mode="render").source("SRC-1")
+    assert render.quote("pkg/store.py", lines=(2, 4), id="Q-put").id == "Q-put"
+    with pytest.raises(QuoteNotInRegister, match="Q-put is pkg/store.py:2-4"):
+        render.quote("pkg/store.py", lines=(2, 3), id="Q-put")

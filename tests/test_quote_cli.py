@@ -485,3 +485,53 @@ def test_visible_keeps_tabs_and_newlines_only():
     assert visible("a\tb\nc") == "a\tb\nc"
     assert visible("\x00\x1f\x7f\x85\u2029") == "<U+0000><U+001F><U+007F><U+0085><U+2029>"
     assert visible("ünïcödé ☃") == "ünïcödé ☃"
+
+
+# -- replace and remove ---------------------------------------------------------------------
+
+
+def _notebook(workspace, *cells: str) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell('register = "demo"')]
+    nb.cells += [nbformat.v4.new_code_cell(c) for c in cells]
+    for n, cell in enumerate(nb.cells):
+        cell.id = f"cell-{n}"
+    nbformat.write(nb, workspace.notebooks / "demo.ipynb")
+
+
+def test_replace_and_remove_say_what_changed(pinned, tw, workspace):
+    pinned({"a.py": "x = 1\ny = 2\nz = 3\n"})
+    assert tw("quote", "demo", "SRC-1", "a.py", "--lines", "1-1", "--id", "Q-x").exit_code == 0
+    refused = tw("quote", "demo", "SRC-1", "a.py", "--lines", "2-2", "--id", "Q-x")
+    assert refused.exit_code == 2 and "--replace" in refused.stderr
+    replaced = tw("quote", "demo", "SRC-1", "a.py", "--lines", "2-2", "--id", "Q-x", "--replace")
+    assert replaced.exit_code == 0, replaced.output
+    assert "replaced Q-x: was a.py:1-1" in replaced.output and "a.py:2-2" in replaced.output
+    removed = tw("quote", "demo", "--remove", "Q-x")
+    assert removed.exit_code == 0 and "removed Q-x  a.py:2-2" in removed.output
+    assert "Q-x" not in (workspace.registers / "demo.yaml").read_text()
+    unknown = tw("quote", "demo", "--remove", "Q-x")
+    assert unknown.exit_code == 2 and "there is no quote Q-x" in unknown.stderr
+
+
+def test_a_quote_a_notebook_still_cites_is_not_removed(pinned, tw, workspace):
+    pinned({"pkg/store.py": "class Store:\n    def put(self, k):\n        return k\n"})
+    for args in (("--symbol", "Store.put"), ("--lines", "1-1", "--id", "Q-head")):
+        assert tw("quote", "demo", "SRC-1", "pkg/store.py", *args).exit_code == 0
+    _notebook(
+        workspace,
+        'src = wb.source("SRC-1")\nq = src.quote("pkg/store.py", lines=(2, 3))',
+        '%time x = 1\nwb.claim("RT-CLM-a", label="A", statement="s", evidence=["Q-head"])',
+    )
+    before = (workspace.registers / "demo.yaml").read_bytes()
+    by_span = tw("quote", "demo", "--remove", "Q-store-Store.put")
+    assert by_span.exit_code == 2
+    assert "cited by notebooks/demo.ipynb cell 2 (id cell-1)" in by_span.stderr
+    by_id = tw("quote", "demo", "--remove", "Q-head")
+    assert by_id.exit_code == 2 and "notebooks/demo.ipynb cell 3 (id cell-2)" in by_id.stderr
+    assert (workspace.registers / "demo.yaml").read_bytes() == before
+    _notebook(workspace, 'src = wb.source("SRC-1")')  # the citations are gone
+    assert tw("quote", "demo", "--remove", "Q-store-Store.put").exit_code == 0
+    assert tw("quote", "demo", "--remove", "Q-head").exit_code == 0

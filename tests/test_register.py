@@ -530,12 +530,13 @@ WORKER = textwrap.dedent(
     from tracework.workspace import Workspace
 
     name, count, go = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+    offset = int(sys.argv[4])  # each worker its own spans: one span is one quote
     ws = Workspace.find()
     while not go.exists():
         time.sleep(0.005)
     for n in range(1, count + 1):
         add_quote(ws, ws.register_file("demo"), "SRC-1", "lines.txt",
-                  QuoteRequest(lines=(n, n)), f"{name}-{n}")
+                  QuoteRequest(lines=(offset + n, offset + n)), f"{name}-{n}")
     """
 )
 
@@ -549,24 +550,25 @@ def _assert_all_quotes(workers: list[str], count: int) -> None:
     expected = {f"{w}-{n}" for w in workers for n in range(1, count + 1)}
     assert set(doc["quotes"]) == expected
     for qid, quote in doc["quotes"].items():
-        n = int(qid.rsplit("-", 1)[1])
-        assert quote["lines"] == [n, n]
-        assert quote["text"] == f"row {n}\n"
+        worker, n = qid.rsplit("-", 1)
+        line = workers.index(worker) * count + int(n)
+        assert quote["lines"] == [line, line]
+        assert quote["text"] == f"row {line}\n"
     reg.load(REGISTER)  # valid as a whole
     assert no_temp_files() == []
 
 
 def test_concurrent_writer_processes_lose_nothing(pinned, tw, tmp_path):
     count, workers = 10, ["A", "B", "C"]
-    _lines_subject(pinned, count)
+    _lines_subject(pinned, count * len(workers))
     go = tmp_path / "go"
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, w, str(count), str(go)],
+            [sys.executable, "-c", WORKER, w, str(count), str(go), str(i * count)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        for w in workers
+        for i, w in enumerate(workers)
     ]
     time.sleep(0.3)  # let every worker import and wait at the start line
     go.touch()
@@ -580,22 +582,22 @@ def test_concurrent_writer_processes_lose_nothing(pinned, tw, tmp_path):
 def test_concurrent_tracework_quote_commands_lose_nothing(pinned, tw, tmp_path):
     """Two shells each run `tracework quote` repeatedly, at the same time."""
     count, workers = 4, ["P", "Q"]
-    _lines_subject(pinned, count)
+    _lines_subject(pinned, count * len(workers))
     exe = Path(sys.executable).with_name("tracework")
     assert exe.exists()
     go = tmp_path / "go"
     script = (
         'while [ ! -e "$3" ]; do sleep 0.01; done; '
-        'for n in $(seq 1 "$2"); do '
-        '"$4" quote demo SRC-1 lines.txt --lines "$n-$n" --id "$1-$n" >/dev/null || exit 1; '
+        'for n in $(seq 1 "$2"); do line=$(($5 + n)); '
+        '"$4" quote demo SRC-1 lines.txt --lines "$line-$line" --id "$1-$n" >/dev/null || exit 1; '
         "done"
     )
     procs = [
         subprocess.Popen(
-            ["bash", "-c", script, "worker", w, str(count), str(go), str(exe)],
+            ["bash", "-c", script, "worker", w, str(count), str(go), str(exe), str(i * count)],
             stderr=subprocess.PIPE,
         )
-        for w in workers
+        for i, w in enumerate(workers)
     ]
     go.touch()
     for proc in procs:

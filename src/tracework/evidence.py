@@ -9,9 +9,10 @@ from __future__ import annotations
 import base64
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, NamedTuple
 
 from . import register as reg
 from . import register_yaml as regy
@@ -371,7 +372,36 @@ def default_quote_id(quote: Quote) -> str:
 
 
 def same_evidence(a: Quote, b: Quote) -> bool:
+    """The identity of a quote: the same span (source, path, lines) with the same bytes."""
     return (a.source, a.path, a.lines, a.sha256) == (b.source, b.path, b.lines, b.sha256)
+
+
+def quote_with_evidence(quotes: Mapping[str, Any], wanted: Quote) -> str | None:
+    """The id the register already gives this span, if any: the first in the register's
+    order, as render mode finds it (one span, one identity, in both modes)."""
+    for qid, node in quotes.items():
+        have = node if isinstance(node, Quote) else Quote.model_validate(dict(node))
+        if same_evidence(have, wanted):
+            return qid
+    return None
+
+
+Interface = Literal["cli", "notebook"]
+
+
+def option(name: str, interface: Interface) -> str:
+    """How the user names option ``name`` where they are: ``--name`` on the command
+    line, ``name=`` in a notebook (hints speak the user's idiom)."""
+    return f"--{name}" if interface == "cli" else f"{name}="
+
+
+class QuoteAdded(NamedTuple):
+    """What :func:`add_quote` did: the id, the quote, and the quote it replaced (if
+    ``replace`` changed an existing id's span)."""
+
+    quote_id: str
+    quote: Quote
+    replaced: Quote | None = None
 
 
 def add_quote(
@@ -381,16 +411,27 @@ def add_quote(
     path: str,
     request: QuoteRequest,
     quote_id: str | None = None,
-) -> tuple[str, Quote]:
+    *,
+    replace: bool = False,
+    interface: Interface = "cli",
+) -> QuoteAdded:
     """Locate a span at the source's pin and add it to the register.
 
-    Adding the same span again under the same id is a no-op; an id already used for
-    other evidence is an error.  The file is registered too if it was not yet.
+    One span, one identity: a span the register already holds (the same source, path,
+    lines and bytes) keeps its id — asking for it again without an id returns that id,
+    and asking for it under another id is refused, naming the id it has.  An id already
+    used for other evidence is refused unless ``replace``, which points the id at the
+    new span on purpose.  The file is registered too if it was not yet.
     """
     if quote_id is not None and not QUOTE_ID.fullmatch(quote_id):
         raise RegisterError(
             f"'{quote_id}' is not a valid quote id",
             hint="letters, digits, '.', '_', ':' and '-', starting with a letter",
+        )
+    if replace and quote_id is None:
+        raise RegisterError(
+            f"{option('replace', interface)} needs the id of the quote to replace",
+            hint=f"give {option('id', interface)} with it",
         )
     _refuse_undecodable([path])
     source = reg.load(register_path).git_source(sid)
@@ -399,26 +440,71 @@ def add_quote(
     data = quotable_lines(mirror, entry, path)
     span, anchor = request.locate(data, path)
     quote = make_quote(sid, path, data, span, anchor)
+    where = f"{path}:{span.first}-{span.last}"
     with regy.edit(register_path) as doc:
         quotes = regy.section(doc, "quotes")
+        known = quote_with_evidence(quotes, quote)
+        replaced = None
+        if known is not None and (quote_id is None or known == quote_id):
+            return QuoteAdded(known, Quote.model_validate(dict(quotes[known])))
+        if known is not None:
+            raise RegisterError(
+                f"{register_path.name}: {where} is already quote {known}; one span has one id",
+                hint=f"cite it as {option('id', interface)}{_literal(known, interface)}, or "
+                f"remove {known} first",
+            )
         qid = quote_id or default_quote_id(quote)
         if qid in quotes:
             existing = Quote.model_validate(dict(quotes[qid]))
-            if same_evidence(existing, quote):
-                return qid, existing
-            if quote_id is not None:
+            if replace:
+                replaced = existing
+            elif quote_id is not None:
                 raise RegisterError(
                     f"{register_path.name}: quote id {qid} is already used for "
                     f"{existing.path}:{existing.lines[0]}-{existing.lines[1]}",
-                    hint="choose another --id",
+                    hint=f"choose another {option('id', interface)}, or add "
+                    f"{option('replace', interface)}{'True' if interface == 'notebook' else ''}"
+                    " to point it at this span",
                 )
-            n = 2
-            while f"{qid}-{n}" in quotes:
-                n += 1
-            qid = f"{qid}-{n}"
+            else:
+                n = 2
+                while f"{qid}-{n}" in quotes:
+                    n += 1
+                qid = f"{qid}-{n}"
+        elif replace:
+            raise RegisterError(
+                f"{register_path.name}: there is no quote {qid} to replace",
+                hint=f"leave out {option('replace', interface)} to add it",
+            )
         files = regy.section(doc["sources"][sid], "files")
         if path not in files:
             blob = mirror.read_blob(entry.oid)
             files[path] = regy.file_node(file_entry(entry, blob))
         quotes[qid] = regy.quote_node(quote)
-    return qid, quote
+    return QuoteAdded(qid, quote, replaced)
+
+
+def _literal(value: str, interface: Interface) -> str:
+    return f'"{value}"' if interface == "notebook" else f" {value}"
+
+
+def remove_quote(ws: Workspace, register_path: Path, quote_id: str) -> Quote:
+    """Remove a quote from the register, unless a notebook still cites it (named, with
+    its cell: see :mod:`tracework.citations`).  Returns what was removed."""
+    from .citations import citing_cells
+
+    register = reg.load(register_path)
+    if quote_id not in register.quotes:
+        known = ", ".join(sorted(register.quotes)[:12]) or "none"
+        raise RegisterError(
+            f"{register_path.name}: there is no quote {quote_id}", hint=f"its quotes: {known}"
+        )
+    cited = citing_cells(ws, register, quote_id)
+    if cited:
+        raise RegisterError(
+            f"{register_path.name}: {quote_id} is still cited by " + "; ".join(cited),
+            hint="remove or change that citation first, then remove the quote",
+        )
+    with regy.edit(register_path) as doc:
+        node = regy.section(doc, "quotes").pop(quote_id)
+    return Quote.model_validate(dict(node))

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import TraceworkError
-from .views import QuoteInfo, quote_html
+from .highlight import visible_name
+from .models import Quote
+from .views import QuoteInfo, esc, quote_html
 
 
 class Html:
@@ -28,6 +30,7 @@ class QuoteView:
 
     id: str
     info: QuoteInfo
+    replaced: Quote | None = None  # what replace=True pointed this id away from
 
     @property
     def state(self) -> str:
@@ -42,7 +45,15 @@ class QuoteView:
         return self.info.quote.sha256
 
     def _repr_html_(self) -> str:
-        return quote_html(self.info)
+        if self.replaced is None:
+            return quote_html(self.info)
+        old = self.replaced
+        note = (
+            f'<p class="tw-note">Replaced {esc(self.id)}: was '
+            f"{esc(visible_name(old.path))}:{old.lines[0]}–{old.lines[1]}, sha256 "
+            f"{esc(old.sha256[:12])}.</p>"
+        )
+        return note + quote_html(self.info)
 
     def __repr__(self) -> str:
         return f"<quote {self.id} {self.info.location()} @ {self.info.pin[:12]} {self.state}>"

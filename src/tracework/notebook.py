@@ -71,11 +71,17 @@ class SourceHandle:
         match: str | None = None,
         context: int = 0,
         id: str | None = None,
+        replace: bool = False,
     ) -> QuoteView:
-        """Quote a span at the pin by lines, ``symbol=`` or ``match=`` (with ``context=``)."""
+        """Quote a span at the pin by lines, ``symbol=`` or ``match=`` (with ``context=``).
+
+        The same span is always the same quote: without ``id=`` it keeps the id the
+        register gives it.  ``replace=True`` (author mode, with ``id=``) points an
+        existing id at this span on purpose; the display says what it replaced.
+        """
         span = (int(lines[0]), int(lines[1])) if lines else None
         request = QuoteRequest(span, symbol, match, context)
-        return self.wb._quote(self.id, path, request, id)
+        return self.wb._quote(self.id, path, request, id, replace)
 
     def __repr__(self) -> str:
         src = self.wb.register.git_source(self.id)
@@ -166,16 +172,29 @@ class Workbench(RecordDeclarations):
             self.subject.url if subject == self.subject.name else load_subject(self.ws, subject).url
         )
 
-    def _quote(self, sid: str, path: str, request: QuoteRequest, qid: str | None) -> QuoteView:
+    def _quote(
+        self, sid: str, path: str, request: QuoteRequest, qid: str | None, replace: bool
+    ) -> QuoteView:
+        replaced = None
         if self.mode == "author":
-            qid, _ = add_quote(self.ws, self.register_path, sid, path, request, qid)
+            added = add_quote(
+                self.ws,
+                self.register_path,
+                sid,
+                path,
+                request,
+                qid,
+                replace=replace,
+                interface="notebook",
+            )
+            qid, replaced = added.quote_id, added.replaced
             self.register = reg.load(self.register_path)
             self._checks.clear()
         else:
             qid = self._find_in_register(sid, path, request, qid)
         info = self._info(qid)
         self._quotes[qid] = info
-        return QuoteView(qid, info)
+        return QuoteView(qid, info, replaced)
 
     def _find_in_register(self, sid: str, path: str, request: QuoteRequest, qid: str | None) -> str:
         src = self.register.git_source(sid)
@@ -189,11 +208,14 @@ class Workbench(RecordDeclarations):
             if have is not None and same_evidence(have, wanted):
                 return cid
         where = f"{path}:{span.first}-{span.last}"
+        have = self.register.quotes.get(qid) if qid else None
+        now = f"; {qid} is {have.path}:{have.lines[0]}-{have.lines[1]}" if have else ""
         raise QuoteNotInRegister(
             f"{qid or 'the quote'} ({where} at {src.commit[:12]}) is not in register "
-            f"{self.register.name}",
-            hint="open the notebook in author mode (JupyterLab) to add it; render mode "
-            "never writes to the register",
+            f"{self.register.name}{now}",
+            hint="open the notebook in author mode (JupyterLab) to add it"
+            + (" (with replace=True to point the id at this span)" if have else "")
+            + "; render mode never writes to the register",
         )
 
     # -- sections and the end ----------------------------------------------------------
