@@ -196,5 +196,5 @@ def test_replace_points_an_id_at_a_new_span_on_purpose(wb, workspace):
     assert "Replaced Q-put: was pkg/store.py:2–3" in replaced._repr_html_()
     render = tracework.open("demo", mode="render").source("SRC-1")
     assert render.quote("pkg/store.py", lines=(2, 4), id="Q-put").id == "Q-put"
-    with pytest.raises(QuoteNotInRegister, match="Q-put is pkg/store.py:2-4"):
+    with pytest.raises(QuoteNotInRegister, match=r"Q-put is pkg/store\.py:2-4"):
         render.quote("pkg/store.py", lines=(2, 3), id="Q-put")
