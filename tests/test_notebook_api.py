@@ -198,3 +198,91 @@ def test_replace_points_an_id_at_a_new_span_on_purpose(wb, workspace):
     assert render.quote("pkg/store.py", lines=(2, 4), id="Q-put").id == "Q-put"
     with pytest.raises(QuoteNotInRegister, match=r"Q-put is pkg/store\.py:2-4"):
         render.quote("pkg/store.py", lines=(2, 3), id="Q-put")
+
+
+# -- evidence as the seeds use it ------------------------------------------------------------
+
+
+def test_records_cite_records_and_whole_files_and_drift_propagates(
+    pinned, tw, workspace, monkeypatch
+):
+    repo = pinned({"pkg/store.py": STORE, "pkg/util.py": "def helper():\n    return 1\n"})
+    # one JupyterLab cell, re-run: the only way a record can be declared again
+    monkeypatch.setattr("tracework.declare.cell_id", lambda: "cell-1")
+    wb = tracework.open("demo")
+    src = wb.source("SRC-1")
+    whole = src.file("pkg/util.py")  # registered at the pin by author mode
+    assert whole.id == "SRC-1:pkg/util.py" and len(whole.sha256) == 64
+    assert "pkg/util.py" in reg_text(workspace)
+    q = src.quote("pkg/store.py", symbol="Store.put")
+    wb.absence("RT-ABS-disk", statement="No disk.", scope=["pkg/**"], patterns=[r"open\("])
+    wb.component("RT-CMP-util", label="Util", identity="`helper`", evidence=[whole])
+    wb.component("RT-CMP-store", label="Store", identity="`Store`", evidence=["RT-ABS-disk", q])
+    wb.claim(
+        "RT-CLM-safe", label="Safe", claim="c", assessment="a", operation="uninspected",
+        evidence=["RT-CMP-store", "RT-CMP-util"],
+    )  # fmt: skip
+    with pytest.raises(RecordError, match="makes a cycle"):
+        wb.component("RT-CMP-util", label="Util", identity="`helper`", evidence=["RT-CLM-safe"])
+    with pytest.raises(RecordError, match="not a file registered"):
+        wb.component("RT-CMP-x", label="X", identity="x", evidence=["SRC-1:pkg/nope.py"])
+    # at a newer commit: util.py changes, and the absence breaks
+    repo.write("pkg/util.py", "def helper():\n    return 2\n")
+    repo.write("pkg/store.py", STORE + "\nopen('x')\n")
+    head = repo.commit("change")
+    assert tw("fetch", "toy").exit_code == 0
+    at = tracework.open("demo", commit=head, mode="render")
+    src = at.source("SRC-1")
+    whole, q = src.file("pkg/util.py"), src.quote("pkg/store.py", symbol="Store.put")
+    assert whole.state == "changed"
+    at.absence("RT-ABS-disk", statement="No disk.", scope=["pkg/**"], patterns=[r"open\("])
+    at.component("RT-CMP-util", label="Util", identity="`helper`", evidence=[whole])
+    at.component("RT-CMP-store", label="Store", identity="`Store`", evidence=["RT-ABS-disk", q])
+    at.claim(
+        "RT-CLM-safe", label="Safe", claim="c", assessment="a", operation="uninspected",
+        evidence=["RT-CMP-store", "RT-CMP-util"],
+    )  # fmt: skip
+    drifted = at._drifted()
+    assert drifted["RT-CMP-util"] == ["SRC-1:pkg/util.py"]
+    assert drifted["RT-CMP-store"] == ["RT-ABS-disk"]  # the broken absence it cites
+    assert drifted["RT-CLM-safe"] == ["RT-CMP-store", "RT-CMP-util"]  # transitively
+    from tracework.views import records_section
+
+    page = records_section(at._records.values(), at._quotes, at._absences, drifted, at._files)
+    assert 'id="SRC-1:pkg/util.py"' in page and "Files cited whole" in page  # a file card
+    assert 'href="#RT-CMP-store"' in page  # a record cited by the claim links it
+    data = at.records_json()
+    assert data["files"]["SRC-1:pkg/util.py"]["state"] == "changed"
+    by_id = {r["id"]: r for r in data["records"]}
+    assert by_id["RT-CLM-safe"]["needs_review"] == ["RT-CMP-store", "RT-CMP-util"]
+
+
+def reg_text(workspace) -> str:
+    return (workspace.registers / "demo.yaml").read_text()
+
+
+def test_a_guarantee_carries_statuses_and_a_qualified_strength(wb):
+    q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    shown = wb.guarantee(
+        "RT-GRT-put", owner="`Store.put`", enforcement_point="its assignment",
+        strength="enforced", qualifier="invariant for keys that hash", covered_path="puts",
+        implementation="wired", operation="uninspected", evidence=[q],
+    )  # fmt: skip
+    html = shown._repr_html_()
+    assert "invariant for keys that hash" in html and "wired" in html
+    record = next(r for r in wb.records_json()["records"] if r["id"] == "RT-GRT-put")
+    assert (record["strength"], record["qualifier"]) == ("enforced", "invariant for keys that hash")
+    assert (record["implementation"], record["operation"]) == ("wired", "uninspected")
+    with pytest.raises(RecordError, match="strength status 'strong'"):
+        wb.guarantee("RT-GRT-x", owner="o", enforcement_point="e", strength="strong",
+                     covered_path="p")  # fmt: skip
+
+
+def test_a_report_says_what_it_is_and_its_title(pinned):
+    pinned({"pkg/store.py": STORE})
+    wb = tracework.open("demo", kind="atlas report", title="Store atlas")
+    data = wb.records_json()
+    assert (data["kind"], data["title"]) == ("atlas report", "Store atlas")
+    assert tracework.open("demo").records_json()["kind"] == "runtime report"
+    with pytest.raises(TraceworkError, match="kind= must be one line"):
+        tracework.open("demo", kind="atlas\nreport")

@@ -17,8 +17,9 @@ from pydantic import ValidationError
 
 from .absences import AbsenceResult, search
 from .errors import RecordError, TraceworkError, validation_problem
-from .jupyter import Html, QuoteView, cell_id
+from .jupyter import FileView, Html, QuoteView, cell_id
 from .marks import Mark, mark_html
+from .models import GitSource
 from .records import (
     DRIFT_STATES,
     VOCABULARIES,
@@ -36,7 +37,7 @@ from .records import (
 )
 from .rubrics import Rubric, RubricError, load_rubric
 from .subjects import open_mirror
-from .views import QuoteInfo, record_html
+from .views import FileInfo, QuoteInfo, record_html
 
 if TYPE_CHECKING:
     from .models import Register
@@ -57,21 +58,30 @@ class RecordDeclarations:
     _records: dict[str, Record]
     _cells: dict[str, str | None]
     _quotes: dict[str, QuoteInfo]
+    _files: dict[str, FileInfo]
     _absences: dict[str, AbsenceResult]
     _marks: dict[str, Mark]
     _rubrics: dict[str, tuple[Rubric, str]]
     # provided by the Workbench: a quote's state at the commit, and the drifted evidence
     _info: Callable[[str], QuoteInfo]
+    _file_info: Callable[[str, str], FileInfo]
     _drifted: Callable[[], dict[str, list[str]]]
 
     def _evidence(self, refs: Iterable[Any], record_id: str) -> tuple[str, ...]:
+        """The ids of what a record cites: quotes, whole files (``src.file(path)``, or
+        ``"SRC-n:path"``), records declared above it (never itself, never in a cycle),
+        and sources (``"SRC-n"``)."""
         out: list[str] = []
         for ref in refs:
-            if isinstance(ref, QuoteView):
+            if isinstance(ref, QuoteView | FileView):
                 out.append(ref.id)
                 continue
+            if isinstance(ref, Record):
+                ref = ref.id
             if not isinstance(ref, str):
-                raise RecordError(f"{record_id}: evidence must be quotes, quote ids or SRC ids")
+                raise RecordError(
+                    f"{record_id}: evidence must be quotes, files, records, their ids or SRC ids"
+                )
             if re.fullmatch(r"SRC-[0-9]+", ref):
                 if ref not in self.register.sources:
                     raise RecordError(
@@ -79,14 +89,43 @@ class RecordDeclarations:
                     )
             elif ref in self.register.quotes:
                 self._quotes.setdefault(ref, self._info(ref))
+            elif ref in self._records:
+                self._refuse_cycle(record_id, ref)
+            elif re.match(r"SRC-[0-9]+:", ref):
+                sid, path = ref.split(":", 1)
+                source = self.register.sources.get(sid)
+                if not isinstance(source, GitSource) or path not in source.files:
+                    raise RecordError(
+                        f"{record_id}: evidence {ref!r} is not a file registered in {sid}",
+                        hint=f'cite it as wb.source("{sid}").file("{path}") (author mode '
+                        "registers it)",
+                    )
+                self._files.setdefault(ref, self._file_info(sid, path))
             else:
                 raise RecordError(
                     f"{record_id}: evidence {ref!r} is not a quote in register "
-                    f"{self.register.name}",
-                    hint="quote it first with wb.source(...).quote(...)",
+                    f"{self.register.name}, nor a record declared above",
+                    hint="quote it first with wb.source(...).quote(...), or declare the "
+                    "record it names before this one",
                 )
             out.append(ref)
         return tuple(out)
+
+    def _refuse_cycle(self, record_id: str, cited: str) -> None:
+        """A record may cite a record, never itself, directly or through others: the
+        re-review of one would wait on the other for ever."""
+        seen, todo = set(), [cited]
+        while todo:
+            current = todo.pop()
+            if current == record_id:
+                raise RecordError(
+                    f"{record_id}: citing {cited} makes a cycle ({cited} cites {record_id}"
+                    + (" through other records)" if current != cited else ")"),
+                    hint="cite the quotes or files behind it instead",
+                )
+            if current not in seen and current in self._records:
+                seen.add(current)
+                todo.extend(e for e in self._records[current].evidence if e in self._records)
 
     def _declare(
         self,

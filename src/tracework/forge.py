@@ -24,6 +24,12 @@ _HOSTS = {
 }
 
 
+def upstream_file_url(url: str, commit: str, path: str) -> str | None:
+    """The forge URL showing the whole of ``path`` at ``commit``, or None if unknown."""
+    link = upstream_url(url, commit, path, (1, 1))
+    return link.split("#", 1)[0] if link else None
+
+
 def upstream_url(url: str, commit: str, path: str, lines: tuple[int, int]) -> str | None:
     """The forge URL showing ``path`` lines ``a-b`` at ``commit``, or None if unknown."""
     for pattern in (_HTTPS, _SSH, _SCP):

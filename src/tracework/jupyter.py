@@ -8,7 +8,7 @@ from typing import Any
 from .errors import TraceworkError
 from .highlight import visible_name
 from .models import Quote
-from .views import QuoteInfo, esc, quote_html
+from .views import FileInfo, QuoteInfo, esc, file_html, quote_html
 
 
 class Html:
@@ -57,6 +57,31 @@ class QuoteView:
 
     def __repr__(self) -> str:
         return f"<quote {self.id} {self.info.location()} @ {self.info.pin[:12]} {self.state}>"
+
+
+@dataclass(frozen=True)
+class FileView:
+    """A whole file cited as evidence, as the notebook sees it: ``evidence=[f]``."""
+
+    info: FileInfo
+
+    @property
+    def id(self) -> str:
+        return self.info.key
+
+    @property
+    def state(self) -> str:
+        return self.info.state
+
+    @property
+    def sha256(self) -> str:
+        return self.info.entry.sha256
+
+    def _repr_html_(self) -> str:
+        return file_html(self.info)
+
+    def __repr__(self) -> str:
+        return f"<file {self.id} @ {self.info.pin[:12]} {self.state}>"
 
 
 def display(obj: Any, metadata: dict[str, Any] | None = None, raw: bool = False) -> None:

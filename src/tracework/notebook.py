@@ -32,11 +32,18 @@ from .diagrams import (
 )
 from .diagrams import check as check_diagram
 from .errors import ChecksFailed, QuoteNotInRegister, RegisterError, TraceworkError, check_iso_date
-from .evidence import QuoteRequest, add_quote, make_quote, quotable_lines, same_evidence
+from .evidence import (
+    QuoteRequest,
+    add_files,
+    add_quote,
+    make_quote,
+    quotable_lines,
+    same_evidence,
+)
 from .execution import RECORDS_MIME
 from .fsio import write_atomic
 from .hashing import sha256_hex
-from .jupyter import Html, QuoteView, cell_id, display, install_error_display
+from .jupyter import FileView, Html, QuoteView, cell_id, display, install_error_display
 from .marks import Mark, marks_json, marks_section
 from .models import DocumentSource, GitSource, Register
 from .records import DRIFT_STATES, KINDS, AuthorityPath, Record, Route
@@ -45,8 +52,10 @@ from .screen import Screen
 from .subjects import load_subject, open_mirror
 from .views import (
     Diagram,
+    FileInfo,
     QuoteInfo,
     diagram_note_html,
+    file_key,
     records_section,
     screen_html,
     summary_html,
@@ -83,6 +92,15 @@ class SourceHandle:
         request = QuoteRequest(span, symbol, match, context)
         return self.wb._quote(self.id, path, request, id, replace)
 
+    def file(self, path: str) -> FileView:
+        """Cite a whole file of this source by its hash (a file card, not a quote).
+
+        In author mode a file not yet registered is registered at the pin; render mode
+        needs it in the register already.  A file that changes at the commit puts the
+        records citing it up for re-review.
+        """
+        return self.wb._file(self.id, path)
+
     def __repr__(self) -> str:
         src = self.wb.register.git_source(self.id)
         return f"<source {self.id}: {src.subject} @ {src.commit[:12]}>"
@@ -100,9 +118,12 @@ class Workbench(RecordDeclarations):
         mode: Mode,
         analysis_date: str | None,
         output_dir: Path | None,
+        title: str | None = None,
+        kind: str = "runtime report",
     ) -> None:
         self.ws, self.register_path, self.mode = ws, register_path, mode
         self.analysis_date = analysis_date
+        self.title, self.kind = title, kind
         self.register: Register = reg.load(register_path)
         gits = [(sid, s) for sid, s in self.register.sources.items() if isinstance(s, GitSource)]
         if not gits:
@@ -121,6 +142,7 @@ class Workbench(RecordDeclarations):
         self._records: dict[str, Record] = {}
         self._cells: dict[str, str | None] = {}
         self._quotes: dict[str, QuoteInfo] = {}
+        self._files: dict[str, FileInfo] = {}  # whole files cited, by "SRC-n:path"
         self._absences: dict[str, AbsenceResult] = {}
         self._marks: dict[str, Mark] = {}
         self._rubrics: dict[str, tuple[Rubric, str]] = {}
@@ -164,6 +186,37 @@ class Workbench(RecordDeclarations):
             self._commit_for(quote.source),
             self._url(quote.source),
             items.get(qid),
+        )
+
+    def _file(self, sid: str, path: str) -> FileView:
+        source = self.register.git_source(sid)
+        if path not in source.files:
+            if self.mode != "author":
+                raise QuoteNotInRegister(
+                    f"file {path} of {sid} is not in register {self.register.name}",
+                    hint="open the notebook in author mode (JupyterLab) to register it; "
+                    "render mode never writes to the register",
+                )
+            add_files(self.ws, self.register_path, sid, [path])
+            self.register = reg.load(self.register_path)
+            self._checks.clear()
+        info = self._file_info(sid, path)
+        self._files[info.key] = info
+        return FileView(info)
+
+    def _file_info(self, sid: str, path: str) -> FileInfo:
+        source = self.register.git_source(sid)
+        items = {i.id: i for i in self._check(sid).items if i.kind == "file"}
+        check = items.get(path)
+        return FileInfo(
+            file_key(sid, path),
+            sid,
+            path,
+            source.files[path],
+            source.commit,
+            self._commit_for(sid),
+            self._url(sid),
+            check if check is not None and check.state != "verified" else None,
         )
 
     def _url(self, sid: str) -> str:
@@ -221,11 +274,21 @@ class Workbench(RecordDeclarations):
     # -- sections and the end ----------------------------------------------------------
 
     def _drifted(self) -> dict[str, list[str]]:
-        """Per record, the cited evidence that no longer holds at the commit."""
+        """Per record, the cited evidence that no longer holds at the commit: a drifted
+        quote, a changed or missing file, its own broken absence, or a cited record that
+        needs re-review itself — transitively (records cite only records declared
+        before them, and cycles are refused, so one pass in order suffices)."""
         out: dict[str, list[str]] = {}
         for record in self._records.values():
-            quotes = [self._quotes[e] for e in record.evidence if e in self._quotes]
-            bad = [q.quote_id for q in quotes if q.state in DRIFT_STATES]
+            bad = []
+            for e in record.evidence:
+                quote, cited = self._quotes.get(e), self._files.get(e)
+                if (
+                    (quote is not None and quote.state in DRIFT_STATES)
+                    or (cited is not None and cited.drifted)
+                    or e in out
+                ):
+                    bad.append(e)
             if record.id in self._absences and not self._absences[record.id].holds:
                 bad.append(record.id)
             if bad:
@@ -322,7 +385,11 @@ class Workbench(RecordDeclarations):
         display(
             Html(
                 records_section(
-                    self._records.values(), self._quotes, self._absences, self._drifted()
+                    self._records.values(),
+                    self._quotes,
+                    self._absences,
+                    self._drifted(),
+                    self._files,
                 ),
                 f"{len(self._records)} records",
             )
@@ -462,6 +529,16 @@ class Workbench(RecordDeclarations):
                 "new_path": d.new_path if d else None,
                 "new_lines": list(d.new_lines) if d and d.new_lines else None,
             }
+        files = {
+            key: {
+                "source": info.source,
+                "path": info.path,
+                "sha256": info.entry.sha256,
+                "state": info.state,
+                "new_path": info.check.new_path if info.check else None,
+            }
+            for key, info in sorted(self._files.items())
+        }
         absences = {
             rid: {
                 "holds": res.holds,
@@ -475,6 +552,8 @@ class Workbench(RecordDeclarations):
             "format": "tracework.records/1",
             "tracework": __version__,
             "register": self.register.name,
+            "kind": self.kind,
+            "title": self.title,
             "subject": self.subject.name,
             "url": self.subject.url,
             "pin": self.pin,
@@ -485,6 +564,7 @@ class Workbench(RecordDeclarations):
             "mode": self.mode,
             "records": records,
             "quotes": quotes,
+            "files": files,
             "absences": absences,
             "diagrams": {
                 name: {
@@ -545,11 +625,16 @@ def open(
     *,
     analysis_date: str | None = None,
     output_dir: str | None = None,
+    title: str | None = None,
+    kind: str = "runtime report",
 ) -> Workbench:
     """Open a report's register at ``commit`` (None: the register's pin).
 
     ``mode`` is ``"author"`` (the default by hand: new quotes are added to the register)
-    or ``"render"`` (the register is never written).
+    or ``"render"`` (the register is never written).  ``kind`` names what the report is
+    (``"runtime report"``, ``"atlas report"``, ``"investigation record"`` or words of
+    the analyst's own) and ``title`` its title; the page, the site's index and its
+    search use both (without a title: the notebook's first ``# heading``).
     """
     if mode is None:
         mode = "author"
@@ -557,6 +642,11 @@ def open(
         raise TraceworkError(f"mode {mode!r} is not 'author' or 'render'")
     if analysis_date is not None:
         check_iso_date(analysis_date, "analysis_date")
+    for what, value in (("kind", kind), ("title", title)):
+        if value is not None and not _one_line(value):
+            raise TraceworkError(
+                f"{what}= must be one line of 1 to 200 characters, without control characters"
+            )
     ws = Workspace.find()
     return Workbench(
         ws,
@@ -565,6 +655,16 @@ def open(
         mode=mode,  # type: ignore[arg-type]
         analysis_date=analysis_date,
         output_dir=Path(output_dir) if output_dir else None,
+        title=title,
+        kind=kind,
+    )
+
+
+def _one_line(text: object) -> bool:
+    return (
+        isinstance(text, str)
+        and 0 < len(text.strip()) <= 200
+        and all(ch.isprintable() for ch in text)
     )
 
 

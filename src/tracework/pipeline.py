@@ -106,6 +106,9 @@ def render(
                     hint="end the notebook with wb.done()",
                 )
             records["drift"] = drift_summary(ws, register, records)
+            from .rendering import report_title  # nbconvert: only once a notebook ran
+
+            records["title"] = report_title(executed, records)
             write_atomic(staging / "records.json", _dump(records))
             history_path = out_root / "history.json"
             entries = updated_history(read_history(history_path), records)

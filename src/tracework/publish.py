@@ -207,6 +207,8 @@ def _index_row(site: Site, report: Report) -> dict[str, Any]:
     records = newest.records
     return {
         "name": report.name,
+        "title": report.title,
+        "kind": report.kind,
         "href": f"reports/{report.name}/index.html",
         "report_href": f"reports/{report.name}/{newest.folder}/report.html",
         "subject": records["subject"],
@@ -380,9 +382,9 @@ def search_index(site: Site) -> list[dict[str, Any]]:
         quotes = newest.records.get("quotes", {})
         out.append(
             {
-                "kind": "report",
+                "kind": report.kind,
                 "id": report.name,
-                "label": f"{newest.records['subject']} at {newest.commit[:12]}",
+                "label": f"{report.title} · {newest.records['subject']} at {newest.commit[:12]}",
                 "report": report.name,
                 "paths": [],
                 "href": f"reports/{report.name}/index.html",

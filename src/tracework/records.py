@@ -195,9 +195,17 @@ class Guarantee(Record):
     owner: Markdown = Field(title="Owner")
     enforcement_point: Markdown = Field(title="Enforcement point")
     strength: Strength = Field(title="Strength")
+    qualifier: Markdown | None = Field(
+        None,
+        title="Strength, in words",
+        description="what the controlled strength means here, e.g. 'invariant for this "
+        "dispatch's recognised branches' or 'best effort across backends'",
+    )
     covered_path: Markdown = Field(title="Covered path")
     alternate_paths: Markdown | None = Field(None, title="Alternate paths")
     required_external_contract: Markdown | None = Field(None, title="Required external contract")
+    implementation: Implementation = Field("unknown", title="Implementation conclusion status")
+    operation: Operation = Field("uninspected", title="Operation conclusion status")
 
 
 class Annotation(Record):

@@ -100,6 +100,21 @@ def _for_readers(output: dict[str, Any]) -> bool:
     return not (output.get("output_type") == "stream" and output.get("name") == "stderr")
 
 
+def report_title(nb: nbformat.NotebookNode, records: dict[str, Any]) -> str:
+    """The report's title: ``tw.open(title=...)``, else the notebook's first ``# heading``,
+    else the register's name and the report's kind.  The render writes it into
+    records.json, so the page, the site's index and its search all show the same."""
+    if records.get("title"):
+        return str(records["title"])
+    _, heading = reader_notebook(nb)
+    return heading or f"{records['register']} {report_kind(records)}"
+
+
+def report_kind(records: dict[str, Any]) -> str:
+    """What the report is ("runtime report" unless the notebook says otherwise)."""
+    return str(records.get("kind") or "runtime report")
+
+
 def header_html(records: dict[str, Any], summary_html: str, title: str) -> str:
     url = records["url"]
     link = (
@@ -122,8 +137,10 @@ def header_html(records: dict[str, Any], summary_html: str, title: str) -> str:
         rows.append(("Rubrics", carries))
     rows.append(("Checks", summary_html))
     meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
+    kind = report_kind(records)
+    eyebrow = kind[:1].upper() + kind[1:]
     return (
-        '<header class="tw-header"><p class="tw-eyebrow">Runtime report</p>'
+        f'<header class="tw-header"><p class="tw-eyebrow">{esc(eyebrow)}</p>'
         f'<h1 id="top">{esc(title)}</h1><dl class="tw-meta">{meta}</dl></header>'
     )
 
@@ -392,8 +409,8 @@ def export_html(
     history: list[dict[str, Any]] | None = None,
 ) -> str:
     """The report page for an executed, normalised notebook."""
-    reader, title = reader_notebook(nb)
-    title = title or f"{records['register']} runtime report"
+    reader, _ = reader_notebook(nb)
+    title = report_title(nb, records)
     css = (TEMPLATES / "tracework" / "report.css").read_text(encoding="utf-8")
     css += HtmlFormatter(style="default").get_style_defs(".tw-hl")
     summary_section = (

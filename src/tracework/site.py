@@ -184,7 +184,14 @@ class Report:
 
     @property
     def title(self) -> str:
-        return f"{self.name} runtime report"
+        """The newest render's title (see rendering.report_title)."""
+        records = self.newest.records
+        kind = str(records.get("kind") or "runtime report")
+        return str(records.get("title") or f"{self.name} {kind}")
+
+    @property
+    def kind(self) -> str:
+        return str(self.newest.records.get("kind") or "runtime report")
 
     def last_checked(self) -> str | None:
         """The latest date evidence was checked: a render's analysis date, or a check

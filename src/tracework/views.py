@@ -22,10 +22,10 @@ from pygments.lexers import DiffLexer
 from .absences import AbsenceResult
 from .checks import CheckItem
 from .diagrams import DiagramCheck
-from .forge import upstream_url
+from .forge import upstream_file_url, upstream_url
 from .hashing import is_lfs_pointer
 from .highlight import lexer_for, visible, visible_name
-from .models import Quote
+from .models import FileEntry, Quote
 from .records import KINDS, Absence, Record
 from .screen import Screen
 
@@ -103,6 +103,64 @@ class QuoteInfo:
         Pointers are UTF-8 by their spec, so the text is their bytes.
         """
         return self.quote.lines[0] == 1 and is_lfs_pointer(self.quote.text.encode("utf-8"))
+
+
+def file_key(source: str, path: str) -> str:
+    """How a record's evidence names a whole registered file: ``SRC-1:path``."""
+    return f"{source}:{path}"
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A whole registered file cited as evidence, and its state at the commit."""
+
+    key: str
+    source: str
+    path: str
+    entry: FileEntry
+    pin: str
+    commit: str
+    url: str
+    check: CheckItem | None = None
+
+    @property
+    def state(self) -> str:
+        return self.check.state if self.check is not None else "verified"
+
+    @property
+    def drifted(self) -> bool:
+        """A file that changed or is gone puts what cites it up for re-review."""
+        return self.state in ("changed", "missing")
+
+
+def file_html(info: FileInfo, *, anchor: bool = False) -> str:
+    """A cited file: its path, source, pin, full hash, state and upstream link."""
+    ident = f' id="{esc(info.key)}"' if anchor else ""
+    e = info.entry
+    parts = [
+        f'<a class="tw-quote-id" href="#{esc(info.key)}">{esc(info.key)}</a>',
+        f'<span class="tw-path">{esc_name(info.path)}</span>',
+        f'<span class="tw-at">@ <code>{esc(info.pin[:12])}</code></span>',
+        badge(info.state),
+    ]
+    link = upstream_file_url(info.url, info.pin, info.path)
+    if link:
+        parts.append(f'<a class="tw-upstream" href="{esc(link)}" rel="noopener">upstream</a>')
+    what = "binary file" if e.binary else e.kind.replace("-", " ")
+    body = (
+        f'<p class="tw-file-hash">{esc(what)}, {e.size:,} bytes, sha256 '
+        f"<code>{esc(e.sha256)}</code></p>"
+    )
+    check = info.check
+    if check is not None and check.state != "verified":
+        body += (
+            f'<p class="tw-drift-note">at {esc(info.commit[:12])}: {esc(check.state)}'
+            f" ({esc(check.detail)})</p>"
+        )
+    return (
+        f'<figure class="tw-quote tw-file tw-state-{esc(info.state)}"{ident}>'
+        f"<figcaption>{' '.join(parts)}</figcaption>{body}</figure>"
+    )
 
 
 def quote_html(info: QuoteInfo, *, anchor: bool = False) -> str:
@@ -206,7 +264,7 @@ def record_html(
     if record.notes:
         body += f'<div class="tw-notes">{markdown(record.notes)}</div>'
     if record.evidence:
-        refs = ", ".join(_evidence_ref(e, quotes) for e in record.evidence)
+        refs = ", ".join(_evidence_ref(e, quotes, titles) for e in record.evidence)
         body += f'<p class="tw-evidence">Evidence: {refs}</p>'
         body += "".join(quote_html(quotes[e]) for e in record.evidence if e in quotes)
     if record.reviewed_at:
@@ -219,13 +277,16 @@ def record_html(
     return f'<article class="tw-record tw-kind-{kind}"{ident}>{head}{body}</article>'
 
 
-def _evidence_ref(ref: str, quotes: dict[str, QuoteInfo]) -> str:
+def _evidence_ref(ref: str, quotes: dict[str, QuoteInfo], titles: dict[str, str]) -> str:
+    """A link to cited evidence: a quote (with its place), a record, or a whole file."""
     if ref in quotes:
         info = quotes[ref]
         return (
             f'<a class="tw-ref" href="#{esc(ref)}">{esc(ref)}</a> '
             f'<span class="tw-path">({esc(info.location())})</span>'
         )
+    if ref in titles or (ref.startswith("SRC-") and ":" in ref):
+        return f'<a class="tw-ref" href="#{esc(ref)}">{esc(ref)}</a>'
     return f"<code>{esc(ref)}</code>"
 
 
@@ -259,8 +320,10 @@ def records_section(
     quotes: dict[str, QuoteInfo],
     absences: dict[str, AbsenceResult],
     drifted: dict[str, list[str]],
+    files: dict[str, FileInfo] | None = None,
 ) -> str:
-    """The "Shared records" section: records grouped by kind, then the quoted evidence."""
+    """The "Shared records" section: records grouped by kind, then the quoted evidence
+    and the files cited whole."""
     records = list(records)
     titles = {r.id: r.label for r in records}
     out = ['<section class="tw-records"><h2 id="shared-records">Shared records</h2>']
@@ -283,6 +346,9 @@ def records_section(
     out.append('<h3 id="quoted-evidence">Quoted evidence</h3>')
     for qid in sorted(quotes):
         out.append(quote_html(quotes[qid], anchor=True))
+    if files:
+        out.append('<h3 id="cited-files">Files cited whole</h3>')
+        out.extend(file_html(files[key], anchor=True) for key in sorted(files))
     out.append("</section>")
     return "".join(out)
 
