@@ -551,3 +551,46 @@ def test_a_register_of_documents_only_is_checked_and_reported(tw, workspace):
     assert [i["source"] for i in only["items"]] == ["SRC-1"]
     (workspace.root / "paper.txt").write_text("other findings\n")
     assert tw("check", "docs").exit_code == 1
+
+
+# -- hashes asserted by others ---------------------------------------------------------------
+
+
+def test_a_document_asserts_a_hash_and_check_says_whether_it_holds(pinned, tw, workspace):
+    import hashlib
+
+    repo = pinned({"graph.py": "NODES = 3\n", "tools.py": "TOOLS = []\n"})
+    pin = repo.commits[0]
+    (workspace.root / "sources" / "documents").mkdir(parents=True)
+    (workspace.root / "sources" / "documents" / "dossier.md").write_text("graph.py: 844d…\n")
+    assert tw("register", "add-document", "demo", "SRC-2", "sources/documents/dossier.md"
+              ).exit_code == 0  # fmt: skip
+    right = hashlib.sha256(b"NODES = 3\n").hexdigest()
+    held = tw("register", "assert", "demo", "SRC-1", "graph.py", right, "--by", "SRC-2")
+    assert held.exit_code == 0 and "holds" in held.output
+    wrong = "ab" * 32
+    differs = tw("register", "assert", "demo", "SRC-1", "tools.py", wrong, "--by", "SRC-2")
+    assert differs.exit_code == 0 and "differs" in differs.stderr  # said at once
+    assert hashlib.sha256(b"TOOLS = []\n").hexdigest() in differs.stderr  # in full
+    data = json.loads(tw("check", "demo", "--json").stdout)
+    assert data["ok"] is True  # a differing assertion is a finding
+    states = {a["path"]: (a["state"], a["by"], a["commit"]) for a in data["assertions"]}
+    assert states == {"graph.py": ("holds", "SRC-2", pin), "tools.py": ("differs", "SRC-2", pin)}
+    # one document, one claim per file and commit: asserting again replaces it, --required
+    # makes a difference fail the check
+    again = ("register", "assert", "demo", "SRC-1", "tools.py", wrong, "--by", "SRC-2")
+    assert tw(*again, "--required").exit_code == 0
+    assert tw("check", "demo").exit_code == 1
+    assert len(json.loads(tw("check", "demo", "--json").stdout)["assertions"]) == 2
+    # at a newer commit: an assertion about "the file" is checked there; one pinned to a
+    # commit is checked at that commit whatever --at says
+    repo.write("graph.py", "NODES = 4\n")
+    head = repo.commit("more nodes")
+    assert tw("fetch", "toy").exit_code == 0
+    pinned_to = ("register", "assert", "demo", "SRC-1", "graph.py", right, "--by", "SRC-2")
+    assert tw(*pinned_to, "--at-commit", pin).exit_code == 0
+    at_head = json.loads(tw("check", "demo", "--at", head, "--json").stdout)["assertions"]
+    graph = {(a["commit"], a["state"]) for a in at_head if a["path"] == "graph.py"}
+    assert graph == {(head, "differs"), (pin, "holds")}
+    bad = tw("register", "assert", "demo", "SRC-1", "graph.py", right, "--by", "SRC-1")
+    assert bad.exit_code == 2 and "is not a document source" in bad.stderr

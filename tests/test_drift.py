@@ -87,7 +87,7 @@ def contract(data: dict) -> dict[str, dict]:
     """Items by id, each cut down to the contract's keys (after checking the shape)."""
     # the contract's keys plus two extensions: each source (a git source's pin and checked
     # commit, a document's location and hash) and the document URLs left unchecked
-    assert set(data) == {"ok", "register", "commit", "items", "sources", "unchecked"}
+    assert set(data) == {"ok", "register", "commit", "items", "sources", "assertions", "unchecked"}
     assert data["unchecked"] == []
     assert re.fullmatch(r"[0-9a-f]{40}", data["commit"])
     out = {}
@@ -503,16 +503,18 @@ def test_only_verified_and_moved_files_exit_0_with_at(pinned, tw):
     assert tw("check", "demo").exit_code == 0
 
 
-def test_expected_sha256_that_differs_makes_the_file_changed(pinned, tw):
+def test_an_expected_sha256_that_differs_is_a_finding_not_a_changed_file(pinned, tw):
     pinned({"dossier.txt": "as delivered\n", "other.txt": "x\n"})
     wrong = "0" * 64
     result = tw("register", "add-file", "demo", "SRC-1", "dossier.txt", "--expect-sha256", wrong)
     assert result.exit_code == 0, result.output
     check = tw("check", "demo", "--json")
-    assert check.exit_code == 1
-    entry = raw_items(json.loads(check.output))["dossier.txt"]
-    assert entry["state"] == "changed"
-    assert "expected 000000000000" in entry["detail"]
+    assert check.exit_code == 0
+    data = json.loads(check.output)
+    assert raw_items(data)["dossier.txt"]["state"] == "verified"
+    assert [(a["path"], a["state"], a["sha256"]) for a in data["assertions"]] == [
+        ("dossier.txt", "differs", wrong)
+    ]
 
 
 # -- bad input -----------------------------------------------------------------------
@@ -621,11 +623,12 @@ def test_expected_sha256_checked_after_a_rename_keeps_the_new_path(pinned, tw):
     repo.move("dossier.txt", "archive/dossier.txt")
     head = repo.commit("archive")
     code, data, items = drift(tw, repo, head)
-    assert code == 1
+    assert code == 0
     assert items["dossier.txt"] == item(
-        "file", "dossier.txt", "changed", path="dossier.txt", new_path="archive/dossier.txt"
+        "file", "dossier.txt", "moved", path="dossier.txt", new_path="archive/dossier.txt"
     )
-    assert "expected ffffffffffff" in raw_items(data)["dossier.txt"]["detail"]
+    [asserted] = data["assertions"]  # followed to the new name, as the file is
+    assert asserted["state"] == "differs" and asserted["sha256_at_commit"] is not None
 
 
 # -- alignment inside replaced blocks --------------------------------------------------------

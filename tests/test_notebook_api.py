@@ -286,3 +286,30 @@ def test_a_report_says_what_it_is_and_its_title(pinned):
     assert tracework.open("demo").records_json()["kind"] == "runtime report"
     with pytest.raises(TraceworkError, match="kind= must be one line"):
         tracework.open("demo", kind="atlas\nreport")
+
+
+def test_asserted_hashes_reach_the_report_and_fail_it_only_when_required(pinned, tw, workspace):
+    pinned({"pkg/store.py": STORE})
+    (workspace.root / "dossier.md").write_text("store.py hashes to 00…\n")
+    assert tw("register", "add-document", "demo", "SRC-2", "dossier.md").exit_code == 0
+    args = ("register", "assert", "demo", "SRC-1", "pkg/store.py", "0" * 64, "--by", "SRC-2")
+    assert tw(*args).exit_code == 0
+    wb = tracework.open("demo")
+    q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    wb.component("RT-CMP-s", label="S", identity="The store.", evidence=[q])
+    summary = wb.summary()
+    assert summary["ok"] and summary["checks"]["assertions"]["ok"]  # a finding only
+    assert "1 differ" in summary["checks"]["assertions"]["detail"]
+    [asserted] = wb.records_json()["assertions"]
+    assert asserted["state"] == "differs"
+    from tracework import register as reg
+    from tracework.rendering import assertions_html
+
+    page = assertions_html([asserted], reg.load(workspace.register_file("demo")))
+    assert "dossier.md" in page and "0" * 64 in page and "differs" in page
+    assert tw(*args, "--required").exit_code == 0
+    strict = tracework.open("demo")
+    q = strict.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    strict.component("RT-CMP-s", label="S", identity="The store.", evidence=[q])
+    assert not strict.summary()["checks"]["assertions"]["ok"]
+    assert not strict.summary()["ok"]

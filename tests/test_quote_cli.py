@@ -374,23 +374,25 @@ def test_a_pattern_matching_nothing_fails_the_whole_call(pinned, tw, pattern):
     assert REGISTER.read_bytes() == before
 
 
-def test_expect_sha256_mismatch_makes_check_report_changed(pinned, tw):
-    pinned({"dossier.txt": "the file an outside dossier hashed\n", "other.txt": "x\n"})
+def test_an_expect_sha256_mismatch_warns_at_once_and_is_a_finding(pinned, tw):
+    content = b"the file an outside dossier hashed\n"
+    pinned({"dossier.txt": content, "other.txt": "x\n"})
     wrong = "0" * 64
-    ok(tw("register", "add-file", "demo", "SRC-1", "dossier.txt", "--expect-sha256", wrong))
+    added = tw("register", "add-file", "demo", "SRC-1", "dossier.txt", "--expect-sha256", wrong)
+    assert added.exit_code == 0
+    assert f"has sha256 {sha(content)} at the pin, not the expected {wrong}" in added.stderr
     ok(tw("register", "add-file", "demo", "SRC-1", "other.txt"))
     assert raw_doc()["sources"]["SRC-1"]["files"]["dossier.txt"]["expect_sha256"] == wrong
     result = tw("check", "demo", "--json")
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 0, result.output  # a finding, not a failure of the file
     report = json.loads(result.stdout)
-    assert report["ok"] is False
     items = {i["id"]: i for i in report["items"]}
-    assert items["dossier.txt"]["state"] == "changed"
-    assert items["dossier.txt"]["kind"] == "file"
-    assert items["other.txt"]["state"] == "verified"
+    assert items["dossier.txt"]["state"] == items["other.txt"]["state"] == "verified"
+    [asserted] = report["assertions"]
+    assert asserted["state"] == "differs" and asserted["by"] is None
+    assert (asserted["sha256"], asserted["sha256_at_commit"]) == (wrong, sha(content))
     human = tw("check", "demo")
-    assert human.exit_code == 1
-    assert "changed" in human.stdout and "dossier.txt" in human.stdout
+    assert "assertion expected by the register" in human.stdout and "differs" in human.stdout
 
 
 def test_expect_sha256_that_matches_verifies_and_is_stored_lowercase(pinned, tw):
@@ -408,7 +410,7 @@ def test_an_expectation_survives_registering_the_folder_again(pinned, tw):
     ok(tw("register", "add-file", "demo", "SRC-1", "docs/a.txt", "--expect-sha256", wrong))
     ok(tw("register", "add-file", "demo", "SRC-1", "docs"))
     assert raw_doc()["sources"]["SRC-1"]["files"]["docs/a.txt"]["expect_sha256"] == wrong
-    assert tw("check", "demo").exit_code == 1
+    assert json.loads(tw("check", "demo", "--json").stdout)["assertions"][0]["sha256"] == wrong
 
 
 @pytest.mark.parametrize(

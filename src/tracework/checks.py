@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .blobs import Blob, BlobStream, Changes, Mirror, TreeEntry, registered_kind
 from .drift import QuoteDrift, Target, readable_lines, relocate
-from .errors import RegisterError, check_iso_date
+from .errors import RegisterError, TraceworkError, check_iso_date
 from .hashing import (
     Lines,
     is_document_url,
@@ -82,6 +82,36 @@ class CheckItem(NamedTuple):
         }
 
 
+class AssertionCheck(NamedTuple):
+    """One asserted hash, checked: does the file hold what its asserter says?"""
+
+    source: str
+    path: str
+    by: str | None  # a document source; None: the analyst's own --expect-sha256
+    commit: str  # the commit the hash was taken at: the assertion's own, or the checked
+    state: Literal["holds", "differs", "missing"]
+    sha256: str  # asserted
+    sha256_at_commit: str | None  # the file's hash there; None when the file is not there
+    required: bool = False
+
+    @property
+    def fails(self) -> bool:
+        """A required assertion that does not hold fails the check; others are findings."""
+        return self.required and self.state != "holds"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "path": self.path,
+            "by": self.by,
+            "commit": self.commit,
+            "state": self.state,
+            "sha256": self.sha256,
+            "sha256_at_commit": self.sha256_at_commit,
+            "required": self.required,
+        }
+
+
 @dataclass
 class SourceCheck:
     source: str
@@ -89,6 +119,7 @@ class SourceCheck:
     pin: str
     commit: str
     items: list[CheckItem] = field(default_factory=list)
+    assertions: list[AssertionCheck] = field(default_factory=list)
 
 
 @dataclass
@@ -113,9 +144,17 @@ class CheckReport:
         return self.sources[0].commit if self.sources else ""
 
     @property
+    def assertions(self) -> list[AssertionCheck]:
+        return [a for src in self.sources for a in src.assertions]
+
+    @property
     def ok(self) -> bool:
         allowed = {"verified", "moved"} if self.at else {"verified"}
-        return bool(self.items) and all(i.state in allowed for i in self.items)
+        return (
+            bool(self.items)
+            and all(i.state in allowed for i in self.items)
+            and not any(a.fails for a in self.assertions)
+        )
 
     def counts(self, kind: str | None = None) -> dict[str, int]:
         return dict(Counter(i.state for i in self.items if kind is None or i.kind == kind))
@@ -140,6 +179,7 @@ class CheckReport:
                 for sid, d in self.document_sources.items()
             ],
             "items": [i.as_json() for i in self.items],
+            "assertions": [a.as_json() for a in self.assertions],
             "unchecked": list(self.unchecked),
         }
 
@@ -369,7 +409,52 @@ def _check_source(
                     continue
             drift = relocate(qid, quote, target)
             result.items.append(_quote_item(sid, quote, drift))
+        result.assertions = _check_assertions(mirror, register, sid, source, commit, cache, changes)
     return result
+
+
+def _check_assertions(
+    mirror: Mirror,
+    register: RegisterData,
+    sid: str,
+    source: GitSourceData,
+    commit: str,
+    cache: BlobCache,
+    changes: Changes,
+) -> list[AssertionCheck]:
+    """The hashes others assert of this source's files (and the analyst's own
+    ``--expect-sha256``), each at its own commit or at the commit checked (where a
+    renamed file is followed to its new name, as the file check follows it)."""
+    asserted = [
+        (path, None, entry.expect_sha256, None, False)
+        for path, entry in source.files.items()
+        if entry.expect_sha256
+    ] + [
+        (a.path, a.by, a.sha256, a.at_commit, a.required)
+        for a in register.assertions
+        if a.source == sid
+    ]
+    out = []
+    for path, by, sha256, at_commit, required in asserted:
+        where = at_commit or commit
+        found = None
+        try:
+            if where == commit:
+                now = path if path in cache.tree else changes.renamed.get(path, path)
+                entry = cache.tree.get(now)
+                blob = cache.blob(now) if entry is not None else None
+            else:
+                entry = mirror.tree(mirror.resolve_commit(where)).get(path)
+                blob = mirror.read_blob(entry.oid) if entry is not None else None
+        except TraceworkError:  # the assertion's commit is not in the mirror
+            entry = None
+        if entry is not None:
+            found = registered_kind(entry, blob)[1]
+        state: Literal["holds", "differs", "missing"] = (
+            "missing" if found is None else "holds" if found == sha256 else "differs"
+        )
+        out.append(AssertionCheck(sid, path, by, where, state, sha256, found, required))
+    return out
 
 
 def _verified(sid: str, qid: str, quote: QuoteData) -> CheckItem:
@@ -424,18 +509,6 @@ def _check_file(
             "changed",
             new_path=new_path,
             detail=detail,
-            sha256=registered,
-            sha256_at_commit=sha256,
-        )
-    if expected.expect_sha256 and expected.expect_sha256 != sha256:
-        return CheckItem(
-            "file",
-            path,
-            sid,
-            path,
-            "changed",
-            new_path=new_path,
-            detail=f"differs from the expected {expected.expect_sha256}",
             sha256=registered,
             sha256_at_commit=sha256,
         )

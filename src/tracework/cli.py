@@ -229,11 +229,59 @@ def register_add_file(
             was = (item.before.expect_sha256 or "none")[:12]
             now = (item.entry.expect_sha256 or "none")[:12]
             click.echo(f"expected SHA-256 of {visible_name(item.path)}: was {was}, now {now}")
+        expected = item.entry.expect_sha256
+        if expected and expected != item.entry.sha256:  # say it now, not at the next render
+            click.echo(
+                f"warning: {visible_name(item.path)} has sha256 {item.entry.sha256} at the "
+                f"pin, not the expected {expected}: `check` reports the expectation as "
+                "differing",
+                err=True,
+            )
     files = f"{len(added)} file{'' if len(added) == 1 else 's'}"
     click.echo(
         f"{files}: {counts['new']} newly registered, {counts['updated']} updated, "
         f"{counts['unchanged']} already registered as given"
     )
+
+
+@register.command("assert")
+@click.argument("register_name", metavar="REGISTER")
+@click.argument("source_id", metavar="SRC-ID")
+@click.argument("path")
+@click.argument("sha256", metavar="SHA256")
+@click.option("--by", "by", required=True, metavar="SRC-ID", help="The document asserting it.")
+@click.option(
+    "--at-commit", default=None, metavar="COMMIT", help="The commit it is about (default: any)."
+)
+@click.option("--required", is_flag=True, help="A differing hash fails the checks.")
+def register_assert(
+    register_name: str,
+    source_id: str,
+    path: str,
+    sha256: str,
+    by: str,
+    at_commit: str | None,
+    required: bool,
+) -> None:
+    """Record that a document (--by) asserts PATH of SRC-ID has SHA256; check says whether
+    it holds (a differing assertion is a finding, and fails only with --required)."""
+    from .evidence import add_assertion
+    from .highlight import visible_name
+
+    ws = _workspace()
+    register_path = ws.register_file(register_name)
+    with _naming(ws, register_path, source_id):
+        made, found = add_assertion(
+            ws, register_path, source_id, path, sha256, by, at_commit, required
+        )
+    where = made.at_commit or "the pin"
+    state = "holds" if found == made.sha256 else "is missing" if found is None else "differs"
+    click.echo(f"{by} asserts {visible_name(path)} has sha256 {made.sha256}")
+    if state == "holds":
+        click.echo(f"at {where[:12]}: holds")
+    else:
+        has = f": the file has {found}" if found else ": no such file there"
+        click.echo(f"at {where[:12]}: {state}{has}", err=True)
 
 
 # -- quotes -----------------------------------------------------------------------------
@@ -440,6 +488,14 @@ def _print_check(report: Any) -> None:
             console.print(Text(f"documents: {len(report.documents)} verified"))
     for sid in report.unchecked:
         console.print(Text(f"document {sid}: a URL, not checked (tracework never fetches it)"))
+    for a in report.assertions:
+        who = f"by {a.by}" if a.by else "expected by the register (--expect-sha256)"
+        told = f"asserted {a.sha256[:12]}…"
+        if a.state == "differs":
+            told += f", the file has {a.sha256_at_commit and a.sha256_at_commit[:12]}…"
+        line = f"assertion {who}: {visible_name(a.path)} at {a.commit[:12]}: {a.state} ({told})"
+        style = "red" if a.fails else "yellow" if a.state != "holds" else ""
+        console.print(Text(line + (" — required" if a.required else ""), style=style))
     console.print(Text(f"files: {fmt(files)}; quotes: {fmt(quotes)}"))
     if not report.items:
         console.print(Text("nothing to check: the register has no files or quotes", style="red"))

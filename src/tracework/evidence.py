@@ -27,7 +27,7 @@ from .hashing import (
     sha256_hex,
     workspace_file_sha256,
 )
-from .models import QUOTE_ID, Anchor, DocumentSource, FileEntry, GitSource, Quote
+from .models import QUOTE_ID, Anchor, Assertion, DocumentSource, FileEntry, GitSource, Quote
 from .spans import Span, by_lines, by_match, by_symbol
 from .subjects import open_mirror
 from .workspace import Workspace
@@ -270,6 +270,58 @@ def add_files(
                 continue
             added.append(AddedFile(path, entry, "updated", before))
     return added
+
+
+def add_assertion(
+    ws: Workspace,
+    register_path: Path,
+    sid: str,
+    path: str,
+    sha256: str,
+    by: str,
+    at_commit: str | None = None,
+    required: bool = False,
+) -> tuple[Assertion, str | None]:
+    """Record that document source ``by`` asserts ``path`` of git source ``sid`` has
+    ``sha256`` (at ``at_commit``, or whichever commit is checked).  Returns the
+    assertion and the file's hash now — at ``at_commit``, else at the pin — so the
+    caller can say at once whether it holds.  The same asserter, file and commit again
+    replaces the assertion: one document, one claim per file and commit."""
+    register = reg.load(register_path)
+    source = register.git_source(sid)
+    if not isinstance(register.sources.get(by), DocumentSource):
+        documents = [k for k, v in register.sources.items() if isinstance(v, DocumentSource)]
+        raise RegisterError(
+            f"--by {by} is not a document source of register {register.name}",
+            hint=f"document sources: {', '.join(documents) or 'none'}; add the dossier with "
+            "`tracework register add-document`",
+        )
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
+        raise RegisterError(f"'{sha256}' is not a 64-hex SHA-256")
+    mirror = open_mirror(ws, source.subject)
+    commit = mirror.resolve_commit(at_commit) if at_commit is not None else source.commit
+    if at_commit is not None:
+        mirror.keep(commit)  # as a pin is kept: readable after an upstream force-push
+    _refuse_undecodable([path])
+    entry = mirror.tree(commit).get(path)
+    found = registered_kind(entry, mirror.read_blob(entry.oid))[1] if entry else None
+    made = Assertion(
+        source=sid,
+        path=path,
+        sha256=sha256.lower(),
+        by=by,
+        at_commit=commit if at_commit is not None else None,
+        required=required,
+    )
+    with regy.edit(register_path) as doc:
+        kept = regy.section(doc, "assertions", regy.CommentedSeq)
+        same = (made.source, made.path, made.by, made.at_commit)
+        for i in reversed(range(len(kept))):
+            old = kept[i]
+            if (old.get("source"), old.get("path"), old.get("by"), old.get("at_commit")) == same:
+                del kept[i]
+        kept.append(regy.assertion_node(made))
+    return made, found
 
 
 def _refuse_undecodable(paths: list[str]) -> None:

@@ -66,7 +66,9 @@ class FileEntry(Frozen):
     binary: bool = Field(False, description="a NUL byte in the first 8000 bytes, as git judges")
     target: str | None = Field(None, description="a symlink's target text")
     expect_sha256: Sha256 | None = Field(
-        None, description="the SHA-256 an outside dossier expects; the check compares it"
+        None,
+        description="the SHA-256 the analyst expects (`add-file --expect-sha256`); the check "
+        "reports it as an assertion that holds or differs, never as a change of the file",
     )
 
 
@@ -164,6 +166,25 @@ class CheckEntry(Frozen):
     counts: dict[str, int]
 
 
+class Assertion(Frozen):
+    """What someone else says a file's hash is — a dossier's "graph.py has SHA-256
+    844d…" — recorded with who said it.  The check reports whether it holds; one that
+    differs is a finding, and fails the checks only when ``required``."""
+
+    source: str = Field(description="the git source the file belongs to (SRC-n)")
+    path: str = Field(description="the file's path in that source")
+    sha256: Sha256 = Field(description="the hash asserted")
+    by: str = Field(description="who asserts it: a document source of this register (SRC-n)")
+    at_commit: CommitId | None = Field(
+        None,
+        description="the commit the assertion is about; without it, the commit checked "
+        "(the pin, or --at)",
+    )
+    required: bool = Field(
+        False, description="a differing required assertion fails the checks (else a finding)"
+    )
+
+
 class Register(Frozen):
     """A report's source register: its sources, their files, the quotes and check history."""
 
@@ -172,6 +193,18 @@ class Register(Frozen):
     sources: dict[str, Source] = Field(default_factory=dict)
     quotes: dict[str, Quote] = Field(default_factory=dict)
     checks: list[CheckEntry] = Field(default_factory=list)
+    assertions: list[Assertion] = Field(
+        default_factory=list, description="hashes asserted by others, checked like evidence"
+    )
+
+    @model_validator(mode="after")
+    def _asserted_by_documents(self) -> Register:
+        for n, a in enumerate(self.assertions, 1):
+            if not isinstance(self.sources.get(a.source), GitSource):
+                raise ValueError(f"assertion {n}: {a.source} is not a git source")
+            if not isinstance(self.sources.get(a.by), DocumentSource):
+                raise ValueError(f"assertion {n}: by {a.by}, which is not a document source")
+        return self
 
     @model_validator(mode="after")
     def _references(self) -> Register:

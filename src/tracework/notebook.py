@@ -473,6 +473,20 @@ class Workbench(RecordDeclarations):
                 f"checked; {len(failing)} with problems",
             },
         }
+        asserted = [a for r in reports for a in r.assertions]
+        if asserted:
+            failing_assertions = [a for a in asserted if a.fails]
+            problems += [
+                f"assertion by {a.by or 'the register'}: {a.path} {a.state} at "
+                f"{a.commit[:12]} (required)"
+                for a in failing_assertions
+            ]
+            findings = sum(1 for a in asserted if a.state != "holds")
+            checks["assertions"] = {
+                "ok": not failing_assertions,
+                "detail": f"{len(asserted) - findings} of {len(asserted)} asserted hashes hold; "
+                f"{findings} differ or are missing ({len(failing_assertions)} required)",
+            }
         if self._marks:
             stale = self._marks_drifted()
             problems += [
@@ -565,6 +579,12 @@ class Workbench(RecordDeclarations):
             "records": records,
             "quotes": quotes,
             "files": files,
+            "assertions": [
+                a.as_json()
+                for sid, s in self.register.sources.items()
+                if isinstance(s, GitSource)
+                for a in self._check(sid).assertions
+            ],
             "absences": absences,
             "diagrams": {
                 name: {

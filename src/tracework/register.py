@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["create", "data_of", "edit", "load", "load_data"]
 
 #: Bump when the compiled copy's layout changes.
-COMPILED_FORMAT = 2
+COMPILED_FORMAT = 3
 
 
 def safe_yaml() -> YAML:

@@ -145,6 +145,30 @@ class CheckEntryData(NamedTuple):
         )
 
 
+class AssertionData(NamedTuple):
+    """The data of a :class:`tracework.models.Assertion`."""
+
+    source: str
+    path: str
+    sha256: str
+    by: str
+    at_commit: str | None
+    required: bool
+
+    @staticmethod
+    def from_row(r: list[Any]) -> AssertionData:
+        if len(r) != 6:
+            raise ValueError(f"Assertion has 6 fields, not {len(r)}")
+        return AssertionData(
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+        )
+
+
 class RegisterData(NamedTuple):
     """The data of a :class:`tracework.models.Register`."""
 
@@ -153,17 +177,19 @@ class RegisterData(NamedTuple):
     sources: dict[str, GitSourceData | DocumentSourceData]
     quotes: dict[str, QuoteData]
     checks: list[CheckEntryData]
+    assertions: list[AssertionData]
 
     @staticmethod
     def from_row(r: list[Any]) -> RegisterData:
-        if len(r) != 5:
-            raise ValueError(f"Register has 5 fields, not {len(r)}")
+        if len(r) != 6:
+            raise ValueError(f"Register has 6 fields, not {len(r)}")
         return RegisterData(
             r[0],
             r[1],
             {k0: _BY_KIND_1[v0[0]](v0) for k0, v0 in r[2].items()},
             {k0: QuoteData.from_row(v0) for k0, v0 in r[3].items()},
             [CheckEntryData.from_row(v0) for v0 in r[4]],
+            [AssertionData.from_row(v0) for v0 in r[5]],
         )
 
 

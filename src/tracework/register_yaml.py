@@ -24,7 +24,15 @@ from ruamel.yaml.tokens import CommentToken
 from .errors import RegisterError
 from .fsio import locked, write_atomic
 from .hashing import sha256_hex
-from .models import CheckEntry, DocumentSource, FileEntry, GitSource, Quote, Register
+from .models import (
+    Assertion,
+    CheckEntry,
+    DocumentSource,
+    FileEntry,
+    GitSource,
+    Quote,
+    Register,
+)
 from .register import parse, safe_yaml, validate, write_compiled
 
 __all__ = ["CommentedMap", "CommentedSeq", "create", "edit", "section"]
@@ -185,6 +193,12 @@ def file_node(entry: FileEntry) -> CommentedMap:
         if not (k == "binary" and v is False)
     )
     node.fa.set_flow_style()
+    return node
+
+
+def assertion_node(assertion: Assertion) -> CommentedMap:
+    node = CommentedMap(assertion.model_dump(exclude_none=True, exclude_defaults=True))
+    node["sha256"] = assertion.sha256  # kept whatever the defaults
     return node
 
 

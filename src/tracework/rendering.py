@@ -23,7 +23,7 @@ from . import __version__
 from .execution import RECORDS_MIME
 from .highlight import visible
 from .marks import carries_html
-from .models import GitSource, Register
+from .models import DocumentSource, GitSource, Register
 from .views import badge, esc, esc_name
 
 if TYPE_CHECKING:  # nbconvert loads on first export
@@ -163,6 +163,36 @@ def header_summary(records: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def assertions_html(assertions: list[dict[str, Any]], register: Register) -> str:
+    """Hashes others assert of the subject's files, and whether each holds: a hash that
+    differs is a finding, shown here whether or not it fails the checks."""
+    if not assertions:
+        return ""
+    rows = []
+    for a in assertions:
+        by = a["by"]
+        doc = register.sources.get(by) if by else None
+        who = (
+            f'{esc(by)} <span class="tw-path">{esc(doc.location)}</span>'
+            if isinstance(doc, DocumentSource)
+            else "the register (<code>--expect-sha256</code>)"
+        )
+        state = badge("verified" if a["state"] == "holds" else "changed", a["state"])
+        found = a["sha256_at_commit"]
+        rows.append(
+            f"<tr><td>{esc(a['source'])} {esc_name(a['path'])}</td><td>{who}</td>"
+            f"<td><code>{esc(a['commit'][:12])}</code></td>"
+            f"<td><code>{esc(a['sha256'])}</code></td>"
+            f"<td>{f'<code>{esc(found)}</code>' if found else 'no such file'}</td>"
+            f"<td>{state}{' (required)' if a['required'] else ''}</td></tr>"
+        )
+    return (
+        '<h3 id="register-assertions">Asserted hashes</h3><table><thead><tr><th>file</th>'
+        "<th>asserted by</th><th>at</th><th>asserted sha256</th><th>the file's sha256</th>"
+        f"<th>state</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
 def appendix_html(register: Register, records: dict[str, Any], manifest: dict[str, Any]) -> str:
     """The source register (sources, files, quotes, check history) and the provenance."""
     out = [
@@ -209,7 +239,9 @@ def appendix_html(register: Register, records: dict[str, Any], manifest: dict[st
             f"<tr><td>{ident}</td><td>{esc_name(q.path)}:{q.lines[0]}–{q.lines[1]}</td>"
             f"<td><code>{esc(q.sha256)}</code></td><td>{state}</td></tr>"
         )
-    out.append('</tbody></table><h3 id="register-history">Check history</h3>')
+    out.append("</tbody></table>")
+    out.append(assertions_html(records.get("assertions") or [], register))
+    out.append('<h3 id="register-history">Check history</h3>')
     if register.checks:
         items = "".join(
             f"<li>{esc(c.date)}: {esc(c.source)} at <code>{esc(c.commit[:12])}</code> — "
