@@ -26,18 +26,15 @@ from .errors import GitError
 # (GIT_CONFIG_COUNT/KEY/VALUE), which outranks the repository's config for the same
 # key and reaches every git that git itself starts (upload-pack, index-pack, a lazy
 # fetch), without passing ``-c`` options to them.  It cannot remove keys it does not
-# name (``url.<anything>.insteadOf``, ``http.<url>.proxy``), which is why fetch does
-# not rely on it alone.
+# name (``url.<anything>.insteadOf``, ``http.<url>.proxy``), nor beat the few keys of
+# which git keeps the first value it reads (``remote.<name>.uploadpack`` and
+# ``receivepack``), which is why fetch does not rely on it alone.
 SAFE_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.hooksPath", "/dev/null"),
     ("core.fsmonitor", "false"),
     ("core.sshCommand", "ssh -o BatchMode=yes"),
     ("credential.helper", ""),
     ("protocol.allow", "never"),
-    # the programs a fetch of remote "origin" would start on the serving side of a
-    # local or ssh transport (a lazy fetch of a partial clone fetches from "origin")
-    ("remote.origin.uploadpack", "git-upload-pack"),
-    ("remote.origin.receivepack", "git-receive-pack"),
     # a commit-graph file is trusted for parents without being checked against the
     # commits: one copied in with a mirror could rewrite the history a bisection walks
     ("core.commitGraph", "false"),

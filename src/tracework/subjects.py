@@ -277,10 +277,11 @@ def fetch(ws: Workspace, name: str) -> FetchResult:
 
     Nothing in the mirror's own config may run a program or send the fetch elsewhere.
     Git reads a repository's config whatever the environment says (no variable turns it
-    off), and the overrides :func:`~tracework.gitenv.hardened_env` passes can only add
-    keys, not remove them: they cannot reach ``url.<any base>.insteadOf``,
-    ``credential.<url>.helper``, ``http.<url>.proxy``, ``fetch.fsck.<check> = ignore``
-    or whatever an ``include.path`` brings in.  So, under the subject's lock, before
+    off), and the overrides :func:`~tracework.gitenv.hardened_env` passes are not enough:
+    they can only add keys, so they cannot reach ``url.<any base>.insteadOf``,
+    ``http.<url>.proxy``, ``fetch.fsck.<check> = ignore`` or whatever an
+    ``include.path`` brings in, and for ``remote.<name>.uploadpack`` git keeps the first
+    value it reads, the repository's, so an override of it loses.  So, under the subject's lock, before
     every fetch, the mirror's config is rewritten whole to the few lines tracework needs
     (:func:`mirror_config`), keeping only the keys that describe its on-disk format; the
     keys removed are returned, so that the user learns what was there.  A config of its
