@@ -7,8 +7,10 @@ every fetch reads a local repository built in a temp folder.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -882,3 +884,107 @@ def test_a_subject_file_without_track_follows_head(tw, workspace, make_repo):
     result = tw("fetch", "lantern")
     assert result.exit_code == 0, result.output
     assert first[:12] in result.output
+
+
+# -- a fetch killed outright -----------------------------------------------------------------
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """Live processes under ``pid`` (Linux), each with its command line."""
+    found: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                if child not in found and _alive(child):
+                    cmdline = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
+                    found[child] = cmdline.decode(errors="replace")
+                    todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie no one reaps yet counts as ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_a_fetch_killed_outright_takes_its_git_processes_along(tw, workspace, make_repo):
+    """SIGKILL while git clone, upload-pack, pack-objects and index-pack all run: none of
+    them outlives tracework, and the next fetch removes the temporary clone left behind.
+
+    One blob of the subject is a FIFO in its object store: pack-objects blocks opening it
+    after the clone has started index-pack, so every process is there, and stays there,
+    when the kill comes (no race with a fast clone)."""
+    repo = make_repo("lantern")
+    repo.write("lamp.txt", "wick\n").write("stuck.bin", b"blocks the serving side\n").commit()
+    blob = git(repo.path, "rev-parse", "HEAD:stuck.bin").strip()
+    loose = repo.path / ".git" / "objects" / blob[:2] / blob[2:]
+    saved = loose.read_bytes()
+    loose.unlink()
+    os.mkfifo(loose)
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    fetcher = subprocess.Popen(
+        [sys.executable, "-m", "tracework", "fetch", "lantern"],
+        cwd=workspace.root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    seen: dict[int, str] = {}
+    try:
+        for _ in range(3000):  # until index-pack waits for the pack (seconds, not a limit)
+            seen = _descendants(fetcher.pid)
+            if any("index-pack" in cmd for cmd in seen.values()) and any(
+                "pack-objects" in cmd for cmd in seen.values()
+            ):
+                break
+            time.sleep(0.01)
+        commands = " ".join(seen.values())
+        for part in ("clone", "upload-pack", "pack-objects", "index-pack"):
+            assert part in commands, (part, seen)
+        fetcher.kill()
+        fetcher.wait()
+        left = list(seen)
+        for _ in range(1000):
+            left = [pid for pid in left if _alive(pid)]
+            if not left:
+                break
+            time.sleep(0.01)
+        assert not left, {pid: seen[pid] for pid in left}
+    finally:
+        for pid in seen:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        fetcher.kill()
+        fetcher.wait()
+    stale = [p.name for p in workspace.mirrors.iterdir() if p.name.endswith(".tmp")]
+    assert len(stale) == 1 and stale[0].startswith(".lantern."), stale
+
+    loose.unlink()
+    loose.write_bytes(saved)
+    result = tw("fetch", "lantern")
+    assert result.exit_code == 0, result.output
+    assert mirror_dirs(workspace) == ["lantern.git"]  # the stale clone swept
+
+
+def test_the_sweep_leaves_other_subjects_temporaries_alone(tw, workspace, make_repo):
+    repo = make_repo("lantern")
+    repo.write("lamp.txt", "wick\n").commit()
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    workspace.mirrors.mkdir(parents=True)
+    mine = [".lantern.abcd1234.tmp", ".lantern.x_y0z9k2.tmp"]  # this version's, and mkdtemp's
+    others = [".lantern.x.abcd1234.tmp", ".lantern.abcd1234.staging", ".lanternx.abcd1234.tmp"]
+    for name in mine + others:
+        (workspace.mirrors / name / "m.git").mkdir(parents=True)
+    (workspace.mirrors / ".lantern.link1234.tmp").symlink_to(workspace.root)
+    assert tw("fetch", "lantern").exit_code == 0
+    assert mirror_dirs(workspace) == sorted([*others, ".lantern.link1234.tmp", "lantern.git"])
+    assert (workspace.root / "tracework.toml").is_file()
