@@ -988,3 +988,162 @@ def test_the_sweep_leaves_other_subjects_temporaries_alone(tw, workspace, make_r
     assert tw("fetch", "lantern").exit_code == 0
     assert mirror_dirs(workspace) == sorted([*others, ".lantern.link1234.tmp", "lantern.git"])
     assert (workspace.root / "tracework.toml").is_file()
+
+
+# -- a failed fetch says why ----------------------------------------------------------------
+
+SSH_TAIL = (
+    "fatal: Could not read from remote repository.\n\n"
+    "Please make sure you have the correct access rights\nand the repository exists.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("stderr", "cause", "words"),
+    [
+        (
+            "ssh: Could not resolve hostname git.example.org: Name or service not known\n"
+            + SSH_TAIL,
+            "host not found",
+            "ssh: Could not resolve hostname git.example.org",
+        ),
+        (
+            "fatal: unable to access 'https://git.example.org/x.git/': Could not resolve "
+            "host: git.example.org\n",
+            "host not found",
+            "Could not resolve host: git.example.org",
+        ),
+        (
+            "ssh: connect to host 192.0.2.1 port 22: Network is unreachable\n" + SSH_TAIL,
+            "network unreachable",
+            "port 22: Network is unreachable",
+        ),
+        (
+            "fatal: unable to access 'https://192.0.2.1/x.git/': Failed to connect to "
+            "192.0.2.1 port 443 after 0 ms: Couldn't connect to server\n",
+            "network unreachable",
+            "Couldn't connect to server",
+        ),
+        (
+            "fatal: unable to access 'https://git.example.org/x.git/': Proxy CONNECT aborted\n",
+            "network unreachable",
+            "Proxy CONNECT aborted",
+        ),
+        (
+            "git@git.example.org: Permission denied (publickey).\n" + SSH_TAIL,
+            "authentication refused",
+            "Permission denied (publickey)",
+        ),
+        ("Host key verification failed.\n" + SSH_TAIL, "authentication refused", "Host key"),
+        (
+            "fatal: could not read Username for 'https://git.example.org': terminal prompts "
+            "disabled\n",
+            "authentication refused",
+            "could not read Username",
+        ),
+        (
+            "remote: Invalid username or password.\nfatal: Authentication failed for "
+            "'https://git.example.org/x.git/'\n",
+            "authentication refused",
+            "Authentication failed",
+        ),
+        (
+            "fatal: unable to access 'https://git.example.org/x.git/': The requested URL "
+            "returned error: 403\n",
+            "authentication refused",
+            "error: 403",
+        ),
+        ("ERROR: Repository not found.\n" + SSH_TAIL, "not a repository", "Repository not found"),
+        (
+            "remote: Repository not found.\nfatal: repository "
+            "'https://git.example.org/x.git/' not found\n",
+            "not a repository",
+            "Repository not found",
+        ),
+        (
+            "fatal: '/srv/x' does not appear to be a git repository\n" + SSH_TAIL,
+            "not a repository",
+            "does not appear to be a git repository",
+        ),
+        (
+            "fatal: unable to access 'https://git.example.org/x.git/': SSL certificate "
+            "problem: unable to get local issuer certificate\n",
+            "server certificate refused",
+            "SSL certificate problem",
+        ),
+        (
+            "error: object 0123456789012345678901234567890123456789: hasDotdot: contains "
+            "'..'\nfatal: fsck error in packed object\nfatal: index-pack failed\n",
+            "fsck refused an object",
+            "hasDotdot: contains '..'",
+        ),
+        (
+            "error: unable to create temporary file: Permission denied\n"
+            "fatal: failed to write object\n",
+            "git failed",
+            "Permission denied; fatal: failed to write object",
+        ),
+    ],
+)
+def test_a_failed_fetch_names_its_cause_and_its_own_remedy(workspace, stderr, cause, words):
+    from tracework.subjects import fetch_failure
+
+    for has_mirror in (True, False):
+        failure = fetch_failure(stderr.encode(), workspace, "lantern", has_mirror=has_mirror)
+        assert (failure.cause, words in failure.words) == (cause, True), failure
+        usable = "the mirror and its pins stay usable" in failure.hint
+        assert usable == (has_mirror and cause != "fsck refused an object"), failure.hint
+        assert ("fsck" in failure.hint) == (cause == "fsck refused an object"), failure.hint
+        assert ("no mirror was made" in failure.hint) == (
+            not has_mirror and cause != "fsck refused an object"
+        )
+    if cause in ("not a repository", "git failed"):
+        assert "sources/lantern.toml" in failure.hint
+
+
+@pytest.mark.parametrize(
+    ("said", "cause"),
+    [
+        ("ssh: Could not resolve hostname example.invalid: Name or service not known", "host"),
+        ("ssh: connect to host example.invalid port 22: Network is unreachable", "network"),
+        ("git@example.invalid: Permission denied (publickey).", "authentication"),
+        ("ERROR: Repository not found.", "not a repository"),
+    ],
+)
+def test_a_fetch_that_cannot_reach_the_subject_keeps_the_mirror_usable(
+    pinned, tw, workspace, tmp_path, monkeypatch, said, cause
+):
+    """Through a stand-in ssh on PATH that fails the way ssh and forges do (no network):
+    the message names the cause in ssh's words, and the pins still read offline."""
+    pinned({"lamp.txt": "wick\n"})
+    assert tw("register", "add-file", "demo", "SRC-1", "lamp.txt").exit_code == 0
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(f"#!/bin/sh\necho '{said}' >&2\nexit 255\n")
+    (bin_dir / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    (workspace.sources / "toy.toml").write_text(
+        'url = "ssh://example.invalid/toy.git"\ntrack = "main"\n'
+    )
+    result = tw("fetch", "toy")
+    assert_refused(result, f"fetching subject toy failed ({cause}", said)
+    assert "fsck" not in result.output
+    assert "the mirror and its pins stay usable" in result.output
+    assert tw("check", "demo").exit_code == 0
+
+
+def test_an_https_fetch_through_a_proxy_that_refuses_says_network(tw, workspace, monkeypatch):
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for name in ("https_proxy", "HTTPS_PROXY"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{port}")
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert tw("subject", "add", "far", "https://example.invalid/far.git").exit_code == 0
+    result = tw("fetch", "far")
+    assert_refused(result, "failed (network unreachable)", f"127.0.0.1 port {port}")
+    assert "no mirror was made" in result.output and "fsck" not in result.output
+    assert mirror_dirs(workspace) == []

@@ -275,21 +275,29 @@ REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 def fetch(ws: Workspace, name: str) -> FetchResult:
     """Create or update the bare mirror of a subject, with fsck on every object received.
 
-    Nothing in the mirror's own config may run a program or send the fetch elsewhere.
-    Git reads a repository's config whatever the environment says (no variable turns it
-    off), and the overrides :func:`~tracework.gitenv.hardened_env` passes are not enough:
-    they can only add keys, so they cannot reach ``url.<any base>.insteadOf``,
-    ``http.<url>.proxy``, ``fetch.fsck.<check> = ignore`` or whatever an
-    ``include.path`` brings in, and for ``remote.<name>.uploadpack`` git keeps the first
-    value it reads, the repository's, so an override of it loses.  So, under the subject's lock, before
-    every fetch, the mirror's config is rewritten whole to the few lines tracework needs
-    (:func:`mirror_config`), keeping only the keys that describe its on-disk format; the
-    keys removed are returned, so that the user learns what was there.  A config of its
-    own for the fetch command alone is not possible: every git command reads the
-    repository's.  Beside that, the URL is the one in ``sources/NAME.toml``, passed on
-    the command line with the refspecs and ``--upload-pack``; a mirror that borrows
-    objects from elsewhere (``objects/info/alternates``, which also arms
-    ``core.alternateRefsCommand``) or is a partial clone is refused, not repaired.
+    Nothing in the mirror's own config may run a program or send the fetch elsewhere,
+    and how that is ensured is a decision worth its reasons:
+
+    - Overrides in the environment (what :func:`~tracework.gitenv.hardened_env` passes
+      as ``GIT_CONFIG_COUNT``) are not enough.  They only add keys, so they cannot reach
+      ``url.<any base>.insteadOf``, ``http.<url>.proxy``, ``fetch.fsck.<check> =
+      ignore`` or whatever an ``include.path`` pulls in (any file, under any name); and
+      for ``remote.<name>.uploadpack`` git keeps the first value it reads, the
+      repository's, so an override of it loses.
+    - A config of the fetch's own is not possible: git has no variable that replaces
+      the repository's config (``GIT_CONFIG_NOSYSTEM`` and ``GIT_CONFIG_GLOBAL`` cover
+      the other scopes; ``GIT_CONFIG`` steers only ``git config``), and fetching into a
+      scratch repository would lose the mirror's objects for negotiation and its refs.
+    - So the mirror's config is rewritten, whole, before every fetch, under the
+      subject's lock: the few lines tracework needs (:func:`mirror_config`), keeping only
+      the keys that describe the on-disk format.  tracework owns the mirror, so nothing
+      of value is lost; the keys removed are returned for the user to see.  The URL from
+      ``sources/NAME.toml`` is also passed on the command line, with the refspecs and
+      ``--upload-pack``, and the overrides stay, for the git processes that read the
+      mirror between fetches.
+    - What cannot be made sound by rewriting a file is refused: a mirror that borrows
+      objects from elsewhere (``objects/info/alternates``, which is also what arms
+      ``core.alternateRefsCommand``) or a partial clone.
 
     A local path is cloned with ``--no-local`` so objects go through the transport and
     its fsck rather than being hard-linked unchecked.  The first clone is ``--bare``;
@@ -387,10 +395,10 @@ def _transfer(
         git_dir, [*args, "--end-of-options", *operands], protocols=subject.protocols()
     )
     if proc.returncode != 0:
-        cause, hint = fetch_failure(proc.stderr, ws, subject.name, has_mirror=git_dir is not None)
+        failure = fetch_failure(proc.stderr, ws, subject.name, has_mirror=git_dir is not None)
         raise GitError(
-            f"fetching subject {subject.name} failed ({cause}): {git_message(proc.stderr)}",
-            hint=hint,
+            f"fetching subject {subject.name} failed ({failure.cause}): {failure.words}",
+            hint=failure.hint,
         )
 
 
@@ -416,7 +424,7 @@ _FAILURES: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "authentication refused",
-        r"authentication failed|permission denied|could not read (?:username|password)|"
+        r"authentication failed|permission denied \(|could not read (?:username|password)|"
         r"returned error: 40[13]|host key verification failed|access denied",
         "tracework never prompts: give ssh a key through ssh-agent (and the host's key in "
         "~/.ssh/known_hosts), or make the repository readable without credentials",
@@ -437,28 +445,48 @@ _FAILURES: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def fetch_failure(stderr: bytes, ws: Workspace, name: str, *, has_mirror: bool) -> tuple[str, str]:
+@dataclass(frozen=True)
+class FetchFailure:
+    """Why a clone or fetch failed: the cause, git's (or ssh's) own words, the remedy."""
+
+    cause: str
+    words: str
+    hint: str
+
+
+def fetch_failure(stderr: bytes, ws: Workspace, name: str, *, has_mirror: bool) -> FetchFailure:
     """The cause of a failed clone or fetch, and its remedy, from git's stderr.
 
     Each cause gets its own hint (a fsck refusal says nothing of the network, a missing
-    host nothing of fsck).  When the fetch could not reach the subject, an existing
-    mirror is untouched: the hint says that its pins stay readable.
+    host nothing of fsck), and the words shown are the line that told the cause (ssh's
+    "Could not resolve hostname", not git's "Could not read from remote repository"
+    after it).  When the fetch could not reach the subject, an existing mirror is
+    untouched: the hint says that it and its pins stay usable.
     """
     text = stderr.decode("utf-8", errors="replace")
     rel = ws.subject_file(name).relative_to(ws.root)
-    cause, remedy = next(
-        ((cause, remedy) for cause, pattern, remedy in _FAILURES if re.search(pattern, text, re.I)),
-        ("git failed", f"check the URL in {rel} and your access to it"),
+    lines = text.splitlines()
+    cause, line, remedy = next(
+        (
+            (cause, line, remedy)
+            for cause, pattern, remedy in _FAILURES
+            for line in lines
+            if re.search(pattern, line, re.I)
+        ),
+        ("git failed", None, f"check the URL in {rel} and your access to it"),
     )
+    words = git_message(stderr if line is None else line.encode())
     if cause == "fsck refused an object":
-        return cause, remedy
+        return FetchFailure(cause, words, remedy)
     remedy = remedy.replace("the subject file", str(rel))
     if has_mirror:
-        return cause, remedy + (
+        remedy += (
             "; meanwhile the mirror and its pins stay usable: check, render and rerender "
             "without --fetch read what was fetched before"
         )
-    return cause, remedy + "; no mirror was made"
+    else:
+        remedy += "; no mirror was made"
+    return FetchFailure(cause, words, remedy)
 
 
 def _refuse_foreign(ws: Workspace, name: str, mirror: Path) -> None:
