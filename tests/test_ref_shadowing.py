@@ -255,7 +255,15 @@ def test_a_40_hex_track_is_refused_and_a_branch_so_named_is_written_in_full(tw, 
 
 
 @pytest.mark.parametrize(
-    "track", ["refs/remotes/origin/main", "refs/notes/commits", "refs/tracework/pins/x", "refs/x"]
+    "track",
+    [
+        "refs/remotes/origin/main",
+        "refs/notes/commits",
+        "refs/tracework/pins/x",
+        "refs/x",
+        "refs/heads/.hidden",
+        "refs/tags/-x",
+    ],
 )
 def test_a_track_outside_branches_and_tags_is_refused(tw, workspace, subject, track):
     refused(

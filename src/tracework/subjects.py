@@ -98,7 +98,7 @@ def check_ref(ref: str) -> str:
             "pin it with `tracework register add-source … --commit`; a branch named by 40 "
             f"hex digits is written refs/heads/{ref}",
         )
-    if ref.startswith("refs/") and not re.match(r"refs/(heads|tags)/[^/]", ref):
+    if ref.startswith("refs/") and not re.match(r"refs/(heads|tags)/[A-Za-z0-9_]", ref):
         raise UnsafeInput(
             f"track '{ref}' is not a branch or tag of the subject",
             hint="a mirror holds the subject's branches and tags only: write a branch as "
@@ -492,12 +492,13 @@ def fetch_failure(stderr: bytes, ws: Workspace, name: str, *, has_mirror: bool) 
 def _refuse_foreign(ws: Workspace, name: str, mirror: Path) -> None:
     """Refuse a mirror whose objects may not all have come through fetch's fsck.
 
-    Not a repository at all (a folder left by hand or a crash), a mirror that borrows
-    objects from another repository (``objects/info/alternates``, or the dumb-http
-    ``http-alternates``: objects read from there never met fsck, and a fetch would run
-    ``core.alternateRefsCommand`` for them), or a partial clone, which fetches missing
-    objects whenever they are read.  tracework makes none of these; each is named with
-    its file, and deleting the folder and fetching again gives a sound mirror.
+    Not a repository at all (a folder left by hand or a crash), or a mirror that
+    borrows objects from another repository (``objects/info/alternates``, or the
+    dumb-http ``http-alternates``: objects read from there never met fsck, and a fetch
+    would run ``core.alternateRefsCommand`` for them).  tracework makes neither; each is
+    named with its file, and deleting the folder and fetching again gives a sound
+    mirror.  (A partial clone is refused by :func:`_reset_config`, which reads the
+    config.)
     """
     rel = mirror.relative_to(ws.root)
     again = f"remove that folder and run `tracework fetch {name}` again"
