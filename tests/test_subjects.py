@@ -917,9 +917,11 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def test_a_fetch_killed_outright_takes_its_git_processes_along(tw, workspace, make_repo):
-    """SIGKILL while git clone, upload-pack, pack-objects and index-pack all run: none of
-    them outlives tracework, and the next fetch removes the temporary clone left behind.
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_a_fetch_killed_outright_takes_its_git_processes_along(tw, workspace, make_repo, how):
+    """SIGKILL (or SIGTERM, or Ctrl-C's SIGINT) while git clone, upload-pack, pack-objects
+    and index-pack all run: none of them outlives tracework, and the next fetch removes
+    the temporary clone a killed one left behind (an interrupted one removes its own).
 
     One blob of the subject is a FIFO in its object store: pack-objects blocks opening it
     after the clone has started index-pack, so every process is there, and stays there,
@@ -950,8 +952,8 @@ def test_a_fetch_killed_outright_takes_its_git_processes_along(tw, workspace, ma
         commands = " ".join(seen.values())
         for part in ("clone", "upload-pack", "pack-objects", "index-pack"):
             assert part in commands, (part, seen)
-        fetcher.kill()
-        fetcher.wait()
+        fetcher.send_signal(how)
+        assert fetcher.wait(timeout=60) != 0
         left = list(seen)
         for _ in range(1000):
             left = [pid for pid in left if _alive(pid)]
@@ -966,7 +968,10 @@ def test_a_fetch_killed_outright_takes_its_git_processes_along(tw, workspace, ma
         fetcher.kill()
         fetcher.wait()
     stale = [p.name for p in workspace.mirrors.iterdir() if p.name.endswith(".tmp")]
-    assert len(stale) == 1 and stale[0].startswith(".lantern."), stale
+    if how == signal.SIGINT:
+        assert stale == []
+    else:
+        assert len(stale) == 1 and stale[0].startswith(".lantern."), stale
 
     loose.unlink()
     loose.write_bytes(saved)
