@@ -503,7 +503,8 @@ def test_every_key_tracework_does_not_set_is_removed_and_named(make_armed):
         "fetch.prune": "false",
         "gc.auto": "1",
     }
-    for key, value in keys.items():
+    format_keys = {"core.repositoryformatversion": "1", "extensions.objectFormat": "sha1"}
+    for key, value in {**keys, **format_keys}.items():
         git(armed.mirror, "config", "--file", str(armed.mirror / "config"), key, value)
     result = armed.tw("fetch", "toy")
     assert result.exit_code == 0, result.output
@@ -512,7 +513,8 @@ def test_every_key_tracework_does_not_set_is_removed_and_named(make_armed):
     config = (armed.mirror / "config").read_text()
     assert config == (
         "# tracework rewrites this file before every fetch\n"
-        "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n"
+        "[core]\n\trepositoryformatversion = 1\n\tfilemode = true\n\tbare = true\n"
+        "[extensions]\n\tobjectformat = sha1\n"
         f'[remote "origin"]\n\turl = {json.dumps(str(armed.subject.path.resolve()))}\n'
         "\tfetch = +refs/heads/*:refs/heads/*\n\tfetch = +refs/tags/*:refs/tags/*\n"
     )
