@@ -7,8 +7,10 @@ every fetch reads a local repository built in a temp folder.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,12 @@ def mirror_dirs(ws) -> list[str]:
     if not ws.mirrors.exists():
         return []
     return sorted(p.name for p in ws.mirrors.iterdir() if not p.name.endswith(".lock"))
+
+
+def tip(mirror: Mirror, branch: str) -> str | None:
+    """The commit a branch of the mirror names (by its full name)."""
+    target = mirror.read_ref(f"refs/heads/{branch}")
+    return None if target is None else target.commit
 
 
 def assert_refused(result, *words: str) -> None:
@@ -283,12 +291,12 @@ def test_fetch_creates_a_bare_mirror_and_updates_it(tw, workspace, make_repo):
 
     second = repo.write("lamp.txt", "wick\noil\n").commit()
     git(repo.path, "branch", "-D", "side")
-    assert Mirror(mirror).head_of("main") == first
+    assert tip(Mirror(mirror), "main") == first
     updated = tw("fetch", "lantern")
     assert updated.exit_code == 0, updated.output
     assert "mirror updated" in updated.output and second[:12] in updated.output
     assert Mirror(mirror).resolve_commit(second) == second
-    assert Mirror(mirror).head_of("main") == second
+    assert tip(Mirror(mirror), "main") == second
     refs = git(mirror, "--git-dir=.", "for-each-ref", "--format=%(refname)").split()
     assert refs == ["refs/heads/main"]  # --prune: the deleted branch is gone
 
@@ -503,7 +511,7 @@ def test_fetch_update_refuses_a_malformed_tree_and_keeps_the_good_mirror(tw, wor
     result = tw("fetch", "lantern")
     assert_refused(result, "fetching subject lantern failed", "hasDotdot")
     mirror = Mirror(workspace.mirrors / "lantern.git")
-    assert mirror.head_of("main") == good
+    assert tip(mirror, "main") == good
     assert mirror.object_types([bad])[bad] == "missing"
 
 
@@ -562,7 +570,7 @@ def test_fetch_follows_a_changed_subject_url(tw, workspace, make_repo):
     assert result.exit_code == 0, result.output
     mirror = Mirror(workspace.mirrors / "lantern.git")
     assert mirror.resolve_commit(new_commit) == new_commit
-    assert mirror.head_of("main") == new_commit
+    assert tip(mirror, "main") == new_commit
     refs = git(mirror.git_dir, "--git-dir=.", "for-each-ref", "--format=%(refname)").split()
     assert refs == ["refs/heads/main"]  # the old repository's branch is pruned
     url = git(mirror.git_dir, "--git-dir=.", "config", "remote.origin.url").strip()
@@ -691,8 +699,7 @@ def test_fetch_with_a_malformed_global_gitconfig_works(tw, workspace, make_repo,
     assert Mirror(workspace.mirrors / "lantern.git").resolve_commit(first) == first
 
 
-def test_gitpython_that_cannot_start_git_is_one_clear_error(tw, workspace, make_repo, tmp_path):
-    """With no git on PATH, GitPython's import fails; fetch says so in one line."""
+def test_fetch_without_git_on_path_is_one_clear_error(tw, workspace, make_repo, tmp_path):
     repo = make_repo("lantern")
     repo.write("lamp.txt", "wick\n").commit()
     assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
@@ -707,38 +714,9 @@ def test_gitpython_that_cannot_start_git_is_one_clear_error(tw, workspace, make_
     )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert "tracework: error: GitPython could not start git" in proc.stderr
+    assert "tracework: error: git is not on PATH" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 2  # the message and its hint
     assert mirror_dirs(workspace) == []
-
-
-def test_gitpython_imported_earlier_is_refreshed_and_failures_are_clear(
-    tw, workspace, make_repo, tmp_path, monkeypatch
-):
-    """GitPython imported before (in a notebook kernel, say) under another environment
-    keeps the git it found then; fetch refreshes it to PATH's git under the hardened
-    environment, and a refresh that fails is one clear error, not a traceback."""
-    import git as gitpython
-
-    repo = make_repo("lantern")
-    first = repo.write("lamp.txt", "wick\n").commit()
-    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
-    marker = tmp_path / "impostor-ran"
-    impostor = tmp_path / "impostor-git"
-    impostor.write_text(f'#!/bin/sh\ntouch {marker}\nexec git "$@"\n')
-    impostor.chmod(0o755)
-    monkeypatch.setattr(gitpython.Git, "GIT_PYTHON_GIT_EXECUTABLE", str(impostor))
-    result = tw("fetch", "lantern")
-    assert result.exit_code == 0, result.output
-    assert not marker.exists()
-    assert gitpython.Git.GIT_PYTHON_GIT_EXECUTABLE == "git"
-    assert Mirror(workspace.mirrors / "lantern.git").resolve_commit(first) == first
-
-    empty = tmp_path / "no-git-here"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-    assert_refused(tw("fetch", "lantern"), "GitPython could not start git", "hint:")
-    assert gitpython.Git.GIT_PYTHON_GIT_EXECUTABLE == "git"  # GitPython kept its old git
 
 
 # -- the first clone takes branches and tags only ------------------------------------------
@@ -765,7 +743,8 @@ def test_first_fetch_takes_branches_and_tags_only(tw, workspace, make_repo):
     assert refs == ["refs/heads/main", "refs/heads/side", "refs/tags/lone", "refs/tags/v1"]
     assert mirror.object_types([pull])[pull] == "missing"  # not even its objects came
     assert mirror.object_types([lone])[lone] == "commit"
-    assert mirror.head_of("HEAD") == first
+    assert mirror.head_branch() == "refs/heads/main"
+    assert tip(mirror, "main") == first
 
     # a pin survives the branch it was on being rewritten and pruned upstream
     second = repo.write("lamp.txt", "wick\noil\n").commit()
@@ -837,16 +816,24 @@ def test_fetch_says_when_the_tracked_ref_is_not_in_the_mirror(tw, workspace, mak
     assert_refused(
         result,
         "subject trk: mirror created (sources/.mirrors/trk.git)",
-        "tracked ref nosuch is not in it",
-        "branches and tags: main, v1",
+        "tracked ref nosuch is not in the mirror",
+        "branches and tags: main, refs/tags/v1",  # written as track takes them
         "sources/trk.toml",
+        "pinned commits can be read meanwhile",
     )
     # what the fetch brought in stays: it is a mistake in the subject, not in the fetch
     mirror = Mirror(workspace.mirrors / "trk.git")
     assert mirror.resolve_commit(first) == first
     assert_refused(tw("fetch", "trk"), "mirror updated", "tracked ref nosuch")
 
+    # a short name means a branch; the message says how to follow the tag of that name
     (workspace.sources / "trk.toml").write_text(f'url = "{repo.path}"\ntrack = "v1"\n')
+    assert_refused(
+        tw("fetch", "trk"),
+        "tracked ref v1 is no branch of the mirror",
+        'write track = "refs/tags/v1" in sources/trk.toml',
+    )
+    (workspace.sources / "trk.toml").write_text(f'url = "{repo.path}"\ntrack = "refs/tags/v1"\n')
     fixed = tw("fetch", "trk")
     assert fixed.exit_code == 0, fixed.output
     assert f"{first[:12]} at its tracked ref" in fixed.output
@@ -897,3 +884,271 @@ def test_a_subject_file_without_track_follows_head(tw, workspace, make_repo):
     result = tw("fetch", "lantern")
     assert result.exit_code == 0, result.output
     assert first[:12] in result.output
+
+
+# -- a fetch killed outright -----------------------------------------------------------------
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """Live processes under ``pid`` (Linux), each with its command line."""
+    found: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                if child not in found and _alive(child):
+                    cmdline = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
+                    found[child] = cmdline.decode(errors="replace")
+                    todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie no one reaps yet counts as ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_a_fetch_killed_outright_takes_its_git_processes_along(tw, workspace, make_repo, how):
+    """SIGKILL (or SIGTERM, or Ctrl-C's SIGINT) while git clone, upload-pack, pack-objects
+    and index-pack all run: none of them outlives tracework, and the next fetch removes
+    the temporary clone a killed one left behind (an interrupted one removes its own).
+
+    One blob of the subject is a FIFO in its object store: pack-objects blocks opening it
+    after the clone has started index-pack, so every process is there, and stays there,
+    when the kill comes (no race with a fast clone)."""
+    repo = make_repo("lantern")
+    repo.write("lamp.txt", "wick\n").write("stuck.bin", b"blocks the serving side\n").commit()
+    blob = git(repo.path, "rev-parse", "HEAD:stuck.bin").strip()
+    loose = repo.path / ".git" / "objects" / blob[:2] / blob[2:]
+    saved = loose.read_bytes()
+    loose.unlink()
+    os.mkfifo(loose)
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    fetcher = subprocess.Popen(
+        [sys.executable, "-m", "tracework", "fetch", "lantern"],
+        cwd=workspace.root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    seen: dict[int, str] = {}
+    try:
+        for _ in range(3000):  # until index-pack waits for the pack (seconds, not a limit)
+            seen = _descendants(fetcher.pid)
+            if any("index-pack" in cmd for cmd in seen.values()) and any(
+                "pack-objects" in cmd for cmd in seen.values()
+            ):
+                break
+            time.sleep(0.01)
+        commands = " ".join(seen.values())
+        for part in ("clone", "upload-pack", "pack-objects", "index-pack"):
+            assert part in commands, (part, seen)
+        fetcher.send_signal(how)
+        assert fetcher.wait(timeout=60) != 0
+        left = list(seen)
+        for _ in range(1000):
+            left = [pid for pid in left if _alive(pid)]
+            if not left:
+                break
+            time.sleep(0.01)
+        assert not left, {pid: seen[pid] for pid in left}
+    finally:
+        for pid in seen:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        fetcher.kill()
+        fetcher.wait()
+    stale = [p.name for p in workspace.mirrors.iterdir() if p.name.endswith(".tmp")]
+    if how == signal.SIGINT:
+        assert stale == []
+    else:
+        assert len(stale) == 1 and stale[0].startswith(".lantern."), stale
+
+    loose.unlink()
+    loose.write_bytes(saved)
+    result = tw("fetch", "lantern")
+    assert result.exit_code == 0, result.output
+    assert mirror_dirs(workspace) == ["lantern.git"]  # the stale clone swept
+
+
+def test_the_sweep_leaves_other_subjects_temporaries_alone(tw, workspace, make_repo):
+    repo = make_repo("lantern")
+    repo.write("lamp.txt", "wick\n").commit()
+    assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
+    workspace.mirrors.mkdir(parents=True)
+    mine = [".lantern.abcd1234.tmp", ".lantern.x_y0z9k2.tmp"]  # this version's, and mkdtemp's
+    others = [".lantern.x.abcd1234.tmp", ".lantern.abcd1234.staging", ".lanternx.abcd1234.tmp"]
+    for name in mine + others:
+        (workspace.mirrors / name / "m.git").mkdir(parents=True)
+    (workspace.mirrors / ".lantern.link1234.tmp").symlink_to(workspace.root)
+    assert tw("fetch", "lantern").exit_code == 0
+    assert mirror_dirs(workspace) == sorted([*others, ".lantern.link1234.tmp", "lantern.git"])
+    assert (workspace.root / "tracework.toml").is_file()
+
+
+# -- a failed fetch says why ----------------------------------------------------------------
+
+SSH_TAIL = (
+    "fatal: Could not read from remote repository.\n\n"
+    "Please make sure you have the correct access rights\nand the repository exists.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("stderr", "cause", "words"),
+    [
+        (
+            "ssh: Could not resolve hostname git.example.org: Name or service not known\n"
+            + SSH_TAIL,
+            "host not found",
+            "ssh: Could not resolve hostname git.example.org",
+        ),
+        (
+            "fatal: unable to access 'https://git.example.org/x.git/': Could not resolve "
+            "host: git.example.org\n",
+            "host not found",
+            "Could not resolve host: git.example.org",
+        ),
+        (
+            "ssh: connect to host 192.0.2.1 port 22: Network is unreachable\n" + SSH_TAIL,
+            "network unreachable",
+            "port 22: Network is unreachable",
+        ),
+        (
+            "fatal: unable to access 'https://192.0.2.1/x.git/': Failed to connect to "
+            "192.0.2.1 port 443 after 0 ms: Couldn't connect to server\n",
+            "network unreachable",
+            "Couldn't connect to server",
+        ),
+        (
+            "fatal: unable to access 'https://git.example.org/x.git/': Proxy CONNECT aborted\n",
+            "network unreachable",
+            "Proxy CONNECT aborted",
+        ),
+        (
+            "git@git.example.org: Permission denied (publickey).\n" + SSH_TAIL,
+            "authentication refused",
+            "Permission denied (publickey)",
+        ),
+        ("Host key verification failed.\n" + SSH_TAIL, "authentication refused", "Host key"),
+        (
+            "fatal: could not read Username for 'https://git.example.org': terminal prompts "
+            "disabled\n",
+            "authentication refused",
+            "could not read Username",
+        ),
+        (
+            "remote: Invalid username or password.\nfatal: Authentication failed for "
+            "'https://git.example.org/x.git/'\n",
+            "authentication refused",
+            "Authentication failed",
+        ),
+        (
+            "fatal: unable to access 'https://git.example.org/x.git/': The requested URL "
+            "returned error: 403\n",
+            "authentication refused",
+            "error: 403",
+        ),
+        ("ERROR: Repository not found.\n" + SSH_TAIL, "not a repository", "Repository not found"),
+        (
+            "remote: Repository not found.\nfatal: repository "
+            "'https://git.example.org/x.git/' not found\n",
+            "not a repository",
+            "Repository not found",
+        ),
+        (
+            "fatal: '/srv/x' does not appear to be a git repository\n" + SSH_TAIL,
+            "not a repository",
+            "does not appear to be a git repository",
+        ),
+        (
+            "fatal: unable to access 'https://git.example.org/x.git/': SSL certificate "
+            "problem: unable to get local issuer certificate\n",
+            "server certificate refused",
+            "SSL certificate problem",
+        ),
+        (
+            "error: object 0123456789012345678901234567890123456789: hasDotdot: contains "
+            "'..'\nfatal: fsck error in packed object\nfatal: index-pack failed\n",
+            "fsck refused an object",
+            "hasDotdot: contains '..'",
+        ),
+        (
+            "error: unable to create temporary file: Permission denied\n"
+            "fatal: failed to write object\n",
+            "git failed",
+            "Permission denied; fatal: failed to write object",
+        ),
+    ],
+)
+def test_a_failed_fetch_names_its_cause_and_its_own_remedy(workspace, stderr, cause, words):
+    from tracework.subjects import fetch_failure
+
+    for has_mirror in (True, False):
+        failure = fetch_failure(stderr.encode(), workspace, "lantern", has_mirror=has_mirror)
+        assert (failure.cause, words in failure.words) == (cause, True), failure
+        usable = "the mirror and its pins stay usable" in failure.hint
+        assert usable == (has_mirror and cause != "fsck refused an object"), failure.hint
+        assert ("fsck" in failure.hint) == (cause == "fsck refused an object"), failure.hint
+        assert ("no mirror was made" in failure.hint) == (
+            not has_mirror and cause != "fsck refused an object"
+        )
+    if cause in ("not a repository", "git failed"):
+        assert "sources/lantern.toml" in failure.hint
+
+
+@pytest.mark.parametrize(
+    ("said", "cause"),
+    [
+        ("ssh: Could not resolve hostname example.invalid: Name or service not known", "host"),
+        ("ssh: connect to host example.invalid port 22: Network is unreachable", "network"),
+        ("git@example.invalid: Permission denied (publickey).", "authentication"),
+        ("ERROR: Repository not found.", "not a repository"),
+    ],
+)
+def test_a_fetch_that_cannot_reach_the_subject_keeps_the_mirror_usable(
+    pinned, tw, workspace, tmp_path, monkeypatch, said, cause
+):
+    """Through a stand-in ssh on PATH that fails the way ssh and forges do (no network):
+    the message names the cause in ssh's words, and the pins still read offline."""
+    pinned({"lamp.txt": "wick\n"})
+    assert tw("register", "add-file", "demo", "SRC-1", "lamp.txt").exit_code == 0
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(f"#!/bin/sh\necho '{said}' >&2\nexit 255\n")
+    (bin_dir / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    (workspace.sources / "toy.toml").write_text(
+        'url = "ssh://example.invalid/toy.git"\ntrack = "main"\n'
+    )
+    result = tw("fetch", "toy")
+    assert_refused(result, f"fetching subject toy failed ({cause}", said)
+    assert "fsck" not in result.output
+    assert "the mirror and its pins stay usable" in result.output
+    assert tw("check", "demo").exit_code == 0
+
+
+def test_an_https_fetch_through_a_proxy_that_refuses_says_network(tw, workspace, monkeypatch):
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for name in ("https_proxy", "HTTPS_PROXY"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{port}")
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert tw("subject", "add", "far", "https://example.invalid/far.git").exit_code == 0
+    result = tw("fetch", "far")
+    assert_refused(result, "failed (network unreachable)", f"127.0.0.1 port {port}")
+    assert "no mirror was made" in result.output and "fsck" not in result.output
+    assert mirror_dirs(workspace) == []

@@ -32,7 +32,7 @@ from .kernels import next_kernel, prestart, release, shutdown
 from .models import GitSource
 from .pipeline import inputs_key, render
 from .register import load
-from .subjects import fetch, load_subject, open_mirror
+from .subjects import fetch, load_subject, open_mirror, tracked_commit
 from .workspace import Workspace, check_name
 
 Status = Literal["rendered", "skipped", "failed"]
@@ -119,12 +119,11 @@ def targets(
         if commit is not None:
             resolved[subject] = mirror.resolve_commit(commit)
         else:
-            track = load_subject(ws, subject).track
-            head = mirror.head_of(track)
-            if not head:
+            head = tracked_commit(ws, load_subject(ws, subject), mirror)
+            if head is None:
                 raise TraceworkError(
-                    f"subject {subject}: its tracked ref {track} is not in the mirror",
-                    hint=f"run `tracework fetch {subject}`",
+                    f"subject {subject} has no commit yet, so no newest one to render",
+                    hint=f"run `tracework fetch {subject}` once the subject has commits",
                 )
             resolved[subject] = head
     return {name: resolved[subject] for name, subject in subjects.items()}

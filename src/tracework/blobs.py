@@ -24,12 +24,24 @@ from .hashing import is_lfs_pointer, sha256_hex
 
 HEX_PREFIX = re.compile(r"[0-9a-fA-F]{4,40}")
 FULL_OID = re.compile(r"[0-9a-f]{40}")
+# a full ref name of the two namespaces a mirror holds besides its pins
+_FULL_REF = re.compile(r"refs/(?:heads|tags)/[A-Za-z0-9_][A-Za-z0-9._/-]*")
 
 #: Files larger than this are registered by hash (streamed) but not quoted.
 DEFAULT_SIZE_CAP = 4 * 1024 * 1024
 
 EntryKind = Literal["file", "symlink", "submodule"]
 RegisteredKind = Literal["file", "symlink", "submodule", "lfs-pointer"]
+
+
+class RefTarget(NamedTuple):
+    """One ref of a mirror, read by its full name (see :meth:`Mirror.read_ref`)."""
+
+    name: str
+    oid: str
+    symref: str  # the ref it points to when it is a symbolic ref, else ""
+    commit: str | None  # the commit it peels to, None when it peels to something else
+    peeled_kind: str  # the type of the object it peels to: commit, tree, blob
 
 
 class TreeEntry(NamedTuple):
@@ -237,12 +249,56 @@ class Mirror:
         full, date, subject = out.rstrip("\n").split("\x00", 2)
         return CommitInfo(full, date, subject)
 
-    def head_of(self, ref: str) -> str:
-        """The commit a ref of the mirror points at (refs come from subject config)."""
-        if ref.startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/-]+", ref):
-            raise UnsafeInput(f"'{ref}' is not a ref name tracework accepts")
-        out = self._git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
-        return out.stdout.decode().strip()
+    def read_ref(self, name: str) -> RefTarget | None:
+        """The ref of exactly this full name (``refs/heads/main``), or None when there is none.
+
+        Never through git's abbreviation rules: ``rev-parse main`` tries ``refs/main``,
+        then ``refs/tags/main``, before ``refs/heads/main`` (and ``refs/remotes/main``
+        after it), so a tag a subject names like its branch, or a ref a copied mirror
+        carries, would stand in for the branch.  ``for-each-ref`` matches by name;
+        rows of longer names it also lists (``refs/heads/main/x``) are left out.
+        """
+        if not _FULL_REF.fullmatch(name):
+            raise UnsafeInput(f"'{name}' is not a full ref name tracework reads")
+        out = self._git(
+            "for-each-ref",
+            "--format=%(refname)%00%(objectname)%00%(objecttype)%00%(symref)",
+            "--end-of-options",
+            name,
+        ).stdout.decode("utf-8", errors="replace")
+        rows = [line.split("\0") for line in out.splitlines()]
+        row = next((r for r in rows if len(r) == 4 and r[0] == name), None)
+        if row is None:
+            return None
+        _, oid, kind, symref = row
+        if kind == "tag":
+            # an annotated tag (perhaps of another tag): peel it all the way; the oid is a
+            # full object id, which git never reads as a ref name
+            peeled = self._git(
+                "rev-parse", "--verify", "--quiet", "--end-of-options", f"{oid}^{{}}"
+            ).stdout.decode()
+            oid_peeled = peeled.strip()
+            kind = self.object_types([oid_peeled])[oid_peeled]
+        else:
+            oid_peeled = oid
+        commit = oid_peeled if kind == "commit" and FULL_OID.fullmatch(oid_peeled) else None
+        return RefTarget(name, oid, symref, commit, kind)
+
+    def head_branch(self) -> str | None:
+        """The full name of the branch the mirror's HEAD names; None when HEAD is detached.
+
+        ``clone`` makes HEAD name the subject's default branch; when the subject's HEAD
+        is detached or names a tag, the mirror's HEAD is left detached at one commit.
+        """
+        proc = run_git(self.git_dir, ["symbolic-ref", "--quiet", "HEAD"], check=False)
+        if proc.returncode == 1:
+            return None
+        if proc.returncode != 0:
+            raise GitError(
+                f"cannot read HEAD in {self.git_dir.name}: {git_message(proc.stderr)}",
+                hint=_damaged_hint(self.git_dir),
+            )
+        return proc.stdout.decode("utf-8", errors="replace").strip()
 
     def keep(self, commit: str) -> None:
         """Keep a pinned commit reachable: ``refs/tracework/pins/<id>`` points at it.

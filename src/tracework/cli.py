@@ -118,7 +118,12 @@ def subject() -> None:
 @subject.command("add")
 @click.argument("name")
 @click.argument("url")
-@click.option("--track", default="HEAD", show_default=True, help="Ref to follow for new commits.")
+@click.option(
+    "--track",
+    default="HEAD",
+    show_default=True,
+    help="Branch to follow for new commits (a tag: refs/tags/NAME; HEAD: the default branch).",
+)
 def subject_add(name: str, url: str, track: str) -> None:
     """Write sources/NAME.toml for the repository at URL (https, ssh or a local path)."""
     from .subjects import add_subject
@@ -140,6 +145,11 @@ def fetch(name: str) -> None:
     verb = "created" if result.created else "updated"
     head = f", {result.head[:12]} at its tracked ref" if result.head else ""
     click.echo(f"mirror {verb}: {result.mirror.relative_to(ws.root)}{head}")
+    if result.removed_config:
+        from .highlight import visible_name
+
+        keys = ", ".join(visible_name(key) for key in result.removed_config)
+        click.echo(f"mirror config rewritten; removed keys tracework never sets: {keys}")
 
 
 # -- registers --------------------------------------------------------------------------

@@ -1,30 +1,43 @@
 """Running git safely: a hardened environment and argument discipline.
 
-Every git process tracework starts goes through :func:`run_git` (or, for clones and
-fetches, through GitPython with :func:`hardened_env`).  The environment drops any
-inherited ``GIT_*`` variable, ignores system and global config, turns hooks,
-fsmonitor, replace refs, prompts and external diff/textconv drivers off, and allows
-only the transport protocol a subject's URL needs.
+Every git process tracework starts goes through :func:`run_git` (clones and fetches
+through :func:`run_git_supervised`) with :func:`hardened_env`.  The environment drops
+any inherited ``GIT_*`` variable, ignores system and global config, turns hooks,
+fsmonitor, replace refs, grafts, the commit-graph, prompts and external
+diff/textconv drivers off, and allows only the transport protocol a subject's URL
+needs.  A mirror's own config is still read by git (no variable turns the repository
+config off); what keeps it from running or redirecting anything during a fetch is
+that fetch rewrites it first (see :func:`tracework.subjects.fetch`).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 
 from .errors import GitError
 
 # Config forced on every git command.  It travels in the environment
-# (GIT_CONFIG_COUNT/KEY/VALUE), which outranks any repository config and also reaches
-# the git processes GitPython starts, without passing ``-c`` options to them.
+# (GIT_CONFIG_COUNT/KEY/VALUE), which outranks the repository's config for the same
+# key and reaches every git that git itself starts (upload-pack, index-pack, a lazy
+# fetch), without passing ``-c`` options to them.  It cannot remove keys it does not
+# name (``url.<anything>.insteadOf``, ``http.<url>.proxy``), nor beat the few keys of
+# which git keeps the first value it reads (``remote.<name>.uploadpack`` and
+# ``receivepack``), which is why fetch does not rely on it alone.
 SAFE_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.hooksPath", "/dev/null"),
     ("core.fsmonitor", "false"),
     ("core.sshCommand", "ssh -o BatchMode=yes"),
     ("credential.helper", ""),
     ("protocol.allow", "never"),
+    # a commit-graph file is trusted for parents without being checked against the
+    # commits: one copied in with a mirror could rewrite the history a bisection walks
+    ("core.commitGraph", "false"),
     ("transfer.fsckObjects", "true"),
     ("fetch.fsckObjects", "true"),
     ("safe.bareRepository", "explicit"),
@@ -49,6 +62,9 @@ def hardened_env(protocols: Sequence[str] = ()) -> dict[str, str]:
             "GIT_ASKPASS": "/bin/false",
             "SSH_ASKPASS": "/bin/false",
             "GIT_NO_REPLACE_OBJECTS": "1",
+            # info/grafts (deprecated, still honoured) would rewrite parents, as replace
+            # refs would; a path that cannot exist means no grafts and no warning
+            "GIT_GRAFT_FILE": "/dev/null/no-grafts",
             "GIT_OPTIONAL_LOCKS": "0",
             "GIT_PROTOCOL_FROM_USER": "0",
             "GIT_ALLOW_PROTOCOL": ":".join(protocols) if protocols else "none",
@@ -93,6 +109,69 @@ def run_git(
     if check and proc.returncode != 0:
         raise GitError(f"git {_subcommand(args)} failed: {git_message(proc.stderr)}")
     return proc
+
+
+# The supervisor of a transfer: git runs in the background, and a watcher blocks on
+# the read end of a pipe whose only write end tracework holds ("$1").  However
+# tracework ends (SIGKILL and the OOM killer included) the kernel closes that end,
+# the read returns, and the watcher kills the whole process group.  When git ends
+# first, the watcher is stopped and git's exit status is the supervisor's.
+_SUPERVISOR = """\
+lifeline=$1; shift
+"$@" </dev/null & git=$!
+{ read -r _ <&"$lifeline"; kill -KILL 0; } </dev/null & watcher=$!
+wait "$git"; status=$?
+kill "$watcher" 2>/dev/null
+exit "$status"
+"""
+
+
+def run_git_supervised(
+    git_dir: Path | None, args: Sequence[str], *, protocols: Sequence[str]
+) -> subprocess.CompletedProcess[bytes]:
+    """Run a transfer (clone, fetch) so that no git it starts outlives tracework.
+
+    A clone starts ``upload-pack`` (for a local path), ``ssh``, ``index-pack`` and
+    ``pack-objects``; killed with SIGKILL, tracework could not stop them, and they
+    went on writing into a folder nobody would use.  So git runs in a process group
+    of its own, under a POSIX ``sh`` supervisor (a few lines, no dependency) that
+    kills the group when tracework's end of a pipe closes: the kernel closes it when
+    tracework dies, however it dies.  Ctrl-C (the group is not in the terminal's
+    foreground, so it gets no SIGINT) or any exception here kills the group at once.
+    The result is run_git's: the completed process, stdout and stderr as bytes.
+    """
+    env = hardened_env(protocols)
+    if shutil.which("git", path=env.get("PATH")) is None:
+        raise GitError(
+            "git is not on PATH", hint="install git: fetch runs the `git` it finds on PATH"
+        )
+    cmd = ["git", *([f"--git-dir={git_dir}"] if git_dir is not None else []), *args]
+    lifeline, held_end = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", _SUPERVISOR, "sh", str(lifeline), *cmd],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            pass_fds=(lifeline,),
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(held_end)
+        raise
+    finally:
+        os.close(lifeline)
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        os.close(held_end)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def _subcommand(args: Sequence[str]) -> str:

@@ -9,15 +9,14 @@ argument or transport can be injected into git.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
-import sys
 import tomllib
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Literal, NoReturn
 
 from .blobs import Mirror
 from .errors import (
@@ -28,8 +27,10 @@ from .errors import (
     UnsupportedRepository,
 )
 from .fsio import locked, write_atomic
-from .gitenv import git_message, hardened_env, run_git
+from .gitenv import git_message, run_git, run_git_supervised
 from .workspace import Workspace, check_name
+
+log = logging.getLogger(__name__)
 
 UrlKind = Literal["https", "ssh", "local"]
 
@@ -78,10 +79,38 @@ def classify_url(url: str) -> UrlKind:
 
 
 def check_ref(ref: str) -> str:
-    """A ref name to track: plain characters, no ``..``, never option-shaped."""
-    if ref == "HEAD" or (_REF.fullmatch(ref) and ".." not in ref and not ref.endswith((".", "/"))):
-        return ref
-    raise UnsafeInput(f"'{ref}' is not a ref name tracework accepts", hint="e.g. main or v1.2")
+    """A ref to track: HEAD, a branch name, or a full ``refs/heads/…``/``refs/tags/…`` name.
+
+    A short name always means a branch (:func:`tracked_ref`); a tag is written in full,
+    so that no tag can be taken for the branch or the branch for the tag.  Refused: option
+    shapes and revision syntax (``..``, ``~``, ``^``, ``@{``, ``:``), 40 hex digits (git
+    reads them as a commit id, whatever the branches are called), and other namespaces
+    (``refs/remotes/``, ``refs/notes/``…), which are not the subject's branches or tags.
+    """
+    if ref != "HEAD" and not (
+        _REF.fullmatch(ref) and ".." not in ref and not ref.endswith((".", "/"))
+    ):
+        raise UnsafeInput(f"'{ref}' is not a ref name tracework accepts", hint="e.g. main or v1.2")
+    if re.fullmatch(r"[0-9a-fA-F]{40}", ref):
+        raise UnsafeInput(
+            f"track '{ref}' is a commit id, not a branch or tag to follow",
+            hint="track a branch (main) or a tag (refs/tags/v1.2); to stay at one commit, "
+            "pin it with `tracework register add-source … --commit`; a branch named by 40 "
+            f"hex digits is written refs/heads/{ref}",
+        )
+    if ref.startswith("refs/") and not re.match(r"refs/(heads|tags)/[A-Za-z0-9_]", ref):
+        raise UnsafeInput(
+            f"track '{ref}' is not a branch or tag of the subject",
+            hint="a mirror holds the subject's branches and tags only: write a branch as "
+            "main (or refs/heads/main), a tag as refs/tags/v1.2",
+        )
+    return ref
+
+
+def tracked_ref(track: str) -> str:
+    """The full name a ``track`` other than HEAD names in the mirror: ``main`` is the
+    branch ``refs/heads/main``, never a tag or any other ref of that name."""
+    return track if track.startswith("refs/") else f"refs/heads/{track}"
 
 
 def _looks_like_repository(path: Path) -> bool:
@@ -222,190 +251,460 @@ def load_subject(ws: Workspace, name: str) -> Subject:
     return subject
 
 
-@contextmanager
-def _hardened_os_environ(env: Mapping[str, str]) -> Iterator[None]:
-    """Give ``os.environ`` exactly the ``GIT_*`` variables of ``env`` for a while.
-
-    GitPython merges ``os.environ`` into every git it starts, and runs ``git version``
-    on import and on refresh with ``os.environ`` alone.  Under the user's environment
-    a malformed ``~/.gitconfig`` makes that git fail (an ImportError out of ``import
-    git``), and an inherited ``GIT_DIR`` or ``GIT_PYTHON_GIT_EXECUTABLE`` would redirect
-    it; under the hardened one, neither global nor system config is read.  The
-    caller's variables are given back afterwards.
-    """
-    saved = {k: v for k, v in os.environ.items() if k.startswith("GIT_")}
-    for key in saved:
-        del os.environ[key]
-    os.environ.update({k: v for k, v in env.items() if k.startswith("GIT_")})
-    try:
-        yield
-    finally:
-        for key in [k for k in os.environ if k.startswith("GIT_")]:
-            del os.environ[key]
-        os.environ.update(saved)
-
-
-def _gitpython() -> Any:
-    """The ``git`` package (GitPython), started under the current ``os.environ``.
-
-    Call it inside :func:`_hardened_os_environ`.  A first import runs GitPython's
-    refresh (``git version``) there; when something imported it earlier, perhaps under
-    another environment, it is refreshed again so that it runs the same ``git`` from
-    PATH as :func:`~tracework.gitenv.run_git`.  A git that still cannot start becomes
-    one :class:`GitError` instead of GitPython's ImportError and traceback.
-    """
-    imported = "git" in sys.modules
-    try:
-        import git
-    except ImportError as exc:
-        raise _gitpython_failed(exc) from None
-    if imported:
-        try:
-            git.refresh()
-        except (git.exc.GitError, ImportError, OSError) as exc:
-            raise _gitpython_failed(exc) from None
-    return git
-
-
-def _gitpython_failed(exc: BaseException) -> GitError:
-    """GitPython's start-up failure as one line: git's own words when git ran at all."""
-    cause = exc.__cause__ or exc
-    stderr = getattr(cause, "stderr", None)
-    if isinstance(stderr, str) and stderr.strip():
-        words = stderr.strip().removeprefix("stderr: '").removesuffix("'")
-        detail = git_message(words.encode())
-    else:
-        first = next((ln.strip() for ln in str(cause).splitlines() if ln.strip()), "")
-        detail = git_message((first or type(cause).__name__).encode())
-    return GitError(
-        f"GitPython could not start git: {detail}",
-        hint="fetch needs a working `git` on PATH (it runs with no system or global config)",
-    )
-
-
 @dataclass(frozen=True)
 class FetchResult:
-    """What a fetch did: the mirror, whether it was new, and the tracked ref's commit.
+    """What a fetch did: the mirror, whether it was new, the tracked ref's commit, and
+    the keys of the mirror's config that tracework removed (see :func:`fetch`).
 
-    ``head`` is None only when the tracked ref is HEAD and the subject has no commit
-    yet; any other tracked ref that does not resolve after a fetch is an error.
+    ``head`` is None only when the subject has no commit yet; any tracked ref that does
+    not resolve to a commit after a fetch is an error.
     """
 
     subject: str
     mirror: Path
     created: bool
     head: str | None
+    removed_config: tuple[str, ...] = ()
+
+
+#: What the mirror takes from its subject: branches and tags, never a forge's
+#: ``refs/pull/*``, a source's own ``refs/remotes/*`` or ``refs/tracework/pins/*``.
+REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 
 
 def fetch(ws: Workspace, name: str) -> FetchResult:
     """Create or update the bare mirror of a subject, with fsck on every object received.
 
-    Uses GitPython (its ``allow_unsafe_*`` protections left on), imported and run
-    under the hardened environment; a local path is cloned with ``--no-local`` so
-    objects go through the transport and its fsck rather than being hard-linked
-    unchecked.  The first clone is ``--bare``, not ``--mirror``: like every later fetch
-    it takes branches and tags only, never a forge's ``refs/pull/*``, a source's own
-    ``refs/remotes/*`` or its ``refs/tracework/pins/*``.
+    Nothing in the mirror's own config may run a program or send the fetch elsewhere,
+    and how that is ensured is a decision worth its reasons:
 
-    A tracked ref (other than HEAD) that the subject does not have is a
-    :class:`SubjectError` raised after the fetch: what was fetched stays in the mirror,
-    but the analyst learns now, not when ``rerender --latest`` finds nothing.
+    - Overrides in the environment (what :func:`~tracework.gitenv.hardened_env` passes
+      as ``GIT_CONFIG_COUNT``) are not enough.  They only add keys, so they cannot reach
+      ``url.<any base>.insteadOf``, ``http.<url>.proxy``, ``fetch.fsck.<check> =
+      ignore`` or whatever an ``include.path`` pulls in (any file, under any name); and
+      for ``remote.<name>.uploadpack`` git keeps the first value it reads, the
+      repository's, so an override of it loses.
+    - A config of the fetch's own is not possible: git has no variable that replaces
+      the repository's config (``GIT_CONFIG_NOSYSTEM`` and ``GIT_CONFIG_GLOBAL`` cover
+      the other scopes; ``GIT_CONFIG`` steers only ``git config``), and fetching into a
+      scratch repository would lose the mirror's objects for negotiation and its refs.
+    - So the mirror's config is rewritten, whole, before every fetch, under the
+      subject's lock: the few lines tracework needs (:func:`mirror_config`), keeping only
+      the keys that describe the on-disk format.  tracework owns the mirror, so nothing
+      of value is lost; the keys removed are returned for the user to see.  The URL from
+      ``sources/NAME.toml`` is also passed on the command line, with the refspecs and
+      ``--upload-pack``, and the overrides stay, for the git processes that read the
+      mirror between fetches.
+    - What cannot be made sound by rewriting a file is refused: a mirror that borrows
+      objects from elsewhere (``objects/info/alternates``, which is also what arms
+      ``core.alternateRefsCommand``) or a partial clone.
+
+    A local path is cloned with ``--no-local`` so objects go through the transport and
+    its fsck rather than being hard-linked unchecked.  The first clone is ``--bare``;
+    like every later fetch it takes :data:`REFSPECS` only, and ``--prune`` leaves the
+    pins alone.  Git runs under :func:`~tracework.gitenv.run_git_supervised`, so no git
+    outlives a fetch killed outright, and the temporary clone such a fetch left behind
+    is removed by the next one (:func:`_sweep_clones`).
+
+    A tracked ref that does not resolve to a commit is a :class:`SubjectError` raised
+    after the fetch (:func:`tracked_commit`): what was fetched stays in the mirror, but
+    the analyst learns now, not when ``rerender --latest`` finds nothing.
     """
-    import shutil
-    import tempfile
-
     subject = load_subject(ws, name)
     url = subject.git_url(ws.root)
-    env = hardened_env(subject.protocols())
     mirror = ws.mirror_dir(name)
     ws.mirrors.mkdir(parents=True, exist_ok=True)
-    with locked(mirror), _hardened_os_environ(env):
-        git = _gitpython()
+    removed: tuple[str, ...] = ()
+    with locked(mirror):
+        _sweep_clones(ws.mirrors, name)
         created = not mirror.exists()
-        try:
-            if created:
-                tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=ws.mirrors))
-                try:
-                    git.Repo.clone_from(
-                        url, tmp / "m.git", env=env, multi_options=["--bare", "--no-local"]
-                    )
-                    _check_format(tmp / "m.git", name)
-                    _fetch_branches_and_tags(tmp / "m.git")
-                    os.replace(tmp / "m.git", mirror)
-                finally:
-                    shutil.rmtree(tmp, ignore_errors=True)
-            else:
-                try:
-                    repo = git.Repo(mirror)
-                except (git.exc.InvalidGitRepositoryError, git.exc.NoSuchPathError):
-                    # a folder left by hand or a crash: say so rather than crash in turn
-                    raise GitError(
-                        f"{mirror.relative_to(ws.root)} is not a git repository",
-                        hint=f"remove that folder and run `tracework fetch {name}` again",
-                    ) from None
-                # GIT_DIR makes the bare repository explicit (safe.bareRepository=explicit)
-                repo.git.update_environment(**env, GIT_DIR=str(mirror))
-                # the URL checked above, not whatever the mirror was cloned from: a
-                # subject whose file was edited to a new URL is fetched from the new one
-                repo.git.config("--end-of-options", "remote.origin.url", url)
-                _fetch_branches_and_tags(mirror)
-                repo.git.fetch("--prune", "--no-write-fetch-head", "origin")
-        except git.exc.GitCommandError as exc:
-            stderr = exc.stderr if isinstance(exc.stderr, str) else str(exc.stderr)
-            # GitPython wraps git's words as "\n  stderr: '…'"; keep only git's words
-            stderr = stderr.strip().removeprefix("stderr: '").removesuffix("'")
-            raise GitError(
-                f"fetching subject {name} failed: {git_message(stderr.encode())}",
-                hint="git's fsck refuses malformed trees (entries named '..', '.git', "
-                "duplicates); check the URL and your access",
-            ) from None
-    head = None
-    try:
-        head = Mirror(mirror).head_of(subject.track) or None
-    except GitError:
-        head = None
-    if head is None and subject.track != "HEAD":
-        _missing_track(ws, subject, created)
-    return FetchResult(name, mirror, created, head)
+        if created:
+            _clone(ws, subject, url, mirror)
+        else:
+            _refuse_foreign(ws, name, mirror)
+            removed = _reset_config(ws, name, mirror, url)
+            _check_format(mirror, name)
+            _transfer(
+                ws,
+                subject,
+                mirror,
+                ["fetch", "--prune", "--no-write-fetch-head", "--quiet", _UPLOAD_PACK],
+                url,
+                *REFSPECS,
+            )
+    head = tracked_commit(ws, subject, Mirror(mirror), fetched="created" if created else "updated")
+    return FetchResult(name, mirror, created, head, removed)
 
 
-def _missing_track(ws: Workspace, subject: Subject, created: bool) -> NoReturn:
-    """Raise the error for a tracked ref the fetched mirror does not have.
+# the serving program is named on the command line, so no config names another one
+_UPLOAD_PACK = "--upload-pack=git-upload-pack"
 
-    The fetch itself succeeded and is kept, so the message says so; it names a few of
-    the branches and tags there are, to make a typo plain.
+
+def _clone(ws: Workspace, subject: Subject, url: str, mirror: Path) -> None:
+    """The first clone, made in a temporary folder and renamed into place when whole.
+
+    The folder is ``.NAME.<8 characters>.tmp`` beside the mirrors, the shape
+    :func:`_sweep_clones` removes when a fetch was killed before the rename.
     """
-    mirror = ws.mirror_dir(subject.name)
+    import secrets
+    import shutil
+
+    tmp = ws.mirrors / f".{subject.name}.{secrets.token_hex(4)}.tmp"
+    tmp.mkdir(mode=0o700)
+    try:
+        clone = tmp / "m.git"
+        _transfer(
+            ws,
+            subject,
+            None,
+            ["clone", "--bare", "--no-local", "--quiet", _UPLOAD_PACK],
+            url,
+            str(clone),
+        )
+        _check_format(clone, subject.name)
+        _reset_config(ws, subject.name, clone, url)
+        os.replace(clone, mirror)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _sweep_clones(mirrors: Path, name: str) -> None:
+    """Remove the temporary clones a fetch of subject ``name`` left when it was killed.
+
+    Only the holder of the subject's lock makes them, and the caller holds it now, so
+    every one there is a dead fetch's: no lock per folder is needed, unlike the staging
+    folders of renders (:func:`~tracework.fsio.sweep_staging`), which run side by side.
+    The name is matched whole (8 letters, digits or ``_``, as tracework and earlier
+    versions' ``mkdtemp`` made them), so subject ``toy`` never sweeps ``toy.x``'s.
+    """
+    import shutil
+
+    pattern = re.compile(rf"\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp")
+    for path in sorted(mirrors.iterdir()):
+        if pattern.fullmatch(path.name) and path.is_dir() and not path.is_symlink():
+            log.debug("removing %s, left by a fetch that was killed", path)
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _transfer(
+    ws: Workspace, subject: Subject, git_dir: Path | None, args: list[str], *operands: str
+) -> None:
+    """Run a clone or fetch of ``subject`` (operands after ``--end-of-options``); a
+    failure is one :class:`GitError` naming its cause, with the remedy for that cause."""
+    proc = run_git_supervised(
+        git_dir, [*args, "--end-of-options", *operands], protocols=subject.protocols()
+    )
+    if proc.returncode != 0:
+        failure = fetch_failure(proc.stderr, ws, subject.name, has_mirror=git_dir is not None)
+        raise GitError(
+            f"fetching subject {subject.name} failed ({failure.cause}): {failure.words}",
+            hint=failure.hint,
+        )
+
+
+# What git's words say went wrong, most specific first: (cause, patterns, remedy).
+_FAILURES: tuple[tuple[str, str, str], ...] = (
+    (
+        "fsck refused an object",
+        r"fsck|hasDot|duplicateEntries|zeroPaddedFilemode|badTree|missingSpaceBeforeDate",
+        "git's fsck refuses malformed objects (trees with entries named '..' or '.git', "
+        "duplicates); the subject's history holds one, so it cannot be mirrored as is",
+    ),
+    (
+        "host not found",
+        r"could not resolve host|name or service not known|temporary failure in name "
+        r"resolution|no address associated with hostname|nodename nor servname",
+        "check the host name in the URL, and that this machine can resolve names",
+    ),
+    (
+        "server certificate refused",
+        r"ssl certificate problem|certificate verification failed|server certificate",
+        "the https server's certificate is not trusted here: check the URL, or install "
+        "the certificate authority system-wide",
+    ),
+    (
+        "authentication refused",
+        r"authentication failed|permission denied \(|could not read (?:username|password)|"
+        r"returned error: 40[13]|host key verification failed|access denied",
+        "tracework never prompts: give ssh a key through ssh-agent (and the host's key in "
+        "~/.ssh/known_hosts), or make the repository readable without credentials",
+    ),
+    (
+        "not a repository",
+        r"does not appear to be a git repository|repository (?:'[^']*' )?not found|"
+        r"returned error: 404|not a git repository|no such repository",
+        "check the URL in the subject file: there is no git repository there",
+    ),
+    (
+        "network unreachable",
+        r"network is unreachable|no route to host|connection refused|timed out|"
+        r"failed to connect|could not connect|couldn't connect|connection reset|"
+        r"connection closed|proxy",
+        "check the network connection (and https_proxy, if this machine needs a proxy)",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class FetchFailure:
+    """Why a clone or fetch failed: the cause, git's (or ssh's) own words, the remedy."""
+
+    cause: str
+    words: str
+    hint: str
+
+
+def fetch_failure(stderr: bytes, ws: Workspace, name: str, *, has_mirror: bool) -> FetchFailure:
+    """The cause of a failed clone or fetch, and its remedy, from git's stderr.
+
+    Each cause gets its own hint (a fsck refusal says nothing of the network, a missing
+    host nothing of fsck), and the words shown are the line that told the cause (ssh's
+    "Could not resolve hostname", not git's "Could not read from remote repository"
+    after it).  When the fetch could not reach the subject, an existing mirror is
+    untouched: the hint says that it and its pins stay usable.
+    """
+    text = stderr.decode("utf-8", errors="replace")
+    rel = ws.subject_file(name).relative_to(ws.root)
+    lines = text.splitlines()
+    cause, line, remedy = next(
+        (
+            (cause, line, remedy)
+            for cause, pattern, remedy in _FAILURES
+            for line in lines
+            if re.search(pattern, line, re.I)
+        ),
+        ("git failed", None, f"check the URL in {rel} and your access to it"),
+    )
+    words = git_message(stderr if line is None else line.encode())
+    if cause == "fsck refused an object":
+        return FetchFailure(cause, words, remedy)
+    remedy = remedy.replace("the subject file", str(rel))
+    if has_mirror:
+        remedy += (
+            "; meanwhile the mirror and its pins stay usable: check, render and rerender "
+            "without --fetch read what was fetched before"
+        )
+    else:
+        remedy += "; no mirror was made"
+    return FetchFailure(cause, words, remedy)
+
+
+def _refuse_foreign(ws: Workspace, name: str, mirror: Path) -> None:
+    """Refuse a mirror whose objects may not all have come through fetch's fsck.
+
+    Not a repository at all (a folder left by hand or a crash), or a mirror that
+    borrows objects from another repository (``objects/info/alternates``, or the
+    dumb-http ``http-alternates``: objects read from there never met fsck, and a fetch
+    would run ``core.alternateRefsCommand`` for them).  tracework makes neither; each is
+    named with its file, and deleting the folder and fetching again gives a sound
+    mirror.  (A partial clone is refused by :func:`_reset_config`, which reads the
+    config.)
+    """
+    rel = mirror.relative_to(ws.root)
+    again = f"remove that folder and run `tracework fetch {name}` again"
+    if not ((mirror / "HEAD").is_file() and (mirror / "objects").is_dir()):
+        raise GitError(f"{rel} is not a git repository", hint=again)
+    for borrowed in ("alternates", "http-alternates"):
+        if (mirror / "objects" / "info" / borrowed).exists():
+            raise GitError(
+                f"{rel} borrows objects from another repository (objects/info/{borrowed}): "
+                "they never passed fetch's fsck, and fetch would run commands for them",
+                hint=f"a tracework mirror holds its own objects only: {again}",
+            )
+
+
+# Keys that describe how the repository is stored: kept as found when the config is
+# rewritten, since a different value would make git misread the objects or refs.
+_FORMAT_KEYS = ("core.repositoryformatversion", "extensions.objectformat", "extensions.refstorage")
+# Keys clone writes and earlier versions of tracework set: replaced without remark.
+_USUAL_KEYS = frozenset(
+    {
+        "core.bare",
+        "core.filemode",
+        "core.ignorecase",
+        "core.logallrefupdates",
+        "core.precomposeunicode",
+        "remote.origin.fetch",
+        "remote.origin.mirror",
+        "remote.origin.url",
+    }
+)
+
+
+def _reset_config(ws: Workspace, name: str, git_dir: Path, url: str) -> tuple[str, ...]:
+    """Rewrite the config of mirror ``git_dir`` to :func:`mirror_config`; return the keys
+    it held that tracework never sets (sorted, each once), for the user to see.
+
+    The old config is read by git itself (``config --file --list``, which never follows
+    ``include.path``).  One that git cannot parse, and extensions other than the format
+    (a partial clone, a worktree config), are refused: such a folder is no mirror
+    tracework made.
+    """
+    rel = (git_dir / "config").relative_to(ws.root)
+    again = (
+        f"delete {git_dir.relative_to(ws.root)} and run `tracework fetch {name}` to make a "
+        "sound mirror"
+    )
     proc = run_git(
-        mirror,
-        ["for-each-ref", "--format=%(refname:short)", "refs/heads/", "refs/tags/"],
+        None,
+        ["config", "--file", str(git_dir / "config"), "--no-includes", "--null", "--list"],
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise GitError(f"{rel} cannot be read: {git_message(proc.stderr)}", hint=again)
+    entries = []
+    for entry in proc.stdout.decode("utf-8", errors="replace").split("\0"):
+        if entry:
+            key, _, value = entry.partition("\n")
+            entries.append((key, value))
+    kept = {key: value for key, value in entries if key in _FORMAT_KEYS}
+    for key, value in entries:
+        if key.startswith("extensions.") and key not in _FORMAT_KEYS:
+            raise GitError(
+                f"{rel} sets {key}: the folder is not a mirror tracework made",
+                hint=again,
+            )
+        if key in kept and not re.fullmatch(r"[A-Za-z0-9]+", value):
+            raise GitError(f"{rel} sets {key} to {value!r}, which git cannot read", hint=again)
+    write_atomic(git_dir / "config", mirror_config(url, kept))
+    return tuple(sorted({key for key, _ in entries if key not in _USUAL_KEYS and key not in kept}))
+
+
+def mirror_config(url: str, format_keys: Mapping[str, str]) -> str:
+    """The whole config of a mirror: its format, ``bare``, and where it comes from.
+
+    ``remote.origin`` is kept for a person who runs git in the mirror by hand (fetch
+    itself passes the URL and refspecs on the command line).  Values are written quoted,
+    with git's escapes for ``\\``, ``"``, newline and tab, so that no URL or path can
+    end its line or start a section.
+    """
+    lines = [
+        "# tracework rewrites this file before every fetch",
+        "[core]",
+        f"\trepositoryformatversion = {format_keys.get('core.repositoryformatversion', '0')}",
+        "\tfilemode = true",
+        "\tbare = true",
+    ]
+    extensions = sorted((k, v) for k, v in format_keys.items() if k.startswith("extensions."))
+    if extensions:
+        lines.append("[extensions]")
+        lines += [f"\t{key.split('.', 1)[1]} = {value}" for key, value in extensions]
+    lines += ['[remote "origin"]', f"\turl = {_config_value(url)}"]
+    lines += [f"\tfetch = {spec}" for spec in REFSPECS]
+    return "\n".join(lines) + "\n"
+
+
+def _config_value(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\n", "\\n").replace("\t", "\\t") + '"'
+
+
+def tracked_commit(
+    ws: Workspace, subject: Subject, mirror: Mirror, *, fetched: str | None = None
+) -> str | None:
+    """The commit the subject's tracked ref names in its mirror: what "latest" means.
+
+    Read by full name only (:meth:`~tracework.blobs.Mirror.read_ref`): ``main`` is
+    ``refs/heads/main`` and nothing else, so a tag, note, replace or remote ref a
+    subject names like its branch changes nothing.  ``HEAD`` is the branch the mirror's
+    HEAD names, which must be a branch.  None when the subject has no commit at all
+    (its HEAD names a branch not born yet); anything else that names no commit is a
+    :class:`SubjectError` naming the subject file.  ``fetched`` ("created" or
+    "updated") says, in the message, that the fetch itself succeeded and was kept.
+    """
+    track = subject.track
+    rel = ws.subject_file(subject.name).relative_to(ws.root)
+    if track == "HEAD":
+        name = mirror.head_branch()
+        if name is None or not name.startswith("refs/heads/"):
+            where = "is detached" if name is None else f"names {name}"
+            problem = (
+                f"its tracked ref HEAD names no branch: the mirror's HEAD {where} (the "
+                "subject's HEAD was detached, or named a tag, when it was cloned)"
+            )
+            _track_problem(ws, subject, mirror, fetched, problem)
+    else:
+        name = tracked_ref(track)
+    target = mirror.read_ref(name)
+    if target is None:
+        if track == "HEAD":
+            if not _branches_and_tags(mirror):
+                return None  # a subject with no commit yet
+            branch = name.removeprefix("refs/heads/")
+            problem = f"its tracked ref HEAD names branch {branch}, which is not in the mirror"
+            _track_problem(ws, subject, mirror, fetched, problem)
+        if not track.startswith("refs/") and mirror.read_ref(f"refs/tags/{track}"):
+            problem = (
+                f"its tracked ref {track} is no branch of the mirror (a short name means a "
+                "branch), but a tag"
+            )
+            fix = f'to follow the tag, write track = "refs/tags/{track}" in {rel}'
+            _track_problem(ws, subject, mirror, fetched, problem, fix=fix)
+        _track_problem(
+            ws, subject, mirror, fetched, f"its tracked ref {track} is not in the mirror"
+        )
+    if target.symref:
+        problem = (
+            f"its tracked ref {track} ({name}) is a symbolic ref to {target.symref}, which "
+            "no fetch makes"
+        )
+        mirror_rel = ws.mirror_dir(subject.name).relative_to(ws.root)
+        fix = f"delete {mirror_rel} and run `tracework fetch {subject.name}` again"
+        _track_problem(ws, subject, mirror, fetched, problem, fix=fix, final=True)
+    if target.commit is None:
+        problem = f"its tracked ref {track} ({name}) points at a {target.peeled_kind}, not a commit"
+        fix = f"track a branch, or a tag of a commit, in {rel}"
+        _track_problem(ws, subject, mirror, fetched, problem, fix=fix)
+    return target.commit
+
+
+def _track_problem(
+    ws: Workspace,
+    subject: Subject,
+    mirror: Mirror,
+    fetched: str | None,
+    problem: str,
+    *,
+    fix: str | None = None,
+    final: bool = False,
+) -> NoReturn:
+    """Raise the error for a tracked ref that names no commit in the mirror.
+
+    Without a particular ``fix``, the message lists a few of the mirror's branches and
+    tags, written as ``track`` takes them, to make a typo plain.  After a fetch it says
+    that the fetch was kept and pinned commits can be read meanwhile; the hint then
+    says to fetch again once ``track`` is fixed (unless the ``fix`` is ``final``).
+    """
+    rel = ws.subject_file(subject.name).relative_to(ws.root)
+    where = ws.mirror_dir(subject.name).relative_to(ws.root)
+    if fix is None:
+        names = _branches_and_tags(mirror)
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        problem += f" (branches and tags: {shown or 'none'})"
+        fix = f"set track in {rel} to one of those"
+    if fetched:
+        message = f"subject {subject.name}: mirror {fetched} ({where}), but {problem}"
+        then = "" if final else f", then `tracework fetch {subject.name}` again"
+        hint = f"{fix}{then}; pinned commits can be read meanwhile"
+    else:
+        message = f"subject {subject.name} (mirror {where}): {problem}"
+        then = (
+            "" if final else f", or run `tracework fetch {subject.name}` if the subject has it now"
+        )
+        hint = f"{fix}{then}"
+    raise SubjectError(message, hint=hint)
+
+
+def _branches_and_tags(mirror: Mirror) -> list[str]:
+    """The mirror's branches and tags, written as ``track`` takes them (``main``,
+    ``refs/tags/v1``)."""
+    proc = run_git(
+        mirror.git_dir,
+        ["for-each-ref", "--format=%(refname)", "refs/heads/", "refs/tags/"],
         check=False,
     )
     names = proc.stdout.decode("utf-8", errors="replace").split()
-    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-    rel = ws.subject_file(subject.name).relative_to(ws.root)
-    raise SubjectError(
-        f"subject {subject.name}: mirror {'created' if created else 'updated'} "
-        f"({mirror.relative_to(ws.root)}), but its tracked ref {subject.track} is not in it "
-        f"(branches and tags: {shown or 'none'})",
-        hint=f"set track in {rel} to one of those by hand, then `tracework fetch "
-        f"{subject.name}` again; pinned commits can be read meanwhile",
-    )
-
-
-def _fetch_branches_and_tags(git_dir: Path) -> None:
-    """Fetch branches and tags only, so ``--prune`` never touches the pin refs.
-
-    A mirror refspec (``+refs/*:refs/*``, which ``clone --mirror`` set up in mirrors
-    made by earlier versions) would map every remote ref onto ``refs/*`` and prune the
-    rest; the refs under ``refs/tracework/pins/`` keep pinned commits reachable (and so
-    readable) after an upstream force-push or a deleted branch.  The first clone is
-    ``--bare``, which sets no refspec at all: this sets the one later fetches use.
-    """
-    run_git(git_dir, ["config", "--unset-all", "remote.origin.fetch"], check=False)
-    for spec in ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"):
-        run_git(git_dir, ["config", "--add", "remote.origin.fetch", spec])
-    run_git(git_dir, ["config", "remote.origin.mirror", "false"])
+    return [name.removeprefix("refs/heads/") for name in names]
 
 
 def _check_format(path: Path, name: str) -> None:
@@ -419,11 +718,16 @@ def _check_format(path: Path, name: str) -> None:
 
 
 def open_mirror(ws: Workspace, name: str) -> Mirror:
-    """The subject's mirror, or a clear message telling the user to fetch it."""
+    """The subject's mirror, or a clear message telling the user to fetch it.
+
+    A mirror that is no repository, or borrows objects from elsewhere, is refused as
+    :func:`fetch` refuses it: objects that never passed fetch's fsck are never read.
+    """
     load_subject(ws, name)
     mirror = ws.mirror_dir(name)
     if not mirror.exists():
         raise SubjectError(
             f"subject {name} has no mirror yet", hint=f"run `tracework fetch {name}`"
         )
+    _refuse_foreign(ws, name, mirror)
     return Mirror(mirror, size_cap=ws.quote_size_cap)
