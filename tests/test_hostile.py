@@ -147,7 +147,11 @@ def test_a_writer_killed_mid_write_leaves_a_valid_register(pinned, tw, workspace
     pinned({"a.py": "".join(f"line_{n} = {n}\n" for n in range(3000))})
     for round_ in range(6):
         proc = subprocess.Popen([sys.executable, "-c", WRITER], cwd=workspace.root)
-        time.sleep(0.8 + 0.37 * round_)
+        for _ in range(600):  # kill it while it writes, not while it starts (on a slow machine)
+            if "Q-k" in REGISTER.read_text(encoding="utf-8"):
+                break
+            time.sleep(0.1)
+        time.sleep(0.1 + 0.37 * round_)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         loaded = reg.load(REGISTER.resolve())  # never half-written
