@@ -1,9 +1,11 @@
-"""``tracework publish``: the demo's site, its links, determinism, atomicity and a11y.
+"""``tracework publish``: the demo's site, its links, determinism, atomicity and a11y;
+where ``--out`` may be; hidden characters on every page.
 
 One module fixture copies the demo's inputs (notebook, register, rubric, subject
 definition) into a temporary workspace, builds the Larkspur subject there, renders the
 report at its pin and at the newest commit, and publishes.  The tests then read the
-site as files; ``test_browser_site.py`` drives it in chromium.
+site as files; one drives it in chromium, as ``test_browser.py`` does a published
+report carrying hostile analyst HTML.
 """
 
 from __future__ import annotations

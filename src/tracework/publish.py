@@ -1,12 +1,13 @@
 """``tracework publish``: the static site of every report, its history and the rubrics.
 
 The site is built from what renders left in ``reports/`` (read by :mod:`tracework.site`),
-the registers and the rubric files; nothing is re-executed.  Pages come from Jinja templates in
-``templates/site`` with autoescaping on; each finished page shows hidden characters as
-``<U+XXXX>`` (one rule for every page, :func:`tracework.highlight.visible_markup`), and
-so does the search index.  Every link is relative, so the site opens
-from ``file://`` or any static host; pages carry a Content-Security-Policy, run only
-their own scripts (a nonce per page) and make no request outside the site.  The output is deterministic (sorted, no clock) and is built
+the registers and the rubric files; nothing is re-executed.  Pages come from Jinja
+templates in ``templates/site`` with autoescaping on; each finished page shows hidden
+characters as ``<U+XXXX>`` (one rule for every page,
+:func:`tracework.highlight.visible_markup`), and so does the search index.  Every link is
+relative, so the site opens from ``file://`` or any static host; pages carry a
+Content-Security-Policy, run only their own scripts (a nonce per page) and make no
+request outside the site.  The output is deterministic (sorted, no clock) and is built
 in a staging folder that replaces the old site only when complete.
 """
 
