@@ -176,11 +176,21 @@ def test_every_internal_link_and_anchor_resolves_and_nothing_points_outside(site
 
 
 def test_site_pages_carry_a_csp_that_allows_nothing_from_outside(site):
+    scripted = set()
     for path in pages(site):
         csp = parse(path).csp
         assert csp, f"{path} has no Content-Security-Policy"
         assert "default-src 'none'" in csp and "http" not in csp
         assert "connect-src 'none'" in csp
+        # scripts: none, or exactly the page's own by nonce ('self' is any file on file://)
+        scripts = re.search(r"script-src ([^;]*);", csp)
+        assert scripts and re.fullmatch(r"'none'|'nonce-[\w-]{24}'", scripts.group(1)), csp
+        if scripts.group(1) != "'none'":
+            nonce = scripts.group(1)[7:-1]
+            tags = re.findall(r"<script\b[^>]*>", path.read_text(encoding="utf-8"))
+            assert tags and all(f'nonce="{nonce}"' in t for t in tags), tags
+            scripted.add(path.name)
+    assert scripted == {"index.html", "report.html"}
 
 
 def test_accessibility_headings_text_alternatives_keyboard_and_labels(site):
