@@ -133,8 +133,12 @@ def checked_out(ws: Workspace, out: Path) -> Path:
     if inside is not None:
         raise refuse(f"lies inside the site {inside}")
     if out.exists() and not marked:
-        what = "an empty folder" if not any(out.iterdir()) else "a folder"
-        raise refuse(f"is {what} publish did not make (no {SITE_MARKER} in it)")
+        if any(out.iterdir()):
+            raise refuse(f"is a folder publish did not make (no {SITE_MARKER} in it)")
+        raise refuse(
+            f"is an empty folder publish did not make (no {SITE_MARKER} in it): "
+            "remove it first to publish there"
+        )
     return out
 
 
