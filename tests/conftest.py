@@ -235,10 +235,11 @@ def pids_in(folder: Path) -> list[int]:
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
 
 
-def render_store_report(root: Path, cells: list[str]) -> Path:
+def render_store_report(root: Path, cells: list[Any]) -> Path:
     """A subject holding ``pkg/store.py`` (class ``Store``), a workspace under ``root``
-    with report ``demo`` pinned at its one commit, ``cells`` inserted after the
-    notebook's set-up, ``Store.put`` quoted, rendered; returns the render's folder."""
+    with report ``demo`` pinned at its one commit, ``cells`` (code as text, or nbformat
+    cells) inserted after the notebook's set-up, ``Store.put`` quoted, rendered; returns
+    the render's folder."""
     import json
 
     import nbformat
@@ -273,7 +274,9 @@ def render_store_report(root: Path, cells: list[str]) -> Path:
         path = root / "ws" / "notebooks" / "demo.ipynb"
         nb = nbformat.read(path, as_version=4)
         for i, cell in enumerate(cells):
-            nb.cells.insert(4 + i, nbformat.v4.new_code_cell(cell))
+            nb.cells.insert(
+                4 + i, nbformat.v4.new_code_cell(cell) if isinstance(cell, str) else cell
+            )
         nbformat.write(nb, path)
         import tracework
 

@@ -1,8 +1,12 @@
-"""The rendered report in a real browser: Playwright driving Debian's chromium.
+"""The rendered report and the site in a real browser: Playwright driving Debian's chromium.
 
 The page is opened from disk (file://) and from a loopback HTTP server; every diagram
 must become an SVG with no Mermaid error, bound nodes must link to their records, a
 hostile label must stay text, and the page must make no request outside itself.
+Analyst HTML — a Markdown cell, Markdown and HTML outputs, a record field — carrying
+every way HTML can navigate, load or run something must do none of it, with no console
+error (the sanitiser removed it: the policy had nothing to block); and a script the
+sanitiser had missed would still not run, as the page runs only its own, by nonce.
 Without /usr/bin/chromium these tests skip (`apt-get install chromium`); in CI
 (``CI`` set) a missing browser fails them instead.
 """
@@ -12,13 +16,17 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import nbformat
 import pytest
+from click.testing import CliRunner
 
 from conftest import needs_chromium, render_store_report
+from tracework.cli import main
 
 pytestmark = pytest.mark.browser
 HOSTILE = '"]<script>alert(1)</script>'
@@ -52,12 +60,77 @@ CELLS[1] = CELLS[1].replace(
     "HOSTILE_LABEL", '"#quot;#93;#60;script#62;alert#40;1#41;#60;/script#62;"'
 )
 
+#: Every way analyst HTML could navigate the page, load something or run something.
+#: ``../../x.*`` are files planted beside the rendered reports (see ``report``).
+ATTACKS = """<meta http-equiv="refresh" content="0;url=https://evil.example/meta">
+<meta http-equiv="refresh" content="1;url=../../x.html">
+<base href="https://evil.example/base/">
+<script src="../../x.js"></script>
+<script src="https://evil.example/x.js"></script>
+<script>window.pwned = "inline script"</script>
+<img src="https://evil.example/i.png" onerror="window.pwned = 'onerror'">
+<img src="../../x.png" alt="a local file">
+<details open ontoggle="window.pwned = 'ontoggle'"><summary>s</summary>d</details>
+<a id="js-link" href="javascript:window.pwned = 'link'">a javascript: link</a>
+<a href="data:text/html,&lt;script&gt;alert(1)&lt;/script&gt;" id="data-link">a data: link</a>
+<iframe src="../../x.html"></iframe>
+<iframe srcdoc="&lt;script&gt;parent.pwned = 'srcdoc'&lt;/script&gt;"></iframe>
+<object data="../../x.html"></object>
+<embed src="../../x.js">
+<form action="https://evil.example/form"><input name="q" value="1"><button>send</button></form>
+<svg xmlns="http://www.w3.org/2000/svg" onload="window.pwned = 'svg'">
+<script>window.pwned = 'svg script'</script><a href="javascript:window.pwned = 'svg link'">
+<text>t</text></a><image href="https://evil.example/svg.png"/></svg>
+<div style="background: url(https://evil.example/bg.png); width: 9px; height: 9px">css</div>
+<style>body { background: url(https://evil.example/style.png) }</style>
+<link rel="stylesheet" href="https://evil.example/x.css">
+<link rel="stylesheet" href="../../x.css">
+<video src="https://evil.example/v.mp4" autoplay></video><audio src="../../x.mp3" autoplay></audio>
+<input type="image" src="https://evil.example/input.png">
+<a href="https://example.org/fine" id="fine-link">an ordinary link</a>
+
+| kept | formatting |
+|:-----|-----------:|
+| **bold** | `code` |
+"""
+HOSTILE_CELLS = [
+    nbformat.v4.new_markdown_cell("## Analyst notes\n\n" + ATTACKS),
+    f"""from IPython.display import HTML, SVG, Javascript, Markdown, display
+attacks = {ATTACKS!r}
+display(Markdown(attacks))
+display(HTML(attacks))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg" onload="window.pwned=1">'
+            '<script>window.pwned=2</script></svg>'))
+display(Javascript("window.pwned = 'javascript output'"))
+display({{"image/png": "iVBORw0KGgo=", "text/plain": "png"}}, raw=True,
+        metadata={{"image/png": {{"width": "1 onerror=window.pwned=3"}},
+                  "filenames": {{"image/png": "https://evil.example/f.png"}}}})
+display({{"application/vnd.jupyter.widget-view+json": {{"model_id": "m"}}, "text/plain": "w"}},
+        raw=True)
+wb.claim("RT-CLM-html", label="A claim", claim=attacks, assessment=attacks,
+         operation="uninspected");""",
+]
+#: What may load: the page and its own two scripts (and images carried inside it).
+OWN = ("report.html", "assets/mermaid.min.js", "assets/report.js")
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A report with three diagrams (one with a hostile label), rendered at its pin."""
+    """A report with three diagrams (one with a hostile label) and analyst HTML carrying
+    every attack above, rendered at its pin and published; beside the reports lie the
+    files the attacks name (``x.js`` would set ``window.pwned``)."""
     needs_chromium()
-    return render_store_report(tmp_path_factory.mktemp("browser"), CELLS)
+    folder = render_store_report(tmp_path_factory.mktemp("browser"), CELLS + HOSTILE_CELLS)
+    planted = folder.parent.parent
+    (planted / "x.js").write_text("window.pwned = 'a local script file';\n")
+    (planted / "x.css").write_text("body { background: red }\n")
+    (planted / "x.html").write_text("<script>parent.pwned = 'a local page'</script>\n")
+    (planted / "x.png").write_bytes(b"\x89PNG")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(planted.parent)
+        result = CliRunner().invoke(main, ["publish"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +145,20 @@ def server(report: Path) -> Iterator[str]:
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/{report.parent.name}/{report.name}/"
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
     httpd.shutdown()
 
 
-def _open(browser, url: str):
+def _url(report: Path, server: str, where: str, page: str) -> str:
+    """``page`` ("report" or "site") from disk or from the server (which serves reports/)."""
+    rel = f"{report.parent.name}/{report.name}/report.html"
+    if page == "site":
+        rel = f"site/reports/{rel}"
+    return (report.parent.parent / rel).as_uri() if where == "file" else server + rel
+
+
+def _open(browser, url: str, *, drawn: bool = True):
+    """Open ``url``; with ``drawn``, wait for the diagrams and require a clean console."""
     page = browser.new_page()
     requests: list[str] = []
     dialogs: list[str] = []
@@ -86,15 +168,16 @@ def _open(browser, url: str):
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     # (a 404 for the test server's missing favicon is no fault of the page's)
     page.goto(url)
-    page.wait_for_function("document.documentElement.dataset.diagrams !== undefined")
-    errors = [e for e in errors if not e.startswith("Failed to load resource")]
-    assert errors == [], errors  # e.g. a CSP directive a <meta> policy cannot carry
+    if drawn:
+        page.wait_for_function("document.documentElement.dataset.diagrams !== undefined")
+        errors[:] = [e for e in errors if not e.startswith("Failed to load resource")]
+        assert errors == [], errors  # e.g. a CSP directive a <meta> policy cannot carry
     return page, requests, dialogs
 
 
 @pytest.mark.parametrize("where", ["file", "http"])
 def test_diagrams_render_link_and_stay_inside_the_page(browser, report, server, where):
-    url = (report / "report.html").as_uri() if where == "file" else server + "report.html"
+    url = _url(report, server, where, "report")
     page, requests, dialogs = _open(browser, url)
     assert page.evaluate("document.documentElement.dataset.diagrams") == "done"
     figures = page.locator("figure.tw-diagram")
@@ -113,7 +196,7 @@ def test_diagrams_render_link_and_stay_inside_the_page(browser, report, server, 
     assert HOSTILE in (figures.nth(0).locator("svg").text_content() or "")
     assert dialogs == []
     assert page.locator("script").count() == 2  # only the two files beside the page
-    allowed = ("file://",) if where == "file" else (server.split("/report")[0],)
+    allowed = ("file://",) if where == "file" else (server,)
     outside = [u for u in requests if not u.startswith(allowed) and not u.startswith("data:")]
     assert outside == [], outside
     page.close()
@@ -123,4 +206,94 @@ def test_a_bound_node_navigates_to_its_record(browser, report):
     page, _, _ = _open(browser, (report / "report.html").as_uri())
     page.locator('figure#diagram-routes a.tw-node-link[href="#RT-OBJ-items"]').first.click()
     assert page.evaluate("location.hash") == "#RT-OBJ-items"
+    page.close()
+
+
+@pytest.mark.parametrize("page_of", ["report", "site"])
+@pytest.mark.parametrize("where", ["file", "http"])
+def test_analyst_html_cannot_navigate_load_or_run_anything(browser, report, server, where, page_of):
+    url = _url(report, server, where, page_of)
+    page, requests, dialogs = _open(browser, url)  # no console error: nothing to block
+    assert page.evaluate("document.documentElement.dataset.diagrams") == "done"  # ours ran
+    page.locator("#js-link").first.click()
+    page.locator("#data-link").first.click()
+    page.wait_for_timeout(1500)  # past the one-second refresh
+    assert page.url == url and page.evaluate("document.baseURI") == url
+    assert page.evaluate("typeof window.pwned") == "undefined" and dialogs == []
+    found = page.evaluate(
+        """() => ({
+        elements: Array.from(document.querySelectorAll(
+            'iframe, object, embed, form, input, button, base, link, video, audio, image, '
+            + 'meta[http-equiv="refresh" i], main script, main svg:not(figure.tw-diagram svg)'
+        )).map(e => e.outerHTML.slice(0, 80)),
+        styles: Array.from(document.querySelectorAll('body style'))
+            .filter(s => !s.closest('figure.tw-diagram')).length,
+        handlers: Array.from(document.querySelectorAll('*')).flatMap(e =>
+            Array.from(e.attributes).filter(a => a.name.startsWith('on')).map(a => a.name)),
+        links: Array.from(document.querySelectorAll('[href]')).map(e => e.getAttribute('href'))
+            .filter(h => /^\\s*(javascript|data|vbscript):/i.test(h)),
+        sources: Array.from(document.querySelectorAll('img[src]')).map(e => e.src)
+            .filter(s => !s.startsWith('data:')),
+        scripts: Array.from(document.scripts).map(s => s.nonce !== ''),
+        fine: document.querySelectorAll('a#fine-link[href="https://example.org/fine"]').length,
+        bold: document.querySelectorAll('td[style="text-align:left"] strong').length,
+    })"""
+    )
+    assert found["elements"] == [] and found["styles"] == 0, found
+    assert found["handlers"] == [] and found["links"] == [] and found["sources"] == [], found
+    assert found["scripts"] == [True, True]  # the page's own two, by nonce
+    assert found["fine"] >= 3 and found["bold"] >= 3  # the formatting analysts use stays
+    base = url.rsplit("/", 1)[0] + "/"
+    loaded = [u for u in requests if not u.startswith("data:")]
+    assert sorted(set(loaded)) == sorted(base + own for own in OWN), loaded
+    page.close()
+
+
+@pytest.mark.parametrize("page_of", ["report", "site index"])
+def test_a_script_the_sanitiser_missed_would_not_run(browser, report, page_of):
+    """On file://, ``script-src 'self'`` let any local file run; a page's policy now
+    allows only the scripts it names itself, by nonce, so one slipped into its body
+    (here by hand, as no analyst input can) stays inert while the page's own run."""
+    original = (
+        report / "report.html" if page_of == "report" else report.parents[1] / "site" / "index.html"
+    )
+    page_html = original.read_text(encoding="utf-8")
+    probe = original.with_name("probe.html")
+    planted = os.path.relpath(report.parents[1] / "x.js", original.parent)
+    slipped = (
+        f'<script src="{planted}"></script>'
+        '<script src="assets/report.js"></script>'
+        '<script src="assets/search.js"></script>'
+        "<script>window.pwned = 'inline'</script>"
+    )
+    probe.write_text(page_html.replace("<body", slipped + "<body", 1), encoding="utf-8")
+    try:
+        page, _, _ = _open(browser, probe.as_uri(), drawn=False)
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(300)
+        assert page.evaluate("typeof window.pwned") == "undefined"
+        if page_of == "report":  # the page's own scripts still ran
+            page.wait_for_function("document.documentElement.dataset.diagrams === 'done'")
+        else:
+            page.fill("#search", "store")
+            page.locator("#search-results li").first.wait_for()
+        page.close()
+    finally:
+        probe.unlink()
+
+
+@pytest.mark.parametrize("where", ["file", "http"])
+def test_the_site_index_runs_its_search_and_nothing_else(browser, report, server, where):
+    site = report.parents[1] / "site"
+    url = (site / "index.html").as_uri() if where == "file" else server + "site/index.html"
+    page, requests, dialogs = _open(browser, url, drawn=False)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.fill("#search", "RT-CLM-html")
+    results = page.locator("#search-results li")
+    results.first.wait_for()
+    assert results.count() == 1 and dialogs == [] and errors == []
+    base = url.rsplit("/", 1)[0] + "/"
+    own = ("index.html", "assets/site.css", "assets/search-index.js", "assets/search.js")
+    assert sorted(set(requests)) == sorted(base + p for p in own), requests
     page.close()

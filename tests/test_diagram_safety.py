@@ -12,6 +12,7 @@ import html
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from conftest import PathStub, RouteStub, needs_chromium, render_store_report
@@ -124,18 +125,43 @@ wb.authority_path("RT-BAP-items", consumer=H, channel=H, force="data", horizon="
                   source_material="RT-OBJ-items")
 wb.diagram("routes", caption="Routes " + H, routes=["RT-RTE-put"])
 wb.diagram("authority", caption=H, records=["RT-BAP-items"])
-wb.diagram("hand", 'flowchart LR\\n  a["x"] --> RT-CMP-store', caption=H)"""
+wb.diagram("hand", 'flowchart LR\\n  a["x"] --> RT-CMP-store', caption=H)
+wb.claim("RT-CLM-hidden", label=H, claim=H, assessment=H, operation="uninspected", notes=H)
+wb.mark("hidden", "m", present=True, evidence=[q], note=H)
+from IPython.display import HTML, Markdown, display
+display(Markdown("## Heard " + H + "\\n\\n" + H))
+display(HTML("<p title='" + H + "'>" + H + "</p>"))
+print(H)
+"""
+#: The analyst's own prose and a heading.
+MARKDOWN = nbformat.v4.new_markdown_cell(f"## Notes {HIDDEN}\n\n{HIDDEN}")
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A report whose records, route label, consumer, channel and captions hold an RLO,
-    an ESC, isolates and a zero-width space."""
-    return render_store_report(tmp_path_factory.mktemp("safety"), [CELL])
+    """A report whose records, route label, consumer, channel, captions, a mark's note and
+    its rubric, Markdown cells and outputs, HTML and printed output hold an RLO, an ESC,
+    isolates and a zero-width space."""
+    root = tmp_path_factory.mktemp("safety")
+    rubrics = root / "ws" / "registers" / "rubrics"
+    rubrics.mkdir(parents=True)
+    hidden = HIDDEN.encode("unicode_escape").decode("ascii")  # YAML's own escapes
+    (rubrics / "hidden.yaml").write_text(
+        f'title: "Rubric {hidden}"\nmechanisms:\n  - {{id: m, name: "M {hidden}", '
+        f'definition: "D {hidden}", evidence: "E {hidden}"}}\n'
+    )
+    return render_store_report(root, [MARKDOWN, CELL])
 
 
 def test_no_hidden_character_reaches_the_report_or_its_diagram_files(report):
     page = (report / "report.html").read_text(encoding="utf-8")
+    # every place shows the marks: contents, prose, outputs, cards, the mark's note
+    shown = html.escape(visible(HIDDEN))
+    toc = re.search(r'<nav class="tw-toc".*?</nav>', page, re.S)
+    assert toc and f"Rubric {shown}" in toc.group(0)
+    assert f"<h2>Notes {shown}</h2>" in page and f"<h2>Heard {shown}</h2>" in page
+    assert page.count(shown) >= 12
+    assert f'title="{shown}"' in page
     files = {p.stem: p.read_text(encoding="utf-8") for p in (report / "diagrams").glob("*.mmd")}
     assert sorted(files) == ["authority", "hand", "routes"]
     for text in (page, *files.values()):

@@ -1,13 +1,17 @@
-"""``tracework publish``: the demo's site, its links, determinism, atomicity and a11y.
+"""``tracework publish``: the demo's site, its links, determinism, atomicity and a11y;
+where ``--out`` may be; hidden characters on every page.
 
 One module fixture copies the demo's inputs (notebook, register, rubric, subject
 definition) into a temporary workspace, builds the Larkspur subject there, renders the
 report at its pin and at the newest commit, and publishes.  The tests then read the
-site as files; ``test_browser_site.py`` drives it in chromium.
+site as files; one drives it in chromium, as ``test_browser.py`` does a published
+report carrying hostile analyst HTML.
 """
 
 from __future__ import annotations
 
+import hashlib
+import html
 import json
 import os
 import re
@@ -16,6 +20,7 @@ import sys
 import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
@@ -26,6 +31,7 @@ from hypothesis import strategies as st
 from tracework import publish as publish_module
 from tracework.cli import main
 from tracework.errors import TraceworkError
+from tracework.highlight import visible
 from tracework.publish import write_site
 from tracework.site import gather
 from tracework.workspace import Workspace
@@ -170,11 +176,21 @@ def test_every_internal_link_and_anchor_resolves_and_nothing_points_outside(site
 
 
 def test_site_pages_carry_a_csp_that_allows_nothing_from_outside(site):
+    scripted = set()
     for path in pages(site):
         csp = parse(path).csp
         assert csp, f"{path} has no Content-Security-Policy"
         assert "default-src 'none'" in csp and "http" not in csp
         assert "connect-src 'none'" in csp
+        # scripts: none, or exactly the page's own by nonce ('self' is any file on file://)
+        scripts = re.search(r"script-src ([^;]*);", csp)
+        assert scripts and re.fullmatch(r"'none'|'nonce-[\w-]{24}'", scripts.group(1)), csp
+        if scripts.group(1) != "'none'":
+            nonce = scripts.group(1)[7:-1]
+            tags = re.findall(r"<script\b[^>]*>", path.read_text(encoding="utf-8"))
+            assert tags and all(f'nonce="{nonce}"' in t for t in tags), tags
+            scripted.add(path.name)
+    assert scripted == {"index.html", "report.html"}
 
 
 def test_accessibility_headings_text_alternatives_keyboard_and_labels(site):
@@ -501,42 +517,135 @@ def test_fuzzed_records_and_history_never_break_a_publish(demo, tmp_path, data):
         shutil.rmtree(root)
 
 
-def test_publish_never_replaces_a_folder_it_did_not_make(demo, tmp_path, monkeypatch):
-    ws, _ = demo
-    monkeypatch.chdir(ws.root)
-    mine = tmp_path / "notes"
+def _refused(out: str, words: str) -> None:
+    result = CliRunner().invoke(main, ["publish", "--out", out])
+    assert result.exit_code == 2, result.output
+    assert words in result.output and "Traceback" not in result.output, result.output
+    assert "only reports/site and such sites directly in reports/" in result.output  # the rule
+
+
+def _snapshot(root: Path) -> list[tuple[str, bytes | None]]:
+    return [
+        (str(p.relative_to(root)), p.read_bytes() if p.is_file() else None)
+        for p in sorted(root.rglob("*"))
+    ]
+
+
+@pytest.mark.parametrize("folder", ["sources", "registers", "notebooks", "reports"])
+def test_publish_refuses_each_workspace_folder_even_empty(tw, workspace, folder):
+    """An empty registers/ was once accepted, and the next publish replaced it with
+    everything analysts had added to it since."""
+    before = _snapshot(workspace.root)
+    _refused(folder, f"is the workspace's {folder}/ folder")
+    _refused(str(workspace.root / folder), f"is the workspace's {folder}/ folder")
+    assert _snapshot(workspace.root) == before
+    assert tw("register", "new", "kept").exit_code == 0
+    _refused(folder, f"is the workspace's {folder}/ folder")  # and when it holds something
+    assert (workspace.registers / "kept.yaml").is_file()
+
+
+@pytest.mark.parametrize(
+    ("out", "words"),
+    [
+        (".", "is the workspace"),
+        ("..", "contains the workspace"),
+        ("/", "contains the workspace"),
+        ("registers/rubrics", "lies inside the workspace's registers/rubrics/ folder"),
+        ("sources/.mirrors", "lies inside the workspace's sources/.mirrors/ folder"),
+        ("notebooks/site", "lies inside the workspace's notebooks/site/ folder"),
+        ("reports/demo/abcdef123456", "lies inside the workspace's reports/demo/ folder"),
+        ("reports/site/inner", "lies inside the workspace's reports/site/ folder"),
+        ("reports/other", "is a folder of the workspace's reports/ that holds no site"),
+        ("reports/demo", "is a folder of the workspace's reports/ that holds no site"),
+        ("docs/site", "lies inside the workspace"),
+        (".git", "lies inside the workspace"),
+    ],
+)
+def test_publish_refuses_the_root_its_parents_and_anything_inside_the_workspace(
+    workspace, out, words
+):
+    (workspace.reports / "demo" / "abcdef123456").mkdir(parents=True)
+    (workspace.root / ".git").mkdir()
+    before = _snapshot(workspace.root)
+    _refused(out, words)
+    assert _snapshot(workspace.root) == before
+
+
+def test_publish_refuses_the_folders_of_another_workspace(workspace, tmp_path):
+    other = Workspace.init(tmp_path / "other")
+    for out, words in (
+        (other.registers, f"is the workspace {other.root}'s registers/ folder"),
+        (other.root, f"is the workspace {other.root}"),
+        (other.reports / "x", f"is a folder of the workspace {other.root}'s reports/"),
+    ):
+        _refused(str(out), words)
+    assert not (other.reports / "x").exists()
+
+
+def test_publish_refuses_folders_it_did_not_make_and_follows_links(workspace, tmp_path):
+    empty, mine, file = tmp_path / "empty", tmp_path / "mine", tmp_path / "file.txt"
+    empty.mkdir()
     mine.mkdir()
     (mine / "keep.txt").write_text("mine")
-    for out in (str(mine), "notebooks", "registers"):
-        result = CliRunner().invoke(main, ["publish", "--out", out])
-        assert result.exit_code == 2 and "a folder publish did not make" in result.output
-    assert (mine / "keep.txt").read_text() == "mine"
-    assert (ws.notebooks / "larkspur.ipynb").is_file()
-    # a report that happens to be called "site" is never taken for the published site
-    other = tmp_path / "other"
-    other_ws = Workspace.init(other)
-    (other_ws.reports / "site" / "0123456789ab").mkdir(parents=True)
-    monkeypatch.chdir(other)
+    file.write_text("a file")
+    (tmp_path / "link").symlink_to(workspace.registers)
+    _refused(str(empty), "is an empty folder publish did not make (no .tracework-site in it)")
+    _refused(str(mine), "is a folder publish did not make (no .tracework-site in it)")
+    with pytest.raises(TraceworkError, match="is a file, not a folder"):  # (click says so too)
+        publish_module.checked_out(workspace, file)
+    _refused(str(tmp_path / "link"), "is the workspace's registers/ folder")
+    assert empty.is_dir() and not any(empty.iterdir())
+    assert (mine / "keep.txt").read_text() == "mine" and file.read_text() == "a file"
+
+
+def test_publish_replaces_only_sites_it_made(tw, workspace, tmp_path):
+    new = tmp_path / "new"
+    out = json.loads(tw("publish", "--out", str(new), "--json").output)
+    assert out["out"] == str(new) and (new / ".tracework-site").is_file()
+    (new / "stale.html").write_text("left from an earlier publish")
+    assert tw("publish", "--out", str(new)).exit_code == 0
+    assert not (new / "stale.html").exists()  # a site of its own: replaced whole
+    _refused(str(new / "nested"), f"lies inside the site {new}")
+    # the default, then a site an earlier version published directly in reports/
+    assert tw("publish").exit_code == 0 and (workspace.reports / "site" / "index.html").is_file()
+    earlier = workspace.reports / "elsewhere"
+    earlier.mkdir()
+    (earlier / ".tracework-site").write_text("published by tracework 0.0.9\n")
+    out = json.loads(tw("publish", "--out", "reports/elsewhere", "--json").output)
+    assert out["out"] == "reports/elsewhere" and (earlier / "index.html").is_file()
+    # relative to the workspace root, wherever the command runs
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(workspace.notebooks)
+        assert tw("publish", "--out", "reports/site").exit_code == 0
+        _refused("registers", "is the workspace's registers/ folder")
+
+
+def test_a_report_named_site_is_never_taken_for_the_site(workspace):
+    (workspace.reports / "site" / "0123456789ab").mkdir(parents=True)
+    _refused("reports/site", "is a folder publish did not make")
     result = CliRunner().invoke(main, ["publish"])
-    assert result.exit_code == 2 and "reports/site" in result.output
-    assert (other_ws.reports / "site" / "0123456789ab").is_dir()
-    # an empty folder, or an earlier site, is fine; "relative" means from the workspace root
-    monkeypatch.chdir(ws.root / "notebooks")
-    out = json.loads(run("publish", "--out", "reports/elsewhere", "--json"))
-    assert (
-        out["out"] == "reports/elsewhere"
-        and (ws.reports / "elsewhere" / ".tracework-site").is_file()
+    assert result.exit_code == 2 and "reports/site is a folder publish did not make" in (
+        result.output
     )
-    run("publish", "--out", "reports/elsewhere")
-    # never inside a report's folder, nor inside a site (the next publish would eat it)
-    for out, words in (
-        ("reports/larkspur/abcdef123456", "is inside reports/larkspur/"),
-        ("reports/elsewhere/nested", "is inside the site"),
-    ):
-        result = CliRunner().invoke(main, ["publish", "--out", out])
-        assert result.exit_code == 2 and words in result.output, result.output
-        assert not (ws.root / out).exists()
-    shutil.rmtree(ws.reports / "elsewhere")
+    assert (workspace.reports / "site" / "0123456789ab").is_dir()
+
+
+def test_the_folder_is_checked_again_before_the_swap(tw, workspace, monkeypatch):
+    """A folder that lost its marker while the site was built is not replaced."""
+    assert tw("publish").exit_code == 0
+    site = workspace.reports / "site"
+    real = publish_module.write_site
+
+    def write_then_unmark(built, root):
+        pages = real(built, root)
+        (site / ".tracework-site").unlink()
+        (site / "analyst.txt").write_text("saved meanwhile")
+        return pages
+
+    monkeypatch.setattr(publish_module, "write_site", write_then_unmark)
+    _refused("reports/site", "is a folder publish did not make")
+    assert (site / "analyst.txt").read_text() == "saved meanwhile"
+    assert not list(workspace.reports.glob(".site.*.staging"))
 
 
 def test_the_site_is_readable_by_others_as_the_umask_allows(site):
@@ -591,3 +700,119 @@ def test_the_newest_render_is_at_the_current_pin_then_by_time():
     east = render("e" * 40, new_pin, "2026-03-09T12:30:00+02:00", 1)  # 10:30 UTC
     west = render("f" * 40, new_pin, "2026-03-09T06:00:00-04:00", 1)  # 10:00 UTC
     assert sorted([east, west], key=lambda r: r.order(new_pin))[-1] is east
+
+
+# -- hidden characters: one rule for every page ---------------------------------------
+
+HIDDEN = "\u202egnp.exe \x1b[31m \u2066x\u2069 \u200b\x07\x85\ufeff"
+HIDDEN_CHARS = re.compile("[\u202e\x1b\u2066\u2069\u200b\x07\x85\ufeff]")
+#: Values a render's files must keep as they are for the site to read them at all.
+KEPT = {"commit", "pin", "commit_date", "pin_date", "date", "checked", "sha256"}
+
+
+def _hide(value: Any, key: str | None = None) -> Any:
+    """Every text value (not the keys, not what must parse) with the hidden suffix."""
+    if isinstance(value, dict):
+        return {k: _hide(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hide(v, key) for v in value]
+    if isinstance(value, str) and key not in KEPT:
+        return value + HIDDEN
+    return value
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [*value.keys(), *(s for v in value.values() for s in _strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def test_every_page_and_the_search_show_hidden_characters_as_marks(demo, tmp_path, monkeypatch):
+    """The site title, rubric titles and mechanism names, report records and history,
+    register fields and search results all carry bidi, escape and invisible characters:
+    every page kind shows each as <U+XXXX>, as report cards do, and so does the search."""
+    from ruamel.yaml import YAML
+
+    ws, commits = demo
+    root = tmp_path / "ws"
+    hostile = Workspace.init(root)
+    marker = root / "tracework.toml"
+    marker.write_text(marker.read_text() + f"\n[site]\ntitle = {json.dumps('Site' + HIDDEN)}\n")
+    yaml = YAML(typ="safe")
+    rubric = yaml.load((ws.registers / "rubrics" / "retention.yaml").read_text())
+    for field in ("title", "description"):
+        rubric[field] += HIDDEN
+    for mechanism in rubric["mechanisms"]:
+        for field in ("name", "definition", "evidence"):
+            mechanism[field] += HIDDEN
+    (hostile.registers / "rubrics").mkdir()
+    (hostile.registers / "rubrics" / "retention.yaml").write_text(json.dumps(rubric))
+    register = yaml.load((ws.registers / "larkspur.yaml").read_text())
+    register["name"] += HIDDEN
+    git = register["sources"]["SRC-1"]
+    git["subject"] += HIDDEN
+    path, text = "larkspur/odd" + HIDDEN + ".py", "x = 1" + HIDDEN + "\n"
+    git["files"][path] = {"sha256": "0" * 64, "kind": "symlink", "size": 3, "target": HIDDEN}
+    register["quotes"]["Q-hidden"] = {
+        "source": "SRC-1",
+        "path": path,
+        "lines": [1, 1],
+        "anchor": {"match": "x" + HIDDEN},
+        "sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "text": text,
+    }
+    register["checks"] = [
+        {
+            "date": "2026-03-30",
+            "source": "SRC-1" + HIDDEN,
+            "commit": commits[0],
+            "counts": {HIDDEN: 1},
+        }
+    ]
+    (hostile.registers / "larkspur.yaml").write_text(json.dumps(register))
+    for name in ("larkspur", "odd" + HIDDEN):
+        for commit in (commits[0], commits[-1]):
+            folder = hostile.reports / name / commit[:12]
+            shutil.copytree(ws.reports / "larkspur" / commit[:12], folder, copy_function=os.link)
+            records = json.loads((folder / "records.json").read_text())
+            (folder / "records.json").unlink()
+            (folder / "records.json").write_text(json.dumps(_hide(records)))
+    history = json.loads((ws.reports / "larkspur" / "history.json").read_text())
+    (hostile.reports / "larkspur" / "history.json").write_text(json.dumps(_hide(history)))
+    monkeypatch.chdir(root)
+
+    out = json.loads(run("publish", "--json"))
+    assert out["skipped"] == [
+        "reports/odd<U+202E>gnp.exe <U+001B>[31m <U+2066>x<U+2069> "
+        "<U+200B><U+0007><U+0085><U+FEFF>: not a report name"
+    ]
+    site = hostile.reports / "site"
+    kinds = {
+        "index.html",
+        "reports/larkspur/index.html",
+        "reports/larkspur/register.html",
+        "rubrics/retention.html",
+    }
+    shown = html.escape(visible(HIDDEN))
+    for page in pages(site):
+        text = page.read_text(encoding="utf-8")
+        assert not HIDDEN_CHARS.search(text), page
+        rel = str(page.relative_to(site))
+        if rel in kinds:
+            kinds.remove(rel)
+            assert text.count(shown) >= 3, rel  # the fields really were shown, as marks
+    assert not kinds
+    for data in (
+        json.loads((site / "search.json").read_text()),
+        json.loads(
+            (site / "assets" / "search-index.js")
+            .read_text()
+            .removeprefix("window.TRACEWORK_SEARCH = ")
+            .rstrip(";\n")
+        ),
+    ):
+        strings = _strings(data)
+        assert not any(HIDDEN_CHARS.search(s) for s in strings)
+        assert sum(visible(HIDDEN) in s for s in strings) > 20

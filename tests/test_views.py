@@ -1,14 +1,19 @@
-"""HTML fragments: escaping of subject and analyst text, forge links."""
+"""HTML fragments: escaping of subject and analyst text, analyst HTML, page nonces, forge links."""
 
 from __future__ import annotations
 
 import hashlib
 import html as html_module
 import re
+from html.parser import HTMLParser
 
+import nbformat
 import pytest
 
 from tracework.forge import upstream_url
+from tracework.highlight import visible_markup
+from tracework.pagesafety import NONCE_SLOT, clean_html, seal
+from tracework.rendering import reader_notebook
 from tracework.views import code_block, esc, markdown
 
 C = "0123456789abcdef0123456789abcdef01234567"
@@ -108,3 +113,160 @@ def test_a_moved_quote_links_its_pinned_lines_and_where_it_is_now():
     page = quote_html(QuoteInfo("Q-w", quote, C, now, "https://github.com/acme/lark", moved))
     assert f"https://github.com/acme/lark/blob/{C}/kettle.py#L16-L17" in page  # at the pin
     assert f"https://github.com/acme/lark/blob/{now}/horn.py#L25-L26" in page  # now
+
+
+# -- analyst HTML ----------------------------------------------------------------------
+
+
+class _Tags(HTMLParser):
+    """Every element and attribute of a fragment, as a browser's parser would list them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.found.append((tag, dict(attrs)))
+
+
+def _elements(fragment: str) -> list[tuple[str, dict[str, str | None]]]:
+    parser = _Tags()
+    parser.feed(fragment)
+    return parser.found
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        '<meta http-equiv="refresh" content="0;url=https://evil.example/">',
+        '<base href="https://evil.example/">',
+        '<script src="../../x.js"></script>',
+        "<script>alert(1)</script>",
+        '<img src="x" onerror="alert(1)">',
+        '<img src="https://evil.example/i.png">',
+        '<img src="../../local.png">',
+        '<details open ontoggle="alert(1)"><summary>s</summary></details>',
+        '<a href="javascript:alert(1)">x</a>',
+        '<a href=" JaVaScRiPt:alert(1)">x</a>',
+        '<a href="data:text/html,<script>alert(1)</script>">x</a>',
+        '<a href="vbscript:x">x</a>',
+        '<iframe src="https://evil.example"></iframe>',
+        '<iframe srcdoc="<script>alert(1)</script>"></iframe>',
+        '<object data="x.swf"></object>',
+        '<embed src="x.js">',
+        '<form action="https://evil.example"><input name="q"><button>go</button></form>',
+        '<svg onload="alert(1)"><script>alert(1)</script><image href="https://e.x/i"/></svg>',
+        "<math><mtext><script>alert(1)</script></mtext></math>",
+        '<div style="background:url(https://evil.example/x.png)">x</div>',
+        '<div style="position:fixed;inset:0">x</div>',
+        "<style>body{background:url(https://evil.example/x.png)}</style>",
+        '<link rel="stylesheet" href="https://evil.example/x.css">',
+        '<video src="https://evil.example/v.mp4" autoplay></video>',
+        '<bdo dir="rtl">reversed</bdo>',
+        '<figure class="tw-diagram"><pre class="mermaid">flowchart LR</pre></figure>',
+        '<a href="#x" ping="https://evil.example/ping" target="_blank">x</a>',
+        '<noscript><p title="</noscript><img src=x onerror=alert(1)>"></p></noscript>',
+        "<template><script>alert(1)</script></template>",
+    ],
+)
+def test_analyst_html_keeps_nothing_that_navigates_loads_or_runs(attack):
+    for tag, attrs in _elements(clean_html(attack)):
+        assert tag not in {
+            "script",
+            "meta",
+            "base",
+            "iframe",
+            "object",
+            "embed",
+            "form",
+            "input",
+            "button",
+            "svg",
+            "math",
+            "image",
+            "style",
+            "link",
+            "video",
+            "bdo",
+            "noscript",
+            "template",
+        }, tag
+        assert not [a for a in attrs if a.startswith("on") or a in ("ping", "target", "dir")]
+        href = (attrs.get("href") or "").strip().lower()
+        assert not href.startswith(("javascript:", "data:", "vbscript:")), href
+        assert tag != "img" or "src" not in attrs or str(attrs["src"]).startswith("data:image/")
+        style = attrs.get("style") or ""
+        assert "url(" not in style and "position" not in style
+        assert "mermaid" not in (attrs.get("class") or "").split()
+        assert "tw-diagram" not in (attrs.get("class") or "").split()
+
+
+def test_analyst_html_keeps_the_formatting_analysts_use():
+    fragment = (
+        '<h2 id="Notes">Notes<a class="anchor-link" href="#Notes">¶</a></h2>'
+        "<p><strong>b</strong> <em>i</em> <code>c</code> <del>d</del> <sub>2</sub> "
+        '<a href="https://example.org/x">web</a> <a href="mailto:a@example.org">mail</a> '
+        '<a href="#RT-CMP-x">card</a> <a href="../other.html">near</a> '
+        '<span style="color: red; font-weight: bold">red</span></p>'
+        '<table><thead><tr><th style="text-align:left">a</th></tr></thead>'
+        '<tbody><tr><td style="text-align:right" colspan="2">1</td></tr></tbody></table>'
+        '<pre><code class="language-python">x = 1</code></pre>'
+        '<blockquote><ul><li>one</li></ul><ol start="3"><li>three</li></ol></blockquote>'
+        '<details open=""><summary>more</summary><dl><dt>t</dt><dd>d</dd></dl></details>'
+        '<img src="data:image/png;base64,iVBORw0KGgo=" alt="a plot" width="40">'
+        '<figure class="tw-quote tw-state-verified" id="Q-keep"><figcaption>'
+        '<span class="tw-badge tw-verified" title="sha256 ab">verified</span></figcaption>'
+        "</figure><hr><kbd>Ctrl</kbd>"
+    )
+    assert clean_html(fragment) == fragment.replace(
+        "color: red; font-weight: bold", "color:red;font-weight:bold"
+    )
+
+
+def test_visible_markup_marks_hidden_characters_in_text_and_attributes():
+    fragment = '<p title="a\u202eb">x\x1by\r\nz</p>'
+    assert visible_markup(fragment) == '<p title="a&lt;U+202E&gt;b">x&lt;U+001B&gt;y\nz</p>'
+    text = "Evil \u202egnp.exe \x1b[31m \u2066x\u2069 \u200b"
+    assert visible_markup(html_module.escape(text)) == esc(text)
+
+
+def test_a_page_nonce_is_its_own_digest_filled_in_its_head_only():
+    page = (
+        f"<html><head><meta content=\"script-src 'nonce-{NONCE_SLOT}'\">"
+        f'<script src="a.js" nonce="{NONCE_SLOT}"></script></head>'
+        f"<body><p>{NONCE_SLOT}</p></body></html>"
+    )
+    sealed = seal(page)
+    head, body = sealed.split("</head>")
+    nonce = re.search(r"'nonce-([A-Za-z0-9_-]+)'", head)
+    assert nonce and f'nonce="{nonce.group(1)}"' in head and NONCE_SLOT not in head
+    assert len(nonce.group(1)) == 24 and body == f"<body><p>{NONCE_SLOT}</p></body></html>"
+    assert seal(page) == sealed  # identical pages, identical bytes
+    assert seal(page.replace("<p>", "<p>!")) != sealed.replace("<p>", "<p>!")
+
+
+def test_a_report_shows_only_outputs_that_cannot_run_and_no_addresses_they_name():
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", data={"application/javascript": "alert(1)"}),
+        nbformat.v4.new_output(
+            "display_data",
+            data={"application/vnd.jupyter.widget-view+json": {"model_id": "m"}, "text/plain": "w"},
+        ),
+        nbformat.v4.new_output(
+            "display_data",
+            data={"image/png": "iVBORw0KGgo="},
+            metadata={
+                "image/png": {"width": "1 onerror=alert(1)", "height": 30},
+                "filenames": {"image/png": "https://evil.example/p.png"},
+                "tracework": "x",
+            },
+        ),
+    ]
+    nb.cells.append(cell)
+    reader, _ = reader_notebook(nb)
+    outputs = reader.cells[0].outputs
+    assert [dict(o.data) for o in outputs] == [{"text/plain": "w"}, {"image/png": "iVBORw0KGgo="}]
+    assert outputs[1].metadata == {"tracework": "x", "image/png": {"height": 30}}
+    assert cell.outputs[2].metadata["filenames"]  # the executed notebook is left as it was

@@ -733,7 +733,8 @@ def _print_rerender(results: list[dict[str, Any]]) -> None:
     "--out",
     default=None,
     type=click.Path(file_okay=False),
-    help="Folder to publish into (default: reports/site).",
+    help="Folder to publish into (default: reports/site): a new folder, or a site publish "
+    "made before; inside a workspace only reports/site or such a site in reports/.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def publish(out: str | None, as_json: bool) -> None:

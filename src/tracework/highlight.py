@@ -53,6 +53,20 @@ def visible(text: str) -> str:
     return _INVISIBLE.sub(lambda m: _mark(m.group()), text.replace("\r\n", "\n"))
 
 
+def visible_markup(markup: str) -> str:
+    """:func:`visible` for a whole HTML page or fragment: each such character becomes
+    ``&lt;U+XXXX&gt;``, which reads as ``<U+XXXX>`` in text and attribute values alike.
+
+    Markup holds none of these characters in its tags, so the page keeps its structure.
+    Not for the text of inline ``<script>`` or ``<style>`` elements, where entities are
+    not decoded.
+    """
+    return _INVISIBLE.sub(
+        lambda m: _mark(m.group()).replace("<", "&lt;").replace(">", "&gt;"),
+        markup.replace("\r\n", "\n"),
+    )
+
+
 def visible_name(name: str) -> str:
     """A file name as a reader must see it: one line, and told apart from its look-alikes.
 

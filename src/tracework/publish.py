@@ -1,9 +1,12 @@
 """``tracework publish``: the static site of every report, its history and the rubrics.
 
 The site is built from what renders left in ``reports/`` (read by :mod:`tracework.site`),
-the registers and the rubric files; nothing is re-executed.  Pages come from Jinja templates in
-``templates/site`` with autoescaping on.  Every link is relative, so the site opens
-from ``file://`` or any static host; pages carry a Content-Security-Policy and make no
+the registers and the rubric files; nothing is re-executed.  Pages come from Jinja
+templates in ``templates/site`` with autoescaping on; each finished page shows hidden
+characters as ``<U+XXXX>`` (one rule for every page,
+:func:`tracework.highlight.visible_markup`), and so does the search index.  Every link is
+relative, so the site opens from ``file://`` or any static host; pages carry a
+Content-Security-Policy, run only their own scripts (a nonce per page) and make no
 request outside the site.  The output is deterministic (sorted, no clock) and is built
 in a staging folder that replaces the old site only when complete.
 """
@@ -24,12 +27,13 @@ from markdown_it import MarkdownIt
 from . import __version__
 from .errors import TraceworkError
 from .fsio import locked, replace_dir, staging_dir
-from .highlight import visible, visible_name
+from .highlight import visible, visible_markup, visible_name
 from .marks import mark_anchor
 from .models import GitSource, Register
+from .pagesafety import NONCE_SLOT, clean_html, seal
 from .rubrics import Rubric
 from .site import SITE_MARKER, Report, Site, gather
-from .workspace import Workspace
+from .workspace import FOLDERS, MARKER, Workspace
 
 #: The site's templates and assets (not imported from rendering: that loads nbformat).
 TEMPLATES = Path(str(files("tracework") / "templates"))
@@ -37,11 +41,14 @@ TEMPLATES = Path(str(files("tracework") / "templates"))
 _RUBRIC_MD = MarkdownIt("js-default", {"typographer": False}).disable(
     ["image", "heading", "lheading"]
 )
-#: Site pages load only the site's own stylesheet and scripts.
+#: Site pages load only the site's own stylesheet, and run only their own scripts: the
+#: index its two, by the page's nonce; other pages none.
 CSP = (
-    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
+    "default-src 'none'; style-src 'self'; script-src {scripts}; img-src 'self' data:; "
     "connect-src 'none'; base-uri 'none'; form-action 'none'"
 )
+#: The pages that run scripts (the search).
+_SCRIPTED = {"index.html.j2"}
 
 
 @dataclass(frozen=True)
@@ -59,11 +66,10 @@ class Published:
 def publish(ws: Workspace, out: Path | None = None) -> Published:
     """Build the site into a staging folder and swap it in for ``out`` when complete.
 
-    ``out`` (default ``reports/site``; relative to the workspace root) must be new, empty
-    or a site published before (it holds the marker file): publish never replaces a
-    folder it did not make.
+    ``out`` (default ``reports/site``; relative to the workspace root) is checked by
+    :func:`checked_out` before the build and again, under the lock, before the swap.
     """
-    out = _checked_out(ws, ws.root / out if out else ws.reports / "site")
+    out = checked_out(ws, ws.root / out if out else ws.reports / "site")
     out.parent.mkdir(parents=True, exist_ok=True)
     with locked(out):
         for stale in out.parent.glob(f".{out.name}.*.staging"):
@@ -72,7 +78,7 @@ def publish(ws: Workspace, out: Path | None = None) -> Published:
         try:
             site = gather(ws, staging)
             pages = write_site(site, staging)
-            replace_dir(staging, out)
+            replace_dir(staging, checked_out(ws, out))
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -86,39 +92,76 @@ def publish(ws: Workspace, out: Path | None = None) -> Published:
     )
 
 
-def _checked_out(ws: Workspace, out: Path) -> Path:
-    """The output folder, refused when publishing there could destroy anything else."""
+#: The rule for ``--out``, as the README and every refusal state it.
+OUT_RULE = (
+    "publish replaces the whole folder it writes, so --out must be a folder that does not "
+    f"exist yet or a site publish made before (it holds {SITE_MARKER}); inside a workspace "
+    "only reports/site and such sites directly in reports/"
+)
+
+
+def checked_out(ws: Workspace, out: Path) -> Path:
+    """The output folder, refused when replacing it could destroy anything but a site.
+
+    Inside a workspace (this one or any other) the only places are ``reports/site`` and
+    sites published before directly in ``reports/``: never the root, one of its folders
+    or anything within them, however empty (an empty ``registers/`` fills up later, and
+    the next publish would replace it).  Anywhere, a folder that exists must hold the
+    marker of a site, and no folder may contain the workspace or lie inside a site.
+    """
     out = out.resolve()
     root = ws.root.resolve()
-    if out == root or out in root.parents:
-        raise TraceworkError(f"--out {out} would replace the workspace itself")
+    shown = str(out.relative_to(root)) if root in out.parents else str(out)
+
+    def refuse(problem: str) -> TraceworkError:
+        return TraceworkError(f"--out {shown} {problem}", hint=OUT_RULE)
+
     if out.exists() and not out.is_dir():
-        raise TraceworkError(f"--out {out} is a file, not a folder")
+        raise refuse("is a file, not a folder")
+    if out == root or out in root.parents:
+        raise refuse(f"{'is' if out == root else 'contains'} the workspace {root}")
+    marked = (out / SITE_MARKER).is_file()
+    owner = next((p for p in (out, *out.parents) if (p / MARKER).is_file()), None)
+    if owner is not None:
+        place = out.relative_to(owner).parts
+        site = place == ("reports", "site") or (
+            len(place) == 2 and place[0] == "reports" and marked
+        )
+        if not site:
+            raise refuse(_inside_workspace(place, owner, root))
     inside = next((p for p in out.parents if (p / SITE_MARKER).is_file()), None)
     if inside is not None:
-        raise TraceworkError(
-            f"--out {out} is inside the site {inside}",
-            hint="publish to a folder of its own; the next publish of that site removes it",
-        )
-    reports = ws.reports.resolve()
-    if reports in out.parents and out.parent != reports:
-        raise TraceworkError(  # a report's folder, where renders live and are read from
-            f"--out {out} is inside reports/{out.relative_to(reports).parts[0]}/",
-            hint="publish to reports/NAME (a folder of its own) or outside the workspace",
-        )
-    if out.is_dir() and any(out.iterdir()) and not (out / SITE_MARKER).is_file():
-        raise TraceworkError(
-            f"--out {out} is a folder publish did not make (no {SITE_MARKER} in it)",
-            hint="publish into a new or empty folder; publish only ever replaces its own sites",
+        raise refuse(f"lies inside the site {inside}")
+    if out.exists() and not marked:
+        if any(out.iterdir()):
+            raise refuse(f"is a folder publish did not make (no {SITE_MARKER} in it)")
+        raise refuse(
+            f"is an empty folder publish did not make (no {SITE_MARKER} in it): "
+            "remove it first to publish there"
         )
     return out
+
+
+def _inside_workspace(place: tuple[str, ...], owner: Path, root: Path) -> str:
+    """Where in a workspace a refused ``--out`` lies, in words."""
+    whose = "the workspace's" if owner == root else f"the workspace {owner}'s"
+    if not place:
+        return f"is the workspace {owner}"
+    if place[0] not in FOLDERS:
+        return f"lies inside the workspace {owner}"
+    if len(place) == 1:
+        return f"is {whose} {place[0]}/ folder"
+    if place[0] == "reports" and len(place) == 2:
+        return f"is a folder of {whose} reports/ that holds no site"
+    return f"lies inside {whose} {place[0]}/{place[1]}/ folder"
 
 
 # -- writing -------------------------------------------------------------------------
 
 
 def _rubric_markdown(text: str) -> str:
-    return str(_RUBRIC_MD.render(visible(text)))
+    """Rubric prose: analyst Markdown, so it passes the sanitiser reports use too."""
+    return clean_html(str(_RUBRIC_MD.render(text)))
 
 
 def environment(site: Site) -> Environment:
@@ -133,10 +176,9 @@ def environment(site: Site) -> Environment:
     )
     env.filters["markdown"] = _rubric_markdown
     env.filters["plural"] = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")
-    env.filters["visible"] = visible
     env.filters["name"] = visible_name
     env.filters["short"] = lambda commit: str(commit)[:12]
-    env.globals.update(version=__version__, csp=CSP, site_title=site.title)
+    env.globals.update(version=__version__, nonce=NONCE_SLOT, site_title=site.title)
     env.globals["rubric_links"] = [(n, r.title) for n, (r, _) in site.rubrics.items()]
     return env
 
@@ -147,9 +189,11 @@ def write_site(site: Site, root: Path) -> int:
 
     def page(rel: str, template: str, **context: Any) -> None:
         nonlocal pages
-        depth = rel.count("/")
-        html = env.get_template(template).render(root="../" * depth, **context)
-        _write(root / rel, html)
+        scripts = f"'nonce-{NONCE_SLOT}'" if template in _SCRIPTED else "'none'"
+        html = env.get_template(template).render(
+            root="../" * rel.count("/"), csp=CSP.format(scripts=scripts), **context
+        )
+        _write(root / rel, seal(visible_markup(html)))
         pages += 1
 
     _write(root / SITE_MARKER, f"published by tracework {__version__}\n")
@@ -374,7 +418,11 @@ def _percent(part: int, whole: int) -> int:
 
 
 def search_index(site: Site) -> list[dict[str, Any]]:
-    """The client-side search's entries: records, quotes and reports, with their links."""
+    """The client-side search's entries: records, quotes and reports, with their links.
+
+    Its text is shown with ``textContent``, so hidden characters are made visible here,
+    by the rule every page follows.
+    """
     out: list[dict[str, Any]] = []
     for report in site.reports:
         newest = report.newest
@@ -408,10 +456,13 @@ def search_index(site: Site) -> list[dict[str, Any]]:
                 {
                     "kind": "quote",
                     "id": qid,
-                    "label": f"{visible_name(quote['path'])}:{first}-{last}",
+                    "label": f"{quote['path']}:{first}-{last}",
                     "report": report.name,
                     "paths": [quote["path"]],
                     "href": f"{base}#{qid}",
                 }
             )
-    return out
+    return [
+        {k: [visible_name(p) for p in v] if k == "paths" else visible(v) for k, v in e.items()}
+        for e in out
+    ]

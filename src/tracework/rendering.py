@@ -3,7 +3,10 @@
 The template (``templates/tracework``) extends nbconvert's ``lab`` template for cell
 rendering but replaces its head: no CDN scripts, a Content-Security-Policy, our
 stylesheet inline.  Inputs are hidden; the header, contents and register appendix
-are built here from records.json, the register and the manifest.
+are built here from records.json, the register and the manifest.  Every HTML the
+notebook holds — Markdown cells, HTML and Markdown outputs, tracework's own displays —
+goes through nbconvert's sanitising path with :func:`tracework.pagesafety.clean_html`
+as its filter, and the finished page through one rule for hidden characters.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from pygments.formatters import HtmlFormatter
 
 from . import __version__
 from .execution import RECORDS_MIME
-from .highlight import visible
+from .highlight import visible_markup
 from .marks import carries_html
 from .models import DocumentSource, GitSource, Register
+from .pagesafety import NONCE_SLOT, clean_html, seal
 from .views import badge, esc, esc_name
 
 if TYPE_CHECKING:  # nbconvert loads on first export
@@ -32,14 +36,27 @@ if TYPE_CHECKING:  # nbconvert loads on first export
 TEMPLATES = Path(str(files("tracework") / "templates"))
 
 #: No request may leave the page: everything it needs is inline or beside it.  Scripts
-#: run only from files beside the page (the pinned Mermaid and report.js), and only when
-#: the page has diagrams; Mermaid's inline SVG styles need 'unsafe-inline' for styles.
-#: No ``frame-ancestors``: browsers ignore it in a <meta> policy, and log an error for it.
+#: run only from the page's own ``<script>`` elements (the pinned Mermaid and report.js
+#: beside it, each with the page's nonce), and only when the page has diagrams;
+#: Mermaid's inline SVG styles need 'unsafe-inline' for styles.  No ``frame-ancestors``:
+#: browsers ignore it in a <meta> policy, and log an error for it.
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
     "script-src {scripts}; connect-src 'none'; base-uri 'none'; form-action 'none'"
 )
 ASSETS = ("assets/mermaid.min.js", "assets/report.js")
+#: The output types a report shows, each through a block that escapes or sanitises it
+#: (an SVG becomes an inert ``<img>``).  JavaScript and widget views would run code.
+READER_MIMETYPES = (
+    "text/html",
+    "text/markdown",
+    "image/svg+xml",
+    "text/vnd.mermaid",
+    "text/latex",
+    "image/png",
+    "image/jpeg",
+    "text/plain",
+)
 
 
 def mermaid_js(workspace_root: Path) -> Path | None:
@@ -73,12 +90,14 @@ def diagram_sources(nb: nbformat.NotebookNode) -> dict[str, str]:
 
 
 def reader_notebook(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, str | None]:
-    """A copy for readers: machine outputs dropped, the first ``# title`` taken out."""
+    """A copy for readers: machine outputs dropped, what may run or load dropped from the
+    others, the first ``# title`` taken out."""
     nb = copy.deepcopy(nb)
     title = None
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.get("outputs", []) if _for_readers(o)]
+            outputs = [_reader_output(o) for o in cell.get("outputs", []) if _for_readers(o)]
+            cell.outputs = [o for o in outputs if o is not None]
         elif cell.cell_type == "markdown" and title is None:
             lines = cell.source.split("\n")
             for i, line in enumerate(lines):
@@ -89,6 +108,31 @@ def reader_notebook(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, s
                 if line.strip():
                     break
     return nb, title
+
+
+def _reader_output(output: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
+    """An output with only the types a report shows (None when none is left), and of its
+    metadata only tracework's own and whole-number image sizes: nbconvert writes an
+    image's ``width`` unquoted and its ``filenames`` as the image's address."""
+    if "data" not in output:
+        return output
+    output.data = {k: v for k, v in output.data.items() if k in READER_MIMETYPES}
+    if not output.data:
+        return None
+    metadata = output.get("metadata", {})
+    kept: dict[str, Any] = {}
+    if "tracework" in metadata:
+        kept["tracework"] = metadata["tracework"]
+    for mimetype in ("image/png", "image/jpeg"):
+        sizes = metadata.get(mimetype)
+        if isinstance(sizes, dict):
+            kept[mimetype] = {
+                k: v
+                for k, v in sizes.items()
+                if k in ("width", "height") and type(v) is int and v > 0
+            }
+    output.metadata = kept
+    return output
 
 
 def _for_readers(output: dict[str, Any]) -> bool:
@@ -400,13 +444,6 @@ def history_html(entries: list[dict[str, Any]]) -> str:
 _exporters = threading.local()
 
 
-def visible_text(value: object) -> str:
-    """The template's ``tw_visible`` filter: control, bidi and escape characters shown as
-    ``<U+XXXX>``, as :func:`tracework.views.esc` shows them on record cards (a diagram's
-    caption is the analyst's text; the template escapes it for HTML after this)."""
-    return visible(str(value))
-
-
 def html_exporter() -> HTMLExporter:
     """This thread's nbconvert exporter for report pages, built on first use.
 
@@ -426,7 +463,8 @@ def html_exporter() -> HTMLExporter:
             exclude_input=True,
             exclude_input_prompt=True,
             exclude_output_prompt=True,
-            filters={"tw_visible": visible_text},
+            sanitize_html=True,
+            filters={"clean_html": clean_html},
         )
         _exporters.html = exporter
     return exporter
@@ -468,6 +506,10 @@ def export_html(
     }
     scripts = list(ASSETS) if has_diagrams(reader) else []
     resources["tracework"]["scripts"] = scripts
-    resources["tracework"]["csp"] = CSP.format(scripts="'self'" if scripts else "'none'")
+    resources["tracework"]["nonce"] = NONCE_SLOT
+    resources["tracework"]["csp"] = CSP.format(
+        scripts=f"'nonce-{NONCE_SLOT}'" if scripts else "'none'"
+    )
     body, _ = html_exporter().from_notebook_node(reader, resources=resources)
-    return str(body).replace("<!--tw-toc-->", toc_html(str(body)), 1)
+    page = str(body).replace("<!--tw-toc-->", toc_html(str(body)), 1)
+    return seal(visible_markup(page))

@@ -22,11 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from . import register as reg
 from .errors import TraceworkError, validation_problem
 from .hashing import sha256_hex
+from .highlight import visible_name
 from .history import read_history
 from .models import GitSource, Register
 from .records import DRIFT_STATES
 from .rubrics import Rubric, load_rubric, rubric_names
-from .workspace import Workspace
+from .workspace import NAME, Workspace
 
 RENDER_FOLDER = re.compile(r"[0-9a-f]{12}")
 
@@ -240,6 +241,9 @@ def gather(ws: Workspace, staging: Path) -> Site:
         return site
     for folder in sorted(ws.reports.iterdir()):
         if not folder.is_dir() or folder.name.startswith(".") or (folder / SITE_MARKER).exists():
+            continue
+        if not NAME.fullmatch(folder.name):  # no render makes it; its links would break
+            site.skipped.append(f"reports/{visible_name(folder.name)}: not a report name")
             continue
         renders = _renders(folder, staging / "reports" / folder.name, site.skipped)
         if not renders:
