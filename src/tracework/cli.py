@@ -819,16 +819,8 @@ def _print_screen(subject_name: str, result: Any) -> None:
         for p in lock.packages
     ]
     console = _console()
-    if not console.is_terminal:
-        from rich.cells import cell_len
-
-        def width(body: list[tuple[str, ...]]) -> int:
-            columns = zip(*body, strict=True) if body else []
-            return sum(max(map(cell_len, column)) + 3 for column in columns) + 1
-
-        console = Console(
-            highlight=False, soft_wrap=True, width=max(80, width(rows), width(recent))
-        )
+    if not console.is_terminal:  # as wide as the longest row needs: rich sizes columns to fit
+        console = Console(highlight=False, soft_wrap=True, width=1 << 20)
 
     def table(title: str, columns: tuple[str, ...], body: list[tuple[str, ...]]) -> Any:
         shown = Table(title=Text(title), title_justify="left")

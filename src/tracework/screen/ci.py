@@ -19,7 +19,7 @@ from typing import Any
 import re2
 
 from . import documents as docs
-from .commands import Piece, command_findings, risks
+from .commands import Piece, command_findings, risks, scalar_pieces
 from .model import Finding, Found, shown
 
 
@@ -118,7 +118,7 @@ def read(path: str, data: bytes | None, size: int, budget: docs.Budget) -> Found
 
 
 def _command(path: str, node: Any, lines: list[str], folder: str) -> Found:
-    pieces = [Piece(n, src, text) for n, src, text in docs.value_lines(node, lines)]
+    pieces = scalar_pieces(node, lines)
     where = "" if folder.startswith(("/", "$")) or "${{" in folder else posixpath.normpath(folder)
     return command_findings(
         pieces,

@@ -17,6 +17,7 @@ from typing import Any
 
 import re2
 
+from . import documents as docs
 from .model import Command, Finding, Found, shown
 
 _FETCH = r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)"
@@ -151,3 +152,12 @@ def argv_pieces(nodes: list[tuple[int, str, str]]) -> list[Piece]:
         Piece(n, source, text if i == len(nodes) - 1 else f"{text} \\")
         for i, (n, source, text) in enumerate(nodes)
     ]
+
+
+def scalar_pieces(node: Any, lines: list[str]) -> list[Piece]:
+    """A scalar command value's pieces.  Only a literal block (``|``) keeps its line
+    breaks; YAML folds every other style into one line, so its pieces are one command."""
+    found = docs.value_lines(node, lines)
+    if getattr(node, "style", None) == "|":
+        return [Piece(n, source, text) for n, source, text in found]
+    return argv_pieces(found)

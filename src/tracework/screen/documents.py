@@ -86,6 +86,7 @@ def read(data: bytes | None, size: int, budget: Budget, *, jsonc: bool = False) 
     """Parse one file within the bounds, or say why it was not parsed."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.reader import ReaderError
 
     if data is None:
         return Document([], problem=f"{size} bytes, over the size cap: not read")
@@ -108,8 +109,13 @@ def read(data: bytes | None, size: int, budget: Budget, *, jsonc: bool = False) 
         return Document(
             lines, problem=f"not valid {'JSON' if jsonc else 'YAML'} ({what})", problem_line=line
         )
+    except ReaderError as exc:  # a character YAML refuses (a control character): where it is
+        line = text.count("\n", 0, max(exc.position, 0)) + 1
+        problem = f"not valid {'JSON' if jsonc else 'YAML'} (a character it refuses)"
+        return Document(lines, problem=problem, problem_line=line)
     except YAMLError as exc:
-        return Document(lines, problem=f"not valid {'JSON' if jsonc else 'YAML'} ({exc})"[:160])
+        what = " ".join(str(exc).split())[:120]
+        return Document(lines, problem=f"not valid {'JSON' if jsonc else 'YAML'} ({what})")
     except RecursionError:
         log.debug("nesting too deep to parse", exc_info=True)
         return Document(lines, problem="nested too deeply to parse")
@@ -174,32 +180,36 @@ def mappings(roots: tuple[Any, ...]) -> Iterator[Any]:
 
 
 def value_lines(node: Any, lines: list[str]) -> list[tuple[int, str, str]]:
-    """Each line of a scalar's value with the file line it comes from:
-    ``(line number, that line's exact text, the value's line)``.
+    """Each line of a scalar as written, with the file line it is on:
+    ``(line number, that line's exact text, the scalar's text on it)``.
 
-    A literal block (``|``) keeps its lines one to one.  Other styles fold or
-    escape, so each value line is looked for in the node's span, in order; one not
-    found there (an escape changed it) is placed at the line before it.
+    A literal block (``|``) keeps its lines one to one.  Other styles fold lines
+    together or quote them, so the scalar's text is cut from each line of its span;
+    when those pieces do not spell its value (an escape such as ``\\u007c`` changed
+    it), the value is given whole, at its first line, so the screen still judges
+    what would run.
     """
-    values = str(node.value).split("\n")
-    if len(values) > 1 and values[-1] == "":
-        values.pop()
-    start = line(node) - 1
-    last = int(node.end_mark.line)
-    if int(node.end_mark.column) == 0 and last > start:
-        last -= 1
-    span = [n for n in range(start, last + 1) if n < len(lines)] or [min(start, len(lines) - 1)]
-    if getattr(node, "style", None) == "|":
+    style = getattr(node, "style", None)
+    value = str(node.value)
+    first, first_col = int(node.start_mark.line), int(node.start_mark.column)
+    last, last_col = int(node.end_mark.line), int(node.end_mark.column)
+    if style == "|":
+        values = value.split("\n")
+        if len(values) > 1 and values[-1] == "":
+            values.pop()
         return [
-            (start + i + 1, lines[start + i] if start + i < len(lines) else "", v)
+            (first + i + 2, lines[first + i + 1] if first + i + 1 < len(lines) else "", v)
             for i, v in enumerate(values)
         ]
-    out: list[tuple[int, str, str]] = []
-    cursor = 0
-    for value in values:
-        probe = value.strip()[:40]
-        at = next((k for k in range(cursor, len(span)) if probe and probe in lines[span[k]]), None)
-        cursor = cursor if at is None else at
-        n = span[cursor]
-        out.append((n + 1, lines[n] if 0 <= n < len(lines) else "", value))
-    return out
+    pieces: list[tuple[int, str, str]] = []
+    for n in range(first + 1 if style == ">" else first, min(last, len(lines) - 1) + 1):
+        lo = first_col if n == first else 0
+        hi = last_col if n == last else len(lines[n])
+        pieces.append((n + 1, lines[n], lines[n][lo:hi].strip()))
+    if style in ('"', "'") and pieces:  # the quotes are the scalar's, not its text
+        pieces[0] = (*pieces[0][:2], pieces[0][2][1:])
+        pieces[-1] = (*pieces[-1][:2], pieces[-1][2][:-1])
+    if " ".join(text for _, _, text in pieces).split() == value.split():
+        return pieces
+    where = min(first + 1 if style == ">" else first, len(lines) - 1)
+    return [(where + 1, lines[where] if where >= 0 else "", value)]

@@ -21,7 +21,7 @@ from typing import Any
 import re2
 
 from . import documents as docs
-from .commands import Piece, argv_pieces, command_findings
+from .commands import Piece, argv_pieces, command_findings, scalar_pieces
 from .model import Finding, Found, shown
 
 Reader = Callable[[str, bytes | None, int, docs.Budget], Found]
@@ -88,7 +88,7 @@ def _run(
         ]
         pieces = argv_pieces(args) if args else []
     elif docs.scalar(node) is not None:
-        pieces = [Piece(n, src, text) for n, src, text in docs.value_lines(node, lines)]
+        pieces = scalar_pieces(node, lines)
     else:
         return found
     return command_findings(
