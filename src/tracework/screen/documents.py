@@ -151,9 +151,15 @@ def items(node: Any) -> list[Any]:
     return list(node.value) if kind(node) == "sequence" else []
 
 
+def clean(text: str) -> str:
+    """Text without lone surrogates (a YAML or JSON escape such as ``\\ud800`` makes
+    one), which re2 cannot take; each becomes ``?``."""
+    return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
+
+
 def scalar(node: Any) -> str | None:
     """A scalar's text, or None for a mapping, a sequence or nothing."""
-    return str(node.value) if kind(node) == "scalar" else None
+    return clean(str(node.value)) if kind(node) == "scalar" else None
 
 
 def line(node: Any) -> int:
@@ -190,7 +196,7 @@ def value_lines(node: Any, lines: list[str]) -> list[tuple[int, str, str]]:
     what would run.
     """
     style = getattr(node, "style", None)
-    value = str(node.value)
+    value = clean(str(node.value))
     first, first_col = int(node.start_mark.line), int(node.start_mark.column)
     last, last_col = int(node.end_mark.line), int(node.end_mark.column)
     if style == "|":

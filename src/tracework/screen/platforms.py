@@ -14,6 +14,7 @@ of them is named, and the task-file targets they call learn who calls them.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
@@ -546,10 +547,11 @@ def _dockerfile(path: str, data: bytes | None, size: int, budget: docs.Budget) -
 
 
 # ---- which reader reads a path ----------------------------------------------------------
+# (Python's re: a path may hold surrogates for bytes that are not UTF-8, which re2 refuses)
 
-_DOCKERFILE = re2.compile(r"(?i)(?:^|/)(?:dockerfile|containerfile)(?:\.[^/]*)?$|\.dockerfile$")
-_COMPOSE = re2.compile(r"(?:^|/)(?:docker-)?compose(?:\.[\w-]+)?\.ya?ml$")
-_MCP_FILES = re2.compile(
+_DOCKERFILE = re.compile(r"(?i)(?:^|/)(?:dockerfile|containerfile)(?:\.[^/]*)?$|\.dockerfile$")
+_COMPOSE = re.compile(r"(?:^|/)(?:docker-)?compose(?:\.[\w-]+)?\.ya?ml$")
+_MCP_FILES = re.compile(
     r"(?:^|/)(?:\.?mcp\.json|mcp_config\.json|claude_desktop_config\.json)$"
     r"|(?:^|/)\.(?:cursor|vscode|gemini|roo|kiro/settings)/mcp\.json$|(?:^|/)\.gemini/settings\.json$"
 )

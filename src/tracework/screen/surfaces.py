@@ -14,6 +14,7 @@ import posixpath
 import re
 from pathlib import PurePosixPath
 
+from .documents import clean
 from .model import Command, Finding, Found, shown
 
 AGENT_NAMES = frozenset(
@@ -173,7 +174,7 @@ def _lifecycle(path: str, lines: list[str]) -> Found:
             if match.group(2) is None:
                 continue
             try:
-                command = json.loads(match.group(2))
+                command = clean(json.loads(match.group(2)))
             except ValueError:
                 continue
             on_install = script in _ON_INSTALL

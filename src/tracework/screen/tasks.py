@@ -29,9 +29,9 @@ _BY_HAND = frozenset({"install", "all", "build", "setup", "bootstrap", "deps", "
 
 _CALL = re2.compile(r"(?:^|[\s;&|(`'\"])(g?make|just)(?:$|[\s;&|)`'\"])")
 _CD = re2.compile(r"(?:^|[\s;&|(])cd\s+([^\s;&|)]+)\s*(?:&&|;)")
-_MAKE_RULE = re2.compile(r"^([^\s:=#][^:=#]*?)\s*::?(?:[^=]|$)(.*)$")
+_MAKE_RULE = re2.compile(r"^([^\s:=#][^:=#]*?)\s*::?(.*)$")  # `x := 1` is no rule: see parse
 _MAKE_GOAL = re2.compile(r"^\s*\.DEFAULT_GOAL\s*:?=\s*(\S+)")
-_JUST_RECIPE = re2.compile(r"^@?([A-Za-z_][A-Za-z0-9_-]*)(?:\s+[^:=]*)?:(?:[^=]|$)(.*)$")
+_JUST_RECIPE = re2.compile(r"^@?([A-Za-z_][A-Za-z0-9_-]*)(?:\s+[^:]*)?:(.*)$")
 _JUST_KEYWORDS = frozenset({"set", "alias", "export", "import", "mod"})
 # a build script calling make: "make install" or ["make", "install"] in its source
 _SCRIPT_CALL = re2.compile(
@@ -83,7 +83,7 @@ def parse(path: str, lines: list[str]) -> TaskFile:
                 task.default = goal.group(1)
                 continue
             rule = _MAKE_RULE.match(text)
-            if rule is None or "$" in rule.group(1):
+            if rule is None or "$" in rule.group(1) or rule.group(2).startswith("="):
                 continue
             prerequisites = tuple(p for p in rule.group(2).split(";")[0].split() if "$" not in p)
             for target in rule.group(1).split():
@@ -94,7 +94,11 @@ def parse(path: str, lines: list[str]) -> TaskFile:
                     task.default = target
         else:
             recipe = _JUST_RECIPE.match(text)
-            if recipe is None or recipe.group(1) in _JUST_KEYWORDS:
+            if (
+                recipe is None
+                or recipe.group(1) in _JUST_KEYWORDS
+                or recipe.group(2).startswith("=")
+            ):
                 continue
             prerequisites = tuple(p for p in recipe.group(2).split() if p.isidentifier())
             task.targets.setdefault(recipe.group(1), (n, prerequisites))
