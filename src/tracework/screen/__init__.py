@@ -22,14 +22,13 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from pathlib import PurePosixPath
 from typing import Any
 
 from ..blobs import Mirror
 from . import ci, cooldown, platforms, surfaces, tasks
 from .cooldown import DEFAULT_DAYS, Cooldown
 from .documents import Budget, lines_of
-from .model import CATEGORIES, Finding, Found, shown
+from .model import CATEGORIES, Finding, Found, folder_of, name_of, shown
 
 __all__ = ["CATEGORIES", "DEFAULT_DAYS", "Cooldown", "Finding", "Screen", "screen"]
 
@@ -108,7 +107,7 @@ def _embedded_findings(folder: str, lines: list[str]) -> list[Finding]:
 
 
 def _read_by_screen(path: str) -> bool:
-    name = PurePosixPath(path).name
+    name = name_of(path)
     return (
         surfaces.by_name(path)
         or ci.is_ci(path)
@@ -124,9 +123,7 @@ def screen(mirror: Mirror, commit: str, *, cooldown_days: int = DEFAULT_DAYS) ->
     and the lock files' packages published within ``cooldown_days`` before it."""
     tree = mirror.tree(commit)
     files = {p: e for p, e in tree.items() if e.kind == "file"}
-    folders_with_lock = {
-        str(PurePosixPath(p).parent) for p in tree if surfaces.is_lock(PurePosixPath(p).name)
-    }
+    folders_with_lock = {folder_of(p) for p in tree if surfaces.is_lock(name_of(p))}
     wanted = sorted(p for p in files if _read_by_screen(p))
     embedded = [f for f in embedded_repositories(tree) if f"{f}config" in files]
     blobs = mirror.read_blobs(
@@ -138,9 +135,9 @@ def screen(mirror: Mirror, commit: str, *, cooldown_days: int = DEFAULT_DAYS) ->
     locks: dict[str, tuple[bytes | None, int]] = {}
     for path in wanted:
         blob = blobs[files[path].oid]
-        name = PurePosixPath(path).name
+        name = name_of(path)
         lines = lines_of(blob.data if blob.data is not None else blob.head)
-        has_lock = str(PurePosixPath(path).parent) in folders_with_lock
+        has_lock = folder_of(path) in folders_with_lock
         found += surfaces.classify(path, lines, has_lock)
         if ci.is_ci(path):
             found += ci.read(path, blob.data, blob.size, budget)

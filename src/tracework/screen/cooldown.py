@@ -25,12 +25,12 @@ import math
 import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import PurePosixPath
 from typing import Any, Literal
 
 import re2
 
 from .documents import lines_of
+from .model import name_of
 
 DEFAULT_DAYS = 7
 
@@ -128,7 +128,7 @@ def window(locks: dict[str, tuple[bytes | None, int]], commit_date: str, days: i
 
 
 def _judge(path: str, data: bytes | None, size: int, start: datetime, end: datetime) -> LockWindow:
-    low = PurePosixPath(path).name.lower()
+    low = name_of(path).lower()
     if low in _NO_TIMES:
         return LockWindow(path, "none", f"{_NO_TIMES[low]}: not judged", None, None, ())
     if data is None:

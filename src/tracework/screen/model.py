@@ -61,3 +61,14 @@ class Found:
 def shown(text: str) -> str:
     """A subject line as the screen keeps it: stripped, and at most 240 characters."""
     return text.strip()[:240]
+
+
+def name_of(path: str) -> str:
+    """A tree path's last part (``PurePosixPath(path).name`` without building a path:
+    the screen asks this of every path of a large tree several times)."""
+    return path.rpartition("/")[2]
+
+
+def folder_of(path: str) -> str:
+    """A tree path's folder, ``.`` at the root (as ``PurePosixPath.parent`` says)."""
+    return path.rpartition("/")[0] or "."

@@ -16,14 +16,13 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
-from pathlib import PurePosixPath
 from typing import Any
 
 import re2
 
 from . import documents as docs
 from .commands import Piece, argv_pieces, command_findings, scalar_pieces
-from .model import Finding, Found, shown
+from .model import Finding, Found, name_of, shown
 
 Reader = Callable[[str, bytes | None, int, docs.Budget], Found]
 
@@ -471,7 +470,7 @@ _TOML_LINE = re2.compile(r"""^\s*([A-Za-z]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'([^']
 def _toml_commands(path: str, data: bytes | None, size: int, budget: docs.Budget) -> Found:
     """Netlify's and Replit's TOML: the command keys, read line by line (a one-line
     string is what these files hold; tomllib would not say at which line)."""
-    keys = _TOML_KEYS[PurePosixPath(path).name]
+    keys = _TOML_KEYS[name_of(path)]
     found = Found()
     for n, text in enumerate(docs.lines_of(data), start=1):
         match = _TOML_LINE.match(text)
@@ -559,7 +558,7 @@ _MCP_FILES = re.compile(
 
 def reader_for(path: str) -> Reader | None:
     """The reader of a configuration the screen knows, by its path."""
-    name = PurePosixPath(path).name
+    name = name_of(path)
     if (
         name == "devcontainer.json" and ".devcontainer/" in f"/{path}"
     ) or name == ".devcontainer.json":

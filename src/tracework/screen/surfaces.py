@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from pathlib import PurePosixPath
 
 from .documents import clean
-from .model import Command, Finding, Found, shown
+from .model import Command, Finding, Found, name_of, shown
 
 AGENT_NAMES = frozenset(
     {
@@ -90,7 +89,7 @@ def is_lock(name: str) -> bool:
 
 def by_name(path: str) -> bool:
     """Whether ``path`` is a surface by its name alone (its content is then read)."""
-    return bool(classify(path, [], True).findings) or PurePosixPath(path).name.lower() in (
+    return bool(classify(path, [], True).findings) or name_of(path).lower() in (
         "settings.json",
         "package.json",
     )
@@ -98,7 +97,7 @@ def by_name(path: str) -> bool:
 
 def classify(path: str, lines: list[str], has_lock: bool) -> Found:
     """What one file contributes by its name, at the lines that make it so."""
-    name = PurePosixPath(path).name
+    name = name_of(path)
     low = name.lower()
     head = (1, lines[0] if lines else "")
     found = Found()

@@ -17,11 +17,10 @@ from __future__ import annotations
 import posixpath
 import shlex
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 import re2
 
-from .model import Command, Finding, shown
+from .model import Command, Finding, name_of, shown
 
 MAKEFILES = ("GNUmakefile", "makefile", "Makefile")  # the order GNU make looks in
 JUSTFILES = ("justfile", "Justfile", ".justfile")
@@ -74,7 +73,7 @@ def is_build_script(name: str) -> bool:
 
 def parse(path: str, lines: list[str]) -> TaskFile:
     """Targets (or recipes) by name: their line and prerequisites, and the default."""
-    name = PurePosixPath(path).name
+    name = name_of(path)
     task = TaskFile(path, "make" if name in MAKEFILES else "just", lines)
     for n, text in enumerate(lines, start=1):
         if task.runner == "make":
@@ -183,7 +182,7 @@ def _arguments(runner: str, args: list[str]) -> tuple[str, str, list[str]]:
 
 def build_script_commands(path: str, lines: list[str]) -> list[Command]:
     """``make`` calls in a build script's source, as the commands installing runs."""
-    name = PurePosixPath(path).name
+    name = name_of(path)
     context = _BUILD_SCRIPTS.get(name)
     if context is None:
         return []
