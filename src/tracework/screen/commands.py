@@ -161,3 +161,12 @@ def scalar_pieces(node: Any, lines: list[str]) -> list[Piece]:
     if getattr(node, "style", None) == "|":
         return [Piece(n, source, text) for n, source, text in found]
     return argv_pieces(found)
+
+
+def risky_lines(path: str, lines: list[str], *, category: str, what: str) -> list[Finding]:
+    """Risky commands found line by line, in a file that could not be parsed."""
+    return [
+        Finding(category, path, n, f"{what} {meaning}", shown(text))
+        for n, text in enumerate(lines, start=1)
+        for _, meaning in risks(text)
+    ]

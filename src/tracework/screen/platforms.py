@@ -21,15 +21,10 @@ from typing import Any
 import re2
 
 from . import documents as docs
-from .commands import Piece, argv_pieces, command_findings, scalar_pieces
+from .commands import Piece, argv_pieces, command_findings, risky_lines, scalar_pieces
 from .model import Finding, Found, name_of, shown
 
 Reader = Callable[[str, bytes | None, int, docs.Budget], Found]
-
-
-def _folder(path: str) -> str:
-    parent = posixpath.dirname(path)
-    return parent
 
 
 def _at(lines: list[str], n: int) -> str:
@@ -42,7 +37,8 @@ def _note(category: str, path: str, lines: list[str], node: Any, kind: str) -> F
 
 
 def _unparsed(category: str, what: str, path: str, doc: docs.Document) -> Found:
-    return Found(
+    """A configuration the screen could not parse: said so, its risky lines still found."""
+    found = Found(
         [
             Finding(
                 category,
@@ -53,6 +49,8 @@ def _unparsed(category: str, what: str, path: str, doc: docs.Document) -> Found:
             )
         ]
     )
+    found.findings += risky_lines(path, doc.lines, category=category, what=what)
+    return found
 
 
 def _run(
@@ -67,33 +65,31 @@ def _run(
     plain: str | None = "runs a command",
 ) -> Found:
     """A command value in any of the shapes configurations use: a shell string, an
-    argument list, or (dev containers) a mapping of named commands run in parallel."""
+    argument list, or (dev containers) a mapping of named commands run in parallel —
+    one level deep, so a mapping that is its own alias cannot loop."""
+    values = [v for _, v in docs.pairs(node)] if docs.kind(node) == "mapping" else [node]
     found = Found()
-    if docs.kind(node) == "mapping":
-        for _, value in docs.pairs(node):
-            found += _run(
-                path,
-                value,
-                lines,
-                category=category,
-                what=what,
-                context=context,
-                folder=folder,
-                plain=plain,
-            )
-        return found
-    if docs.kind(node) == "sequence":
-        args = [
-            (docs.line(i), _at(lines, docs.line(i)), docs.scalar(i) or "") for i in docs.items(node)
-        ]
-        pieces = argv_pieces(args) if args else []
-    elif docs.scalar(node) is not None:
-        pieces = scalar_pieces(node, lines)
-    else:
-        return found
-    return command_findings(
-        pieces, path=path, category=category, what=what, context=context, folder=folder, plain=plain
-    )
+    for value in values:
+        if docs.kind(value) == "sequence":
+            args = [
+                (docs.line(i), _at(lines, docs.line(i)), docs.scalar(i) or "")
+                for i in docs.items(value)
+            ]
+            pieces = argv_pieces(args)
+        elif docs.scalar(value) is not None:
+            pieces = scalar_pieces(value, lines)
+        else:
+            continue
+        found += command_findings(
+            pieces,
+            path=path,
+            category=category,
+            what=what,
+            context=context,
+            folder=folder,
+            plain=plain,
+        )
+    return found
 
 
 # ---- dev containers, editors, agents' own tools (auto-run) ------------------------------
@@ -333,7 +329,7 @@ def _langgraph(path: str, data: bytes | None, size: int, budget: docs.Budget) ->
         return _unparsed("build-time", "LangGraph configuration", path, doc)
     found = Found()
     root = doc.roots[0] if doc.roots else None
-    folder = _folder(path)
+    folder = posixpath.dirname(path)
     for key, value in docs.pairs(root):
         if key == "dockerfile_lines":
             for item in docs.items(value):
@@ -404,7 +400,7 @@ def _compose(path: str, data: bytes | None, size: int, budget: docs.Budget) -> F
                         category="build-time",
                         what=f"docker compose service {key}",
                         context="docker compose up",
-                        folder=_folder(path),
+                        folder=posixpath.dirname(path),
                     )
                 elif key == "build":
                     found.findings.append(
@@ -430,7 +426,7 @@ def _vercel(path: str, data: bytes | None, size: int, budget: docs.Budget) -> Fo
                 category="build-time",
                 what=f"Vercel {key}",
                 context=f"a Vercel deploy ({key})",
-                folder=_folder(path),
+                folder=posixpath.dirname(path),
             )
     return found
 
@@ -484,7 +480,7 @@ def _toml_commands(path: str, data: bytes | None, size: int, budget: docs.Budget
             category=category,
             what=what,
             context=context,
-            folder=_folder(path),
+            folder=posixpath.dirname(path),
         )
     return found
 
@@ -504,7 +500,7 @@ def _procfile(path: str, data: bytes | None, size: int, budget: docs.Budget) -> 
                 category="build-time",
                 what=f"Procfile process ({when})",
                 context="a Procfile process",
-                folder=_folder(path),
+                folder=posixpath.dirname(path),
             )
     return found
 
@@ -538,7 +534,7 @@ def _dockerfile(path: str, data: bytes | None, size: int, budget: docs.Budget) -
             category="build-time",
             what="Dockerfile RUN",
             context="a container image build",
-            folder=_folder(path),
+            folder=posixpath.dirname(path),
             plain=None,
         )
         n += 1

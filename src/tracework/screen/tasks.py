@@ -107,8 +107,8 @@ def parse(path: str, lines: list[str]) -> TaskFile:
 
 def _inside(folder: str, *parts: str) -> str | None:
     """``folder``/``parts`` relative to the root, or None when it leaves the tree or
-    depends on a variable the screen cannot know."""
-    if any(p.startswith("/") or "$" in p or "~" in p for p in parts):
+    depends on a variable the screen cannot know (``$HOME``, ``${{ matrix.dir }}``)."""
+    if any(p.startswith("/") or "$" in p or "~" in p for p in (folder, *parts)):
         return None
     joined = posixpath.normpath(posixpath.join(folder or ".", *parts))
     if joined == ".." or joined.startswith("../"):
