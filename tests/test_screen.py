@@ -289,7 +289,8 @@ def test_a_makefile_target_names_what_runs_it(pinned, tw):
             ".github/workflows/ci.yml": "jobs:\n  t:\n    steps:\n      - run: make lint\n"
             "      - run: cd tools && just fmt\n"
             "      - run: make bundle\n        working-directory: web\n"
-            "      - run: make html\n        working-directory: ${{ matrix.dir }}\n",
+            "      - run: make html\n        working-directory: ${{ matrix.dir }}\n"
+            "      - run: make install\n",
             ".github/workflows/docs.yml": "defaults:\n  run:\n    working-directory: docs\n"
             "jobs:\n  d:\n    steps:\n      - run: make install\n",
             "package.json": '{\n  "scripts": {\n    "postinstall": "make install",\n'
@@ -303,10 +304,11 @@ def test_a_makefile_target_names_what_runs_it(pinned, tw):
         (i["line"], i["kind"], tuple(i["run_by"])) for i in data["items"] if i["path"] == "Makefile"
     }
     assert root == {
-        (3, "Makefile target run by install steps: npm install (postinstall script) "
-            "(as a prerequisite of install)", ("package.json:3",)),
-        (5, "Makefile target run by install steps: npm install (postinstall script)",
-         ("package.json:3",)),
+        (3, "Makefile target run by install steps: npm install (postinstall script); "
+            "and by a CI step (as a prerequisite of install)",
+         (".github/workflows/ci.yml:10", "package.json:3")),
+        (5, "Makefile target run by install steps: npm install (postinstall script); "
+            "and by a CI step", (".github/workflows/ci.yml:10", "package.json:3")),
         (7, "Makefile target run by a CI step", (".github/workflows/ci.yml:4",)),
     }  # fmt: skip
     assert [(i["line"], i["run_by"]) for i in data["items"] if i["path"] == "web/Makefile"] == [

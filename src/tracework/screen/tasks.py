@@ -250,10 +250,12 @@ def _closure(task: TaskFile, target: str) -> list[tuple[str, str | None]]:
 def _called(
     task: TaskFile, label: str, target: str, n: int, found_by: list[tuple[Command, str | None]]
 ) -> Finding:
-    contexts = sorted({c.context for c, _ in found_by})
-    install = any(c.install for c, _ in found_by)
+    install = sorted({c.context for c, _ in found_by if c.install})
+    other = sorted({c.context for c, _ in found_by if not c.install})
+    parts = ["install steps: " + " and ".join(install)] if install else []
+    parts += [" and ".join(other)] if other else []
     via = sorted({v for _, v in found_by if v is not None})
-    kind = f"{label} run by " + ("install steps: " if install else "") + " and ".join(contexts)
+    kind = f"{label} run by " + "; and by ".join(parts)
     if via and all(v is not None for _, v in found_by):
         kind += " (as a prerequisite of " + ", ".join(via) + ")"
     run_by = tuple(sorted({f"{c.path}:{c.line}" for c, _ in found_by}))
