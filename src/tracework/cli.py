@@ -777,28 +777,87 @@ def publish(out: str | None, as_json: bool) -> None:
 @main.command()
 @click.argument("subject_name", metavar="SUBJECT")
 @click.option("--commit", required=True, help="Commit to screen (hex id or unique prefix).")
+@click.option(
+    "--cooldown-days",
+    type=click.IntRange(1, 3650),
+    default=None,
+    help="List locked packages published this many days before the commit "
+    "(default: [screen] cooldown_days in tracework.toml, else 7).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def screen(subject_name: str, commit: str, as_json: bool) -> None:
+def screen(subject_name: str, commit: str, cooldown_days: int | None, as_json: bool) -> None:
     """Screen a subject at a commit without running anything: what would run or instruct."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from .highlight import visible
+    from .screen import DEFAULT_DAYS
     from .screen import screen as do_screen
     from .subjects import open_mirror
 
-    mirror = open_mirror(_workspace(), subject_name)
-    result = do_screen(mirror, mirror.resolve_commit(commit))
+    ws = _workspace()
+    days = cooldown_days or ws.cooldown_days or DEFAULT_DAYS
+    mirror = open_mirror(ws, subject_name)
+    result = do_screen(mirror, mirror.resolve_commit(commit), cooldown_days=days)
     if as_json:
         _json({"subject": subject_name, **result.as_json()})
         return
-    table = Table(
-        title=Text(f"{subject_name} at {result.commit[:12]}: nothing was run"), title_justify="left"
-    )
-    for col in ("category", "path", "line", "what", "text"):
-        table.add_column(col)
-    for f in result.findings:
-        table.add_row(f.category, Text(visible(f.path)), str(f.line), f.kind, Text(visible(f.text)))
+    _print_screen(subject_name, result)
+
+
+def _print_screen(subject_name: str, result: Any) -> None:
+    """The screen as tables.  On a terminal long cells fold; on a pipe every row stays
+    on one line, however long, so no path is ever cut and each finding can be grepped."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from .highlight import visible, visible_name
+
+    def where(path: str, line: int) -> str:
+        return f"{visible_name(path)}:{line}"
+
+    rows: list[tuple[str, ...]] = [
+        (
+            f.category,
+            where(f.path, f.line),
+            visible(f.kind)
+            + (f" ← {', '.join(visible_name(r) for r in f.run_by)}" if f.run_by else ""),
+            visible(f.text),
+        )
+        for f in result.findings
+    ]
+    window = result.cooldown
+    recent: list[tuple[str, ...]] = [
+        (where(lock.path, p.line), visible(p.name), visible(p.version), p.uploaded, str(p.age_days))
+        for lock in window.locks
+        for p in lock.packages
+    ]
     console = _console()
-    console.print(table)
-    console.print(", ".join(f"{n} {c}" for c, n in result.counts().items()))
+    if not console.is_terminal:  # as wide as the longest row needs: rich sizes columns to fit
+        console = Console(highlight=False, soft_wrap=True, width=1 << 20)
+
+    def table(title: str, columns: tuple[str, ...], body: list[tuple[str, ...]]) -> Any:
+        shown = Table(title=Text(title), title_justify="left")
+        for column in columns:
+            shown.add_column(column, overflow="fold")
+        for row in body:
+            shown.add_row(*(Text(cell) for cell in row))
+        return shown
+
+    console.print(
+        table(
+            f"{subject_name} at {result.commit[:12]}: nothing was run",
+            ("category", "where", "what", "the line"),
+            rows,
+        )
+    )
+    console.print(Text(", ".join(f"{n} {c}" for c, n in result.counts().items())))
+    title = (
+        f"dependencies inside the {window.days}-day cooldown: published after {window.since}, "
+        f"the commit being of {window.commit_date}"
+    )
+    if recent:
+        console.print(
+            table(title, ("where", "package", "version", "uploaded", "age (days)"), recent)
+        )
+    else:
+        console.print(Text(f"{title}: none"))
+    for lock in window.locks:
+        console.print(Text(f"{visible_name(lock.path)}: {lock.note}"))

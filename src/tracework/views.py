@@ -396,12 +396,44 @@ def diagram_note_html(diagram: Diagram) -> str:
 
 
 def screen_html(result: Screen) -> str:
-    """The screen as a report section: counts, then every finding with its line."""
+    """The screen as a report section: counts, every finding with its line and what
+    runs it, then the dependencies inside the cooldown and what each lock file allows."""
     counts = ", ".join(f"{n} {esc(c)}" for c, n in result.counts().items())
     rows = "".join(
         f'<tr><td>{esc(f.category)}</td><td><span class="tw-path">{esc_name(f.path)}:{f.line}'
-        f"</span></td><td>{esc(f.kind)}</td><td><code>{esc(f.text)}</code></td></tr>"
+        f"</span></td><td>{esc(f.kind)}"
+        + (
+            " (" + ", ".join(f'<span class="tw-path">{esc_name(r)}</span>' for r in f.run_by) + ")"
+            if f.run_by
+            else ""
+        )
+        + f"</td><td><code>{esc(f.text)}</code></td></tr>"
         for f in result.findings
+    )
+    window = result.cooldown
+    recent = "".join(
+        f'<tr><td><span class="tw-path">{esc_name(lock.path)}:{p.line}</span></td>'
+        f"<td><code>{esc(p.name)}</code></td><td><code>{esc(p.version)}</code></td>"
+        f"<td>{esc(p.uploaded)}</td><td>{p.age_days}</td></tr>"
+        for lock in window.locks
+        for p in lock.packages
+    )
+    notes = "".join(
+        f'<li><span class="tw-path">{esc_name(lock.path)}</span>: {esc(lock.note)}</li>'
+        for lock in window.locks
+    )
+    cooldown = (
+        f'<h3 id="screen-cooldown">Dependencies inside the {window.days}-day cooldown</h3>'
+        f"<p>{window.inside()} locked packages published after {esc(window.since)}, "
+        f"{window.days} days before the commit's date ({esc(window.commit_date)}), read from "
+        "the lock files alone.</p>"
+        + (
+            "<table><thead><tr><th>where</th><th>package</th><th>version</th><th>uploaded</th>"
+            f"<th>age (days)</th></tr></thead><tbody>{recent}</tbody></table>"
+            if recent
+            else ""
+        )
+        + (f"<ul>{notes}</ul>" if notes else "<p>No lock file.</p>")
     )
     return (
         '<section class="tw-screen"><h2 id="screen">Screen of the checkout</h2>'
@@ -409,7 +441,7 @@ def screen_html(result: Screen) -> str:
         f"nothing was installed or run. {counts}. Agent-instruction files are listed as data "
         "and were not followed.</p>"
         "<table><thead><tr><th>category</th><th>where</th><th>what</th><th>the line</th></tr>"
-        f"</thead><tbody>{rows}</tbody></table></section>"
+        f"</thead><tbody>{rows}</tbody></table>{cooldown}</section>"
     )
 
 

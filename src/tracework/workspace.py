@@ -78,6 +78,22 @@ class Workspace:
             )
         return cap
 
+    @property
+    def cooldown_days(self) -> int | None:
+        """``[screen] cooldown_days`` from tracework.toml: the screen lists locked
+        packages published this many days before the commit (None: the default, 7)."""
+        section = self.settings().get("screen", {})
+        days = section.get("cooldown_days") if isinstance(section, dict) else None
+        if days is None:
+            return None
+        if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= 3650:
+            raise TraceworkError(
+                f"{self.root / MARKER}: screen.cooldown_days must be a whole number of days "
+                f"from 1 to 3650, not {days!r}",
+                hint="write e.g. cooldown_days = 7 under [screen], or remove it",
+            )
+        return days
+
     def settings(self) -> dict[str, object]:
         """The parsed tracework.toml (a clear error when it is malformed)."""
         try:

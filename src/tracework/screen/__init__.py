@@ -1,0 +1,161 @@
+"""Screening a subject without running it: what in the checkout would run, or instruct.
+
+Reads the tree and blobs at one commit and nothing else.  Each finding names its
+path and the line that makes it one: auto-run surfaces (editor, container, agent
+and hook configurations, committed git repositories whose config git would obey),
+agent-instruction files (shown as data, never followed), build-time execution
+points (each CI step's command, Dockerfile ``RUN``, agent-platform and deploy
+configurations, build scripts, and the task-file targets something found here
+runs), and dependency surfaces with unpinned ranges.  Beside the findings, the
+cooldown lists locked packages published shortly before the commit.  The result
+is deterministic: findings are sorted by category, path and line.
+
+The stages, one module each: :mod:`.surfaces` (what a file is by its name),
+:mod:`.ci` and :mod:`.platforms` (configurations parsed by :mod:`.documents`, their
+commands judged by :mod:`.commands`), :mod:`.tasks` (who runs a Makefile target),
+:mod:`.cooldown` (lock files and their dates).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..blobs import Mirror
+from . import ci, cooldown, platforms, surfaces, tasks
+from .cooldown import DEFAULT_DAYS, Cooldown
+from .documents import Budget, lines_of
+from .model import CATEGORIES, Finding, Found, folder_of, name_of, shown
+
+__all__ = ["CATEGORIES", "DEFAULT_DAYS", "Cooldown", "Finding", "Screen", "screen"]
+
+# keys of a git config that make git run a command (or point it at a work tree)
+_GIT_CONFIG_RUNS = re.compile(
+    r"^\s*(fsmonitor|hookspath|sshcommand|pager|editor|askpass|gitproxy|worktree|"
+    r"clean|smudge|process|textconv|command|driver)\s*=",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Screen:
+    """The screen of one commit, and its cooldown window."""
+
+    commit: str
+    findings: tuple[Finding, ...]
+    files: int
+    cooldown: Cooldown
+
+    def counts(self) -> dict[str, int]:
+        counted = Counter(f.category for f in self.findings)
+        return {c: counted.get(c, 0) for c in CATEGORIES}
+
+    def as_json(self) -> dict[str, Any]:
+        window = self.cooldown
+        return {
+            "commit": self.commit,
+            "files": self.files,
+            "counts": self.counts(),
+            "items": [{**asdict(f), "run_by": list(f.run_by)} for f in self.findings],
+            "cooldown": {
+                "days": window.days,
+                "commit_date": window.commit_date,
+                "since": window.since,
+                "inside": window.inside(),
+                "locks": [
+                    {
+                        "path": lock.path,
+                        "times": lock.times,
+                        "note": lock.note,
+                        "listed": lock.listed,
+                        "dated": lock.dated,
+                        "packages": [asdict(p) for p in lock.packages],
+                    }
+                    for lock in window.locks
+                ],
+            },
+        }
+
+
+def embedded_repositories(paths: Iterable[str]) -> list[str]:
+    """Folders of a tree that git would take for a repository of their own.
+
+    A committed bare repository (``HEAD``, ``config``, ``objects/``, ``refs/``) is
+    entered by any git command run inside it in a checkout — a shell prompt showing
+    ``git status`` is enough — and its ``config`` can then run commands
+    (``core.fsmonitor``, ``core.pager``, filters…).  Found from names only.
+    """
+    listed = set(paths)
+    heads = sorted(p for p in listed if p == "HEAD" or p.endswith("/HEAD"))
+    return [
+        folder
+        for folder in (head[: -len("HEAD")] for head in heads)
+        if f"{folder}config" in listed
+        and any(p.startswith(f"{folder}objects/") for p in listed)
+        and any(p.startswith(f"{folder}refs/") for p in listed)
+    ]
+
+
+def _embedded_findings(folder: str, lines: list[str]) -> list[Finding]:
+    kind = "embedded git repository: git run inside it obeys this config"
+    hits = [(n, t) for n, t in enumerate(lines, start=1) if _GIT_CONFIG_RUNS.search(t)]
+    hits = hits or [(1, lines[0] if lines else "")]
+    return [Finding("auto-run", f"{folder}config", n, kind, shown(t)) for n, t in hits]
+
+
+def _read_by_screen(path: str) -> bool:
+    name = name_of(path)
+    return (
+        surfaces.by_name(path)
+        or ci.is_ci(path)
+        or platforms.reader_for(path) is not None
+        or tasks.is_task_file(name)
+        or tasks.is_build_script(name)
+        or cooldown.is_dated_lock(name)
+    )
+
+
+def screen(mirror: Mirror, commit: str, *, cooldown_days: int = DEFAULT_DAYS) -> Screen:
+    """Screen every path of the tree at ``commit``, reading only the blobs that matter,
+    and the lock files' packages published within ``cooldown_days`` before it."""
+    tree = mirror.tree(commit)
+    files = {p: e for p, e in tree.items() if e.kind == "file"}
+    folders_with_lock = {folder_of(p) for p in tree if surfaces.is_lock(name_of(p))}
+    wanted = sorted(p for p in files if _read_by_screen(p))
+    embedded = [f for f in embedded_repositories(tree) if f"{f}config" in files]
+    blobs = mirror.read_blobs(
+        [*(files[p].oid for p in wanted), *(files[f"{f}config"].oid for f in embedded)]
+    )
+    budget = Budget()
+    found = Found()
+    task_files: list[tasks.TaskFile] = []
+    locks: dict[str, tuple[bytes | None, int]] = {}
+    for path in wanted:
+        blob = blobs[files[path].oid]
+        name = name_of(path)
+        lines = lines_of(blob.data if blob.data is not None else blob.head)
+        has_lock = folder_of(path) in folders_with_lock
+        found += surfaces.classify(path, lines, has_lock)
+        if ci.is_ci(path):
+            found += ci.read(path, blob.data, blob.size, budget)
+        reader = platforms.reader_for(path)
+        if reader is not None:
+            found += reader(path, blob.data, blob.size, budget)
+        if tasks.is_task_file(name):
+            task_files.append(tasks.parse(path, lines))
+        found.commands += tasks.build_script_commands(path, lines)
+        if cooldown.is_dated_lock(name):
+            locks[path] = (blob.data, blob.size)
+    findings = [*found.findings, *tasks.findings(task_files, found.commands)]
+    for folder in embedded:
+        blob = blobs[files[f"{folder}config"].oid]
+        findings += _embedded_findings(folder, lines_of(blob.data or blob.head))
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    findings = sorted(
+        dict.fromkeys(findings), key=lambda f: (order[f.category], f.path, f.line, f.kind)
+    )
+    window = cooldown.window(locks, mirror.commit_info(commit).date, cooldown_days)
+    return Screen(commit, tuple(findings), len(tree), window)
