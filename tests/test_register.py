@@ -711,11 +711,15 @@ def test_the_schema_validates_a_real_register(make_repo, tw):
     ok(tw("quote", "demo", "SRC-1", "pkg/mod.py", "--symbol", "Box.open"))
     ok(tw("quote", "demo", "SRC-1", "pkg/mod.py", "--match", "return", "--context", "1"))
     ok(tw("quote", "demo", "SRC-1", "legacy.txt", "--lines", "1-1"))
-    # exit 1: pkg/mod.py differs from the (made-up) expected hash; the check is recorded
+    # a dossier asserts a (made-up) hash of pkg/mod.py, required: the check fails, recorded
+    Path("dossier.md").write_text("pkg/mod.py: cdcd…\n")
+    ok(tw("register", "add-document", "demo", "SRC-2", "dossier.md"))
+    args = ("register", "assert", "demo", "SRC-1", "pkg/mod.py", "cd" * 32, "--by", "SRC-2")
+    ok(tw(*args, "--required"))
     assert tw("check", "demo", "--record", "--date", "2026-02-01").exit_code == 1
     schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     instance = json.loads(json.dumps(raw_doc()))
-    assert {"sources", "quotes", "checks"} <= set(instance)
+    assert {"sources", "quotes", "checks", "assertions"} <= set(instance)
     assert instance["checks"], "the check history is part of what the schema covers"
     assert any("raw_b64" in q for q in instance["quotes"].values())
     kinds = {f["kind"] for f in instance["sources"]["SRC-1"]["files"].values()}

@@ -374,9 +374,13 @@ class Workbench(RecordDeclarations):
     def screen(self) -> None:
         """Show the screen of the subject at the commit (see ``tracework screen``) as a
         section, and keep its findings for records.json."""
-        from .screen import screen
+        from .screen import DEFAULT_DAYS, screen
 
-        self._screen = screen(open_mirror(self.ws, self.subject.name), self.commit)
+        self._screen = screen(
+            open_mirror(self.ws, self.subject.name),
+            self.commit,
+            cooldown_days=self.ws.cooldown_days or DEFAULT_DAYS,
+        )
         display(Html(screen_html(self._screen), f"screen: {self._screen.counts()}"))
 
     def records(self) -> None:
