@@ -12,7 +12,6 @@ import json
 import os
 import re
 import sys
-import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from .errors import (
 )
 from .fsio import locked, write_atomic
 from .gitenv import git_message, hardened_env, run_git
+from .readers import DataError, load_toml
 from .workspace import Workspace, check_name
 
 UrlKind = Literal["https", "ssh", "local"]
@@ -191,9 +191,9 @@ def load_subject(ws: Workspace, name: str) -> Subject:
         )
     rel = path.relative_to(ws.root)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SubjectError(f"{rel}: malformed subject file ({exc})") from None
+        data = load_toml(path.read_text(encoding="utf-8"))
+    except (DataError, UnicodeDecodeError) as exc:
+        raise SubjectError(f"{rel}: malformed subject file: {exc}") from None
     unknown = sorted(set(data) - set(_SUBJECT_KEYS))
     if unknown:
         raise SubjectError(
