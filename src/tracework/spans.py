@@ -7,7 +7,9 @@ inclusive, counted as git counts them (see :mod:`tracework.hashing`).
 from __future__ import annotations
 
 import ast
+import functools
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -72,12 +74,13 @@ def by_symbol(lines: Lines, qualname: str, path: str) -> Span:
 
     The span starts at the first decorator and ends at the definition's last line.
     """
-    spans = find_symbol(lines, qualname, path)
-    if not spans and _parse(lines, path) is None:
+    try:
+        spans = find_symbol(lines, qualname, path)
+    except NotPython as exc:
         raise SpanError(
-            f"{path}: not valid Python, so {qualname} cannot be found by name",
+            f"{path}: {exc.problem}, so {qualname} cannot be found by name",
             hint="quote it with --lines or --match",
-        )
+        ) from None
     if not spans:
         raise SpanError(
             f"{path}: no function, class or assignment named {qualname}",
@@ -92,12 +95,19 @@ def by_symbol(lines: Lines, qualname: str, path: str) -> Span:
     return spans[0]
 
 
+class NotPython(SpanError):
+    """A file ``ast`` cannot read, so no symbol can be found in it; ``problem`` says why
+    ("not valid Python (line 3: invalid syntax)")."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.problem = problem
+
+
 def find_symbol(lines: Lines, qualname: str, path: str) -> list[Span]:
-    """Every definition of ``qualname`` in the file (empty when it does not parse)."""
-    parsed = _parse(lines, path)
-    if parsed is None:
-        return []
-    tree, to_git = parsed
+    """Every definition of ``qualname`` in the file; :class:`NotPython` when the file
+    cannot be parsed (an anchor that could not be used is not an anchor gone)."""
+    tree, to_git = _parse(lines.data, path)
     scopes: list[list[ast.stmt]] = [tree.body]
     parts = qualname.split(".")
     for depth, part in enumerate(parts):
@@ -113,36 +123,80 @@ def find_symbol(lines: Lines, qualname: str, path: str) -> list[Span]:
     return []
 
 
-def parse_python(data: bytes, path: str) -> ast.Module | None:
-    """Parse Python source, or None when it is not valid Python (never raises).
+#: A decimal integer literal of more digits than this may exceed the interpreter's
+#: limit on int() conversions (4,300 by default, 640 at the least), which ``ast``
+#: applies to literals: one such number anywhere would make the whole file unreadable.
+_LONG_INT = re.compile(
+    rf"(?<![\w.])[0-9](?:_?[0-9]){{{sys.int_info.str_digits_check_threshold},}}(?![\w.])"
+)
+
+
+def parse_python(data: bytes, path: str) -> ast.Module:
+    """Parse Python source, or :class:`NotPython` saying why it is not valid Python.
 
     The source is parsed as Python itself reads it (a lone CR ends a line), so what is
     found is what the interpreter would define; :func:`_parse` maps the line numbers
     back to git's.  A leading UTF-8 BOM, which Python accepts in a file but ``ast.parse``
     refuses in a string, is dropped (it is not a line, so numbering is unchanged).
+
+    Decimal integer literals too long for ``int()`` are parsed as ``0`` padded with
+    spaces (lines and columns unchanged): finding a definition needs no literal's
+    value, and raising the interpreter's limit instead would be global to the process
+    and give back the quadratic conversion the limit exists to prevent.
     """
+    text = _LONG_INT.sub(_zero, display_text(data).removeprefix("\ufeff"))
+    nul = text.find("\x00")
+    if nul != -1:  # ast's own message for it names no line
+        line = text.count("\n", 0, nul) + 1
+        raise NotPython(path, f"not valid Python (a NUL byte on line {line})")
     try:
-        return ast.parse(display_text(data).removeprefix("\ufeff"), filename=path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+        return ast.parse(text, filename=path)
+    except SyntaxError as exc:  # IndentationError and TabError too
+        at = f"line {exc.lineno}: " if exc.lineno else ""
+        problem = f"not valid Python ({at}{' '.join(exc.msg.split())[:200]})"
+    except (RecursionError, MemoryError):  # the parser's recursion, or its 6,000-level stack
+        problem = "nested too deeply for Python's parser"
+    except ValueError as exc:
+        problem = f"not valid Python ({' '.join(str(exc).split())[:200]})"
+    raise NotPython(path, problem)
 
 
-def _parse(lines: Lines, path: str) -> tuple[ast.Module, Callable[[int], int]] | None:
-    """The syntax tree and a map from its line numbers to git's, or None.
+def _zero(match: re.Match[str]) -> str:
+    return "0".ljust(len(match[0]))
+
+
+def _parse(data: bytes, path: str) -> tuple[ast.Module, Callable[[int], int]]:
+    """The syntax tree and a map from its line numbers to git's, or :class:`NotPython`."""
+    parsed = _parsed(data, path)
+    if isinstance(parsed, str):
+        raise NotPython(path, parsed)
+    return parsed
+
+
+@functools.lru_cache(maxsize=1)
+def _parsed(data: bytes, path: str) -> tuple[ast.Module, Callable[[int], int]] | str:
+    """What :func:`_parse` gives, or its problem: a failure is kept too.
 
     Python ends a line at a lone CR, git does not, so the numbers are mapped back
     through the offsets of Python's line starts.  When a lone CR makes the file invalid
     for Python (one inside a quoted string), the CRs are blanked instead and the tree's
-    lines are git's as they are.
+    lines are git's as they are (and so are those of the problem, if it still fails).
+
+    The last file parsed is kept: a check relocating several quotes anchored in one
+    file parses it once (a large file takes seconds, and so may its syntax error).
     """
-    tree = parse_python(lines.data, path)
-    if _LONE_CR.search(lines.data) is None:
-        return None if tree is None else (tree, _same_line)
-    if tree is not None:
-        starts = [0, *(m.end() for m in _PY_LINE_END.finditer(lines.data))]
-        return tree, lambda n: lines.line_of_offset(starts[min(n, len(starts)) - 1])
-    tree = parse_python(_LONE_CR.sub(b" ", lines.data), path)
-    return None if tree is None else (tree, _same_line)
+    try:
+        if _LONE_CR.search(data) is None:
+            return parse_python(data, path), _same_line
+        try:
+            tree = parse_python(data, path)
+        except NotPython:
+            return parse_python(_LONE_CR.sub(b" ", data), path), _same_line
+    except NotPython as exc:
+        return exc.problem
+    starts = [0, *(m.end() for m in _PY_LINE_END.finditer(data))]
+    lines = Lines(data)
+    return tree, lambda n: lines.line_of_offset(starts[min(n, len(starts)) - 1])
 
 
 def _same_line(line: int) -> int:
