@@ -22,6 +22,7 @@ wrong; the caller, which knows the file, names it.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 import sys
@@ -143,6 +144,7 @@ def _yaml_problem(exc: YAMLError) -> str:
 
 
 _NESTED = (dict, list, tuple, Set)  # Set: YAML's !!set (ruamel's CommentedSet is no set)
+_LEAVES = (str, int, float, type(None))  # most members: told apart without the ABC check
 
 
 def check_depth(data: Any) -> None:
@@ -162,7 +164,7 @@ def check_depth(data: Any) -> None:
     while stack:
         node, children = stack[-1]
         for child in children:
-            if not isinstance(child, _NESTED):
+            if isinstance(child, _LEAVES) or not isinstance(child, _NESTED):
                 continue
             known = levels.get(id(child))
             if known is not None:
@@ -189,10 +191,8 @@ def check_depth(data: Any) -> None:
 def _children(node: Any) -> Iterator[Any]:
     """A collection's members; a mapping's keys too (YAML allows a sequence as a key)."""
     if isinstance(node, dict):
-        yield from node.keys()
-        yield from node.values()
-    else:
-        yield from node
+        return itertools.chain(node, node.values())
+    return iter(node)
 
 
 # What the nesting check of TOML text tells apart: strings (each kind), comments, runs of
