@@ -14,6 +14,7 @@ No test measures time: the assertions are on messages, counts and structure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -27,7 +28,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from conftest import render_store_report
-from tracework import readers
+from tracework import readers, spans
 from tracework.cli import main
 from tracework.errors import PathNotFound
 from tracework.evidence import glob_regex, match_paths, matchable
@@ -342,6 +343,22 @@ def test_a_symbol_is_found_in_a_file_holding_an_integer_too_long_to_convert():
     span = by_symbol(data, "Store.put", "store.py")
     assert (span.first, span.last) == (3, 4)
     assert [(s.first, s.last) for s in find_symbol(data, "TABLE", "store.py")] == [(5, 5)]
+
+
+def test_a_file_is_parsed_once_for_every_symbol_looked_up_in_it(monkeypatch):
+    """A check relocating many quotes anchored in one large file parses it once, whether
+    it parses or not (a 4 MiB file takes ast tens of seconds)."""
+    calls = []
+    real = spans.parse_python
+    monkeypatch.setattr(
+        spans, "parse_python", lambda data, path: calls.append(path) or real(data, path)
+    )
+    spans._symbols.cache_clear()
+    for source in (BIG + STORE, STORE + "def broken(:\n"):
+        for name in ("Store", "Store.put", "LIMIT", "nothing"):
+            with contextlib.suppress(NotPython):
+                find_symbol(Lines(source.encode()), name, "store.py")
+    assert calls == ["store.py", "store.py"]
 
 
 def test_a_symbol_anchor_holds_when_a_huge_integer_is_added_beside_it(pinned, tw):

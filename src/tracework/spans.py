@@ -10,6 +10,7 @@ import ast
 import functools
 import re
 import sys
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -107,20 +108,37 @@ class NotPython(SpanError):
 def find_symbol(lines: Lines, qualname: str, path: str) -> list[Span]:
     """Every definition of ``qualname`` in the file; :class:`NotPython` when the file
     cannot be parsed (an anchor that could not be used is not an anchor gone)."""
-    tree, to_git = _parse(lines.data, path)
-    scopes: list[list[ast.stmt]] = [tree.body]
-    parts = qualname.split(".")
-    for depth, part in enumerate(parts):
-        last = depth == len(parts) - 1
-        matches = [node for body in scopes for node in _named(body, part, allow_assign=last)]
-        if last:
-            return [_node_span(node, to_git) for node in matches]
-        scopes = [
-            node.body
-            for node in matches
-            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-        ]
-    return []
+    symbols = _symbols(lines.data, path)
+    if isinstance(symbols, str):
+        raise NotPython(path, symbols)
+    return list(symbols.get(qualname, ()))
+
+
+@functools.lru_cache(maxsize=1)
+def _symbols(data: bytes, path: str) -> dict[str, tuple[Span, ...]] | str:
+    """Every qualified name a symbol can be (``Class.method``, ``f.inner``, and at the
+    end of one an assignment's names), with its definitions in file order; or why the
+    file does not parse.
+
+    Kept for the last file, small where its syntax tree is not: a check relocating
+    several quotes anchored in one file parses it once (a large file takes seconds, and
+    so may its syntax error).  Scopes are taken level by level, as a name is looked up
+    part by part, so a name's definitions come in the order a reader meets them.
+    """
+    try:
+        tree, to_git = _parse(data, path)
+    except NotPython as exc:
+        return exc.problem
+    found: dict[str, list[Span]] = {}
+    scopes: deque[tuple[str, list[ast.stmt]]] = deque([("", tree.body)])
+    while scopes:
+        prefix, body = scopes.popleft()
+        for node in _flatten(body):
+            for name in _defines(node):
+                found.setdefault(prefix + name, []).append(_node_span(node, to_git))
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                scopes.append((f"{prefix}{node.name}.", node.body))
+    return {name: tuple(spans) for name, spans in found.items()}
 
 
 #: A decimal integer literal of more digits than this may exceed the interpreter's
@@ -166,34 +184,19 @@ def _zero(match: re.Match[str]) -> str:
 
 
 def _parse(data: bytes, path: str) -> tuple[ast.Module, Callable[[int], int]]:
-    """The syntax tree and a map from its line numbers to git's, or :class:`NotPython`."""
-    parsed = _parsed(data, path)
-    if isinstance(parsed, str):
-        raise NotPython(path, parsed)
-    return parsed
-
-
-@functools.lru_cache(maxsize=1)
-def _parsed(data: bytes, path: str) -> tuple[ast.Module, Callable[[int], int]] | str:
-    """What :func:`_parse` gives, or its problem: a failure is kept too.
+    """The syntax tree and a map from its line numbers to git's, or :class:`NotPython`.
 
     Python ends a line at a lone CR, git does not, so the numbers are mapped back
     through the offsets of Python's line starts.  When a lone CR makes the file invalid
     for Python (one inside a quoted string), the CRs are blanked instead and the tree's
     lines are git's as they are (and so are those of the problem, if it still fails).
-
-    The last file parsed is kept: a check relocating several quotes anchored in one
-    file parses it once (a large file takes seconds, and so may its syntax error).
     """
+    if _LONE_CR.search(data) is None:
+        return parse_python(data, path), _same_line
     try:
-        if _LONE_CR.search(data) is None:
-            return parse_python(data, path), _same_line
-        try:
-            tree = parse_python(data, path)
-        except NotPython:
-            return parse_python(_LONE_CR.sub(b" ", data), path), _same_line
-    except NotPython as exc:
-        return exc.problem
+        tree = parse_python(data, path)
+    except NotPython:
+        return parse_python(_LONE_CR.sub(b" ", data), path), _same_line
     starts = [0, *(m.end() for m in _PY_LINE_END.finditer(data))]
     lines = Lines(data)
     return tree, lambda n: lines.line_of_offset(starts[min(n, len(starts)) - 1])
@@ -217,23 +220,16 @@ def _flatten(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
-def _named(body: list[ast.stmt], name: str, *, allow_assign: bool) -> list[ast.stmt]:
-    found: list[ast.stmt] = []
-    for node in _flatten(body):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            if node.name == name:
-                found.append(node)
-        elif allow_assign and isinstance(node, ast.Assign):
-            if any(name in _bound_names(t) for t in node.targets):
-                found.append(node)
-        elif (
-            allow_assign
-            and isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and node.target.id == name
-        ):
-            found.append(node)
-    return found
+def _defines(node: ast.stmt) -> set[str]:
+    """The names a statement defines in its scope: a function's or a class's, or each
+    name an assignment binds."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.Assign):
+        return {name for target in node.targets for name in _bound_names(target)}
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return {node.target.id}
+    return set()
 
 
 def _bound_names(target: ast.expr) -> set[str]:
