@@ -63,8 +63,8 @@ def load_yaml(text: str, *, round_trip: bool = False) -> Any:
     """YAML text to data nested at most :data:`MAX_DEPTH` levels, with ruamel's safe
     loader, or its round-trip loader where an edit must keep the comments.
 
-    Both run ruamel's Python scanner with :func:`_bounded_scanner`; the C extension, when
-    installed, would scan without that bound.
+    Both scan with ruamel's Python scanner, bounded by :func:`_bounded_scanner` (given a
+    scanner, ruamel parses in Python even where its C extension is installed).
     """
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
