@@ -194,7 +194,8 @@ def _set_body(pattern: str, body: str) -> str:
 
 
 #: Where a path's lone surrogates go for matching (see :func:`matchable`): the last
-#: 2,048 code points, private use, which RE2 can match as any other character.
+#: 2,048 code points, private use, which RE2 can match as any other character.  A name
+#: holding one of those very code points would match as the byte it stands for here.
 _SURROGATE_SHIFT = 0x10F800 - 0xD800
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
