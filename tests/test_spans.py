@@ -16,7 +16,15 @@ from ruamel.yaml import YAML
 
 from tracework.errors import SpanError
 from tracework.hashing import Lines
-from tracework.spans import Span, by_lines, by_match, by_symbol, find_match_lines, find_symbol
+from tracework.spans import (
+    NotPython,
+    Span,
+    by_lines,
+    by_match,
+    by_symbol,
+    find_match_lines,
+    find_symbol,
+)
 
 MODULE = """\
 import functools
@@ -204,8 +212,9 @@ def test_symbol_in_a_file_that_is_not_python_is_a_clear_error():
     lines = Lines(b"# A heading\n\nSome *markdown* (not python\n")
     with pytest.raises(SpanError) as err:
         by_symbol(lines, "heading", "README.md")
-    assert "README.md: not valid Python" in str(err.value)
-    assert find_symbol(lines, "heading", "README.md") == []
+    assert "README.md: not valid Python (line 3: '(' was never closed)" in str(err.value)
+    with pytest.raises(NotPython):  # a symbol that could not be looked for is not absent
+        find_symbol(lines, "heading", "README.md")
 
 
 def test_symbol_line_numbers_are_git_lines_in_crlf_files():

@@ -9,7 +9,6 @@ stops the others, and its previous good output stays in place.
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import multiprocessing.util
 import os
@@ -31,6 +30,7 @@ from .history import STATES
 from .kernels import next_kernel, prestart, release, shutdown
 from .models import GitSource
 from .pipeline import inputs_key, render
+from .readers import DataError, load_json
 from .register import load
 from .subjects import fetch, load_subject, open_mirror, tracked_commit
 from .workspace import Workspace, check_name
@@ -149,8 +149,8 @@ def up_to_date(ws: Workspace, name: str, commit: str, analysis_date: str | None 
 def _json_object(path: Path) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when it is missing, unreadable or not an object."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+        data = load_json(path.read_bytes())
+    except (OSError, DataError):  # not UTF-8, not JSON, nested too deeply
         return None
     return data if isinstance(data, dict) else None
 

@@ -99,6 +99,7 @@ def relocate(qid: str, quote: QuoteData, target: Target) -> QuoteDrift:
     new_path = path if path in target.tree else target.changes.renamed.get(path)
     renamed = new_path is not None and new_path != path
     lines = target.lines_of(new_path) if new_path is not None else None
+    unusable = ""  # why the anchor could not be looked for, when it could not
 
     if lines is not None and new_path is not None:
         if lines.holds_at(quote.lines[0], needle):
@@ -127,7 +128,7 @@ def relocate(qid: str, quote: QuoteData, target: Target) -> QuoteDrift:
         if content is not None:
             return content
         if quote.anchor is not None:
-            spans = _anchor_spans(quote, lines, new_path)
+            spans, unusable = _anchor_spans(quote, lines, new_path)
             if len(spans) == 1:
                 return _changed(qid, quote, new_path, renamed, spans[0], lines, "anchor", target)
             if len(spans) > 1:
@@ -176,7 +177,7 @@ def relocate(qid: str, quote: QuoteData, target: Target) -> QuoteDrift:
     elif lines is None:
         how = "file no longer readable as text"
     elif quote.anchor is not None:
-        how = "anchor gone"
+        how = unusable or "anchor gone"
     else:
         how = "lines deleted"
     return QuoteDrift(qid, "missing", new_path if renamed else None, how=how)
@@ -212,13 +213,18 @@ def _by_content(
     )
 
 
-def _anchor_spans(quote: QuoteData, lines: Lines, path: str) -> list[tuple[int, int]]:
-    from .spans import find_match_lines, find_symbol  # parsing code: only for anchors
+def _anchor_spans(quote: QuoteData, lines: Lines, path: str) -> tuple[list[tuple[int, int]], str]:
+    """Where the anchor is found, and why it could not be looked for (a symbol in a file
+    that does not parse), so that a quote is never "anchor gone" for want of a parse."""
+    from .spans import NotPython, find_match_lines, find_symbol  # parsing: only for anchors
 
     anchor = quote.anchor
     assert anchor is not None
     if anchor.symbol:
-        return [(s.first, s.last) for s in find_symbol(lines, anchor.symbol, path)]
+        try:
+            return [(s.first, s.last) for s in find_symbol(lines, anchor.symbol, path)], ""
+        except NotPython as exc:
+            return [], f"symbol anchor {anchor.symbol} could not be used: {path}: {exc.problem}"
     assert anchor.match is not None
     # keep the span's shape around the matching line (it may have been clipped at an edge)
     offset = next((i for i, ln in enumerate(quote.text.split("\n")) if anchor.match in ln), 0)
@@ -226,7 +232,7 @@ def _anchor_spans(quote: QuoteData, lines: Lines, path: str) -> list[tuple[int, 
     return [
         (max(1, n - before), min(len(lines), n + after))
         for n in find_match_lines(lines, anchor.match)
-    ]
+    ], ""
 
 
 def _elsewhere(

@@ -13,7 +13,6 @@ that made the change is named.  Only blobs are read, through one persistent
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from collections import Counter
@@ -28,6 +27,7 @@ from .blobs import FULL_OID, Mirror
 from .content import Content
 from .errors import TraceworkError
 from .gitenv import hardened_env
+from .readers import DataError, load_json
 from .subjects import open_mirror
 from .workspace import Workspace
 
@@ -299,10 +299,10 @@ def read_history(path: Path) -> list[dict[str, Any]]:
     """
     where = f"reports/{path.parent.name}/history.json"
     try:
-        data = json.loads(path.read_bytes())
+        data = load_json(path.read_bytes())
     except FileNotFoundError:
         return []
-    except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON
+    except (OSError, DataError) as exc:  # unreadable, not UTF-8, not JSON, nested too deeply
         raise _not_a_history(where, str(getattr(exc, "strerror", None) or exc)) from None
     if not isinstance(data, list):
         raise _not_a_history(where, f"a JSON {type(data).__name__}, not a list of entries")

@@ -35,25 +35,16 @@ from . import __version__
 from .errors import RegisterError, validation_problem
 from .fsio import write_atomic
 from .hashing import sha256_file, sha256_hex
+from .readers import DataError, load_json, load_yaml
 from .register_data import RegisterData
 
 if TYPE_CHECKING:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
     from .models import Register
 
 __all__ = ["create", "data_of", "edit", "load", "load_data"]
 
 #: Bump when the compiled copy's layout changes.
 COMPILED_FORMAT = 3
-
-
-def safe_yaml() -> YAML:
-    """ruamel's safe loader (its C extension when installed, else pure Python)."""
-    from ruamel.yaml import YAML
-
-    return YAML(typ="safe", pure=False)
 
 
 def validate(data: Any, path: Path) -> Register:
@@ -76,32 +67,16 @@ def validate(data: Any, path: Path) -> Register:
         ) from None
 
 
-def parse(text: str, path: Path, yaml: YAML) -> Any:
-    """YAML text to data, or one clear message naming the file, line and column."""
-    from ruamel.yaml.error import YAMLError
-
+def parse(text: str, path: Path, *, round_trip: bool = False) -> Any:
+    """YAML text to data, or one clear message naming the file (and, for a syntax error,
+    the line and column); nesting is bounded (see :mod:`tracework.readers`).  The
+    round-trip loader keeps comments, for edits."""
     try:
-        return yaml.load(text)
-    except YAMLError as exc:
+        return load_yaml(text, round_trip=round_trip)
+    except DataError as exc:
         raise RegisterError(
-            f"{path}: not valid YAML ({_yaml_problem(exc)})",
-            hint="fix the syntax or restore the file from version control",
+            f"{path}: {exc}", hint="fix it or restore the file from version control"
         ) from None
-
-
-def _yaml_problem(exc: YAMLError) -> str:
-    """The parser's problem and its line, without its notes for programmers.
-
-    A duplicate key's note tells how to switch the check off, which is the wrong
-    advice for a register, and the full text names ``<unicode string>``, not the file.
-    """
-    from ruamel.yaml.error import MarkedYAMLError
-
-    if isinstance(exc, MarkedYAMLError) and exc.problem:
-        mark = exc.problem_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        return f"{' '.join(exc.problem.split())[:300]}{where}"
-    return " ".join(str(exc).split())[:300]
 
 
 def load(path: Path, raw: bytes | None = None) -> Register:
@@ -199,7 +174,7 @@ def _load_yaml(path: Path, raw: bytes, digest: str) -> Register:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise RegisterError(f"{path}: not UTF-8 text") from None
-    register = validate(parse(text, path, safe_yaml()), path)
+    register = validate(parse(text, path), path)
     write_compiled(path, digest, register)
     return register
 
@@ -266,8 +241,8 @@ def _read_compiled(path: Path, digest: str) -> bytes | None:
         first, _, content = data.partition(b"\n")
         if len(first) > 1024:  # not a header: another layout, or damage
             return None
-        header = _Header(**json.loads(first))
-    except (OSError, ValueError, TypeError):
+        header = _Header(**load_json(first))
+    except (OSError, ValueError, TypeError):  # DataError is a ValueError
         return None
     seal = _seal(digest, content)
     expected = _Header(COMPILED_FORMAT, __version__, models_sha256(), digest, seal or "")

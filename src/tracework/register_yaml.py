@@ -17,7 +17,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import CommentMark, YAMLError
+from ruamel.yaml.error import CommentMark
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 from ruamel.yaml.tokens import CommentToken
 
@@ -33,7 +33,8 @@ from .models import (
     Quote,
     Register,
 )
-from .register import parse, safe_yaml, validate, write_compiled
+from .readers import DataError, load_yaml
+from .register import parse, validate, write_compiled
 
 __all__ = ["CommentedMap", "CommentedSeq", "create", "edit", "section"]
 
@@ -74,7 +75,7 @@ def edit(path: Path) -> Iterator[CommentedMap]:
             raise RegisterError(
                 f"no register at {path}", hint="create it with `tracework register new NAME`"
             )
-        doc = parse(path.read_text(encoding="utf-8"), path, _rt_yaml())
+        doc = parse(path.read_text(encoding="utf-8"), path, round_trip=True)
         validate(doc, path)
         _lift_trailing_comments(doc, None)
         yield doc
@@ -150,7 +151,7 @@ def _write(path: Path, doc: CommentedMap, header: str = "") -> Register:
     buffer = io.StringIO()
     _rt_yaml().dump(doc, buffer)
     text = header + buffer.getvalue()
-    register = validate(parse(text, path, safe_yaml()), path)
+    register = validate(parse(text, path), path)
     write_atomic(path, text)
     write_compiled(path, sha256_hex(text.encode("utf-8")), register)
     return register
@@ -180,8 +181,8 @@ def _block_text(text: str) -> str:
     buffer = io.StringIO()
     _rt_yaml().dump({"t": block}, buffer)
     try:
-        back = safe_yaml().load(buffer.getvalue())
-    except YAMLError:
+        back = load_yaml(buffer.getvalue())
+    except DataError:
         return text
     return block if isinstance(back, dict) and back.get("t") == text else text
 

@@ -105,14 +105,14 @@ def load_rubric(ws: Workspace, name: str) -> tuple[Rubric, str]:
 def _parsed(raw: bytes, where: str) -> tuple[Rubric, str]:
     """A rubric file's bytes, parsed and validated once per process: a batch asks for
     every rubric's digest once per report (a render input), a mark once per use."""
-    from .register import parse, safe_yaml
+    from .register import parse
 
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise RubricError(f"{where}: not UTF-8 text") from None
     try:
-        data: Any = parse(text, Path(where), safe_yaml())
+        data: Any = parse(text, Path(where))
     except TraceworkError as exc:
         raise RubricError(exc.message, hint=exc.hint) from None
     if not isinstance(data, dict):

@@ -8,7 +8,6 @@ report.html; one that cannot be read is skipped and named, never fatal.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import shutil
@@ -25,6 +24,7 @@ from .hashing import sha256_hex
 from .highlight import visible_name
 from .history import read_history
 from .models import GitSource, Register
+from .readers import DataError, load_json
 from .records import DRIFT_STATES
 from .rubrics import Rubric, load_rubric, rubric_names
 from .workspace import NAME, Workspace
@@ -288,9 +288,9 @@ def _renders(folder: Path, staged: Path, skipped: list[str]) -> list[Render]:
             link_tree(sub, target)
             if not (target / "report.html").is_file():
                 raise ValueError("no report.html")
-            raw = (target / "records.json").read_bytes()
-            records = RenderedRecords.model_validate_json(raw).model_dump(mode="json")
-            manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+            raw = _render_json(target / "records.json")
+            records = RenderedRecords.model_validate(raw).model_dump(mode="json")
+            manifest = _render_json(target / "manifest.json")
             if not isinstance(manifest, dict):
                 raise ValueError("manifest.json is not an object")
             if not records["commit"].startswith(sub.name):
@@ -307,6 +307,14 @@ def _renders(folder: Path, staged: Path, skipped: list[str]) -> list[Render]:
         skipped.append(f"{where}: {problem}")
         shutil.rmtree(target, ignore_errors=True)
     return out
+
+
+def _render_json(path: Path) -> Any:
+    """A JSON file a render wrote, or a ``ValueError`` that names it (nesting bounded)."""
+    try:
+        return load_json(path.read_bytes())
+    except DataError as exc:
+        raise ValueError(f"{path.name}: {exc}") from None
 
 
 def link_tree(src: Path, dst: Path) -> None:

@@ -7,7 +7,10 @@ inclusive, counted as git counts them (see :mod:`tracework.hashing`).
 from __future__ import annotations
 
 import ast
+import functools
 import re
+import sys
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -72,12 +75,13 @@ def by_symbol(lines: Lines, qualname: str, path: str) -> Span:
 
     The span starts at the first decorator and ends at the definition's last line.
     """
-    spans = find_symbol(lines, qualname, path)
-    if not spans and _parse(lines, path) is None:
+    try:
+        spans = find_symbol(lines, qualname, path)
+    except NotPython as exc:
         raise SpanError(
-            f"{path}: not valid Python, so {qualname} cannot be found by name",
+            f"{path}: {exc.problem}, so {qualname} cannot be found by name",
             hint="quote it with --lines or --match",
-        )
+        ) from None
     if not spans:
         raise SpanError(
             f"{path}: no function, class or assignment named {qualname}",
@@ -92,57 +96,110 @@ def by_symbol(lines: Lines, qualname: str, path: str) -> Span:
     return spans[0]
 
 
+class NotPython(SpanError):
+    """A file ``ast`` cannot read, so no symbol can be found in it; ``problem`` says why
+    ("not valid Python (line 3: invalid syntax)")."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.problem = problem
+
+
 def find_symbol(lines: Lines, qualname: str, path: str) -> list[Span]:
-    """Every definition of ``qualname`` in the file (empty when it does not parse)."""
-    parsed = _parse(lines, path)
-    if parsed is None:
-        return []
-    tree, to_git = parsed
-    scopes: list[list[ast.stmt]] = [tree.body]
-    parts = qualname.split(".")
-    for depth, part in enumerate(parts):
-        last = depth == len(parts) - 1
-        matches = [node for body in scopes for node in _named(body, part, allow_assign=last)]
-        if last:
-            return [_node_span(node, to_git) for node in matches]
-        scopes = [
-            node.body
-            for node in matches
-            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-        ]
-    return []
+    """Every definition of ``qualname`` in the file; :class:`NotPython` when the file
+    cannot be parsed (an anchor that could not be used is not an anchor gone)."""
+    symbols = _symbols(lines.data, path)
+    if isinstance(symbols, str):
+        raise NotPython(path, symbols)
+    return list(symbols.get(qualname, ()))
 
 
-def parse_python(data: bytes, path: str) -> ast.Module | None:
-    """Parse Python source, or None when it is not valid Python (never raises).
+@functools.lru_cache(maxsize=1)
+def _symbols(data: bytes, path: str) -> dict[str, tuple[Span, ...]] | str:
+    """Every qualified name a symbol can be (``Class.method``, ``f.inner``, and at the
+    end of one an assignment's names), with its definitions in file order; or why the
+    file does not parse.
+
+    Kept for the last file, small where its syntax tree is not: a check relocating
+    several quotes anchored in one file parses it once (a large file takes seconds, and
+    so may its syntax error).  Scopes are taken level by level, as a name is looked up
+    part by part, so a name's definitions come in the order a reader meets them.
+    """
+    try:
+        tree, to_git = _parse(data, path)
+    except NotPython as exc:
+        return exc.problem
+    found: dict[str, list[Span]] = {}
+    scopes: deque[tuple[str, list[ast.stmt]]] = deque([("", tree.body)])
+    while scopes:
+        prefix, body = scopes.popleft()
+        for node in _flatten(body):
+            for name in _defines(node):
+                found.setdefault(prefix + name, []).append(_node_span(node, to_git))
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                scopes.append((f"{prefix}{node.name}.", node.body))
+    return {name: tuple(spans) for name, spans in found.items()}
+
+
+#: A decimal integer literal of more digits than this may exceed the interpreter's
+#: limit on int() conversions (4,300 by default, 640 at the least), which ``ast``
+#: applies to literals: one such number anywhere would make the whole file unreadable.
+_LONG_INT = re.compile(
+    rf"(?<![\w.])[0-9](?:_?[0-9]){{{sys.int_info.str_digits_check_threshold},}}(?![\w.])"
+)
+
+
+def parse_python(data: bytes, path: str) -> ast.Module:
+    """Parse Python source, or :class:`NotPython` saying why it is not valid Python.
 
     The source is parsed as Python itself reads it (a lone CR ends a line), so what is
     found is what the interpreter would define; :func:`_parse` maps the line numbers
     back to git's.  A leading UTF-8 BOM, which Python accepts in a file but ``ast.parse``
     refuses in a string, is dropped (it is not a line, so numbering is unchanged).
+
+    Decimal integer literals too long for ``int()`` are parsed as ``0`` padded with
+    spaces (lines and columns unchanged): finding a definition needs no literal's
+    value, and raising the interpreter's limit instead would be global to the process
+    and give back the quadratic conversion the limit exists to prevent.
     """
+    text = _LONG_INT.sub(_zero, display_text(data).removeprefix("\ufeff"))
+    nul = text.find("\x00")
+    if nul != -1:  # ast's own message for it names no line
+        line = text.count("\n", 0, nul) + 1
+        raise NotPython(path, f"not valid Python (a NUL byte on line {line})")
     try:
-        return ast.parse(display_text(data).removeprefix("\ufeff"), filename=path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+        return ast.parse(text, filename=path)
+    except SyntaxError as exc:  # IndentationError and TabError too
+        at = f"line {exc.lineno}: " if exc.lineno else ""
+        problem = f"not valid Python ({at}{' '.join(exc.msg.split())[:200]})"
+    except (RecursionError, MemoryError):  # the parser's recursion, or its 6,000-level stack
+        problem = "nested too deeply for Python's parser"
+    except ValueError as exc:
+        problem = f"not valid Python ({' '.join(str(exc).split())[:200]})"
+    raise NotPython(path, problem)
 
 
-def _parse(lines: Lines, path: str) -> tuple[ast.Module, Callable[[int], int]] | None:
-    """The syntax tree and a map from its line numbers to git's, or None.
+def _zero(match: re.Match[str]) -> str:
+    return "0".ljust(len(match[0]))
+
+
+def _parse(data: bytes, path: str) -> tuple[ast.Module, Callable[[int], int]]:
+    """The syntax tree and a map from its line numbers to git's, or :class:`NotPython`.
 
     Python ends a line at a lone CR, git does not, so the numbers are mapped back
     through the offsets of Python's line starts.  When a lone CR makes the file invalid
     for Python (one inside a quoted string), the CRs are blanked instead and the tree's
-    lines are git's as they are.
+    lines are git's as they are (and so are those of the problem, if it still fails).
     """
-    tree = parse_python(lines.data, path)
-    if _LONE_CR.search(lines.data) is None:
-        return None if tree is None else (tree, _same_line)
-    if tree is not None:
-        starts = [0, *(m.end() for m in _PY_LINE_END.finditer(lines.data))]
-        return tree, lambda n: lines.line_of_offset(starts[min(n, len(starts)) - 1])
-    tree = parse_python(_LONE_CR.sub(b" ", lines.data), path)
-    return None if tree is None else (tree, _same_line)
+    if _LONE_CR.search(data) is None:
+        return parse_python(data, path), _same_line
+    try:
+        tree = parse_python(data, path)
+    except NotPython:
+        return parse_python(_LONE_CR.sub(b" ", data), path), _same_line
+    starts = [0, *(m.end() for m in _PY_LINE_END.finditer(data))]
+    lines = Lines(data)
+    return tree, lambda n: lines.line_of_offset(starts[min(n, len(starts)) - 1])
 
 
 def _same_line(line: int) -> int:
@@ -163,23 +220,16 @@ def _flatten(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
-def _named(body: list[ast.stmt], name: str, *, allow_assign: bool) -> list[ast.stmt]:
-    found: list[ast.stmt] = []
-    for node in _flatten(body):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            if node.name == name:
-                found.append(node)
-        elif allow_assign and isinstance(node, ast.Assign):
-            if any(name in _bound_names(t) for t in node.targets):
-                found.append(node)
-        elif (
-            allow_assign
-            and isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and node.target.id == name
-        ):
-            found.append(node)
-    return found
+def _defines(node: ast.stmt) -> set[str]:
+    """The names a statement defines in its scope: a function's or a class's, or each
+    name an assignment binds."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.Assign):
+        return {name for target in node.targets for name in _bound_names(target)}
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return {node.target.id}
+    return set()
 
 
 def _bound_names(target: ast.expr) -> set[str]:

@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from .errors import (
 )
 from .fsio import locked, write_atomic
 from .gitenv import git_message, run_git, run_git_supervised
+from .readers import DataError, load_toml
 from .workspace import Workspace, check_name
 
 log = logging.getLogger(__name__)
@@ -220,9 +220,9 @@ def load_subject(ws: Workspace, name: str) -> Subject:
         )
     rel = path.relative_to(ws.root)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SubjectError(f"{rel}: malformed subject file ({exc})") from None
+        data = load_toml(path.read_text(encoding="utf-8"))
+    except (DataError, UnicodeDecodeError) as exc:
+        raise SubjectError(f"{rel}: malformed subject file: {exc}") from None
     unknown = sorted(set(data) - set(_SUBJECT_KEYS))
     if unknown:
         raise SubjectError(

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import RegisterError, TraceworkError, WorkspaceNotFound
 from .fsio import write_atomic
+from .readers import DataError, load_toml
 
 MARKER = "tracework.toml"
 FOLDERS = ("sources", "registers", "notebooks", "reports")
@@ -96,10 +96,15 @@ class Workspace:
 
     def settings(self) -> dict[str, object]:
         """The parsed tracework.toml (a clear error when it is malformed)."""
+        where = self.root / MARKER
         try:
-            return tomllib.loads((self.root / MARKER).read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
-            raise TraceworkError(f"{self.root / MARKER}: not valid TOML ({exc})") from None
+            text = where.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError) as exc:
+            raise TraceworkError(f"{where}: not valid TOML ({exc})") from None
+        try:
+            return load_toml(text)
+        except DataError as exc:
+            raise TraceworkError(f"{where}: {exc}") from None
 
     @property
     def sources(self) -> Path:
