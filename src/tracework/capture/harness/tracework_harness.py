@@ -33,7 +33,8 @@ PROTOCOL = 1
 STATUSES = ("PASS", "FAIL", "UNKNOWN")
 ARMS = ("scripted", "model-driven")
 _ID = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}\Z")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._ -]{0,63}\Z")
+#: Names of records and tables: one line of printable text.
+_NAME = re.compile(r"[^\x00-\x1f\x7f]{1,100}\Z")
 #: Containers nested deeper than this are recorded as their repr.
 _MAX_DEPTH = 64
 
@@ -79,9 +80,8 @@ class _Channel:
         self.lock = threading.Lock()
 
     def send(self, message: dict[str, Any]) -> None:
-        data = (
-            json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
-        ).encode("utf-8", errors="surrogatepass")
+        # ASCII on the wire: a lone surrogate travels as an escape, never as bad UTF-8
+        data = (json.dumps(message, allow_nan=False, separators=(",", ":")) + "\n").encode()
         if self.fd is None:
             return
         if os.getpid() != self.pid:
@@ -113,10 +113,8 @@ class Case:
 
     def record(self, name: str, value: Any) -> None:
         """Add a transcript entry: ``value`` as JSON (objects that are not, as repr)."""
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise HarnessError(
-                f"record name {name!r}: use letters, digits, '.', '_', '-' and spaces"
-            )
+        if not isinstance(name, str) or not _NAME.match(name) or not name.strip():
+            raise HarnessError(f"record name {name!r}: one line of text, 1 to 100 characters")
         self._send("record", name=name, value=jsonable(value))
 
     def check(self, criterion: str, holds: bool | None, observed: str) -> None:
@@ -241,8 +239,8 @@ class Capture:
         arm: str = "scripted",
     ) -> None:
         """A results table computed from the runs (each row as long as ``columns``)."""
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise HarnessError(f"table name {name!r}: use letters, digits, '.', '_', '-'")
+        if not isinstance(name, str) or not _NAME.match(name) or not name.strip():
+            raise HarnessError(f"table name {name!r}: one line of text, 1 to 100 characters")
         if arm not in ARMS:
             raise HarnessError(f"table {name}: arm {arm!r} is not one of {ARMS}")
         cols = [_text(c, f"table {name}: a column name") for c in columns]
