@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import subprocess
+from contextlib import suppress
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from functools import cache
@@ -120,10 +121,10 @@ def _uv(args: list[str], what: str, **env: str) -> str:
     return proc.stdout.decode("utf-8", errors="replace")
 
 
-@cache
 def find_interpreter(version: str) -> Interpreter:
     """The installed Python for ``version`` that uv finds (never a virtual environment,
-    never a download), with its full version and prefix."""
+    never a download), with its full version and prefix; recorded for
+    :func:`recorded_interpreter`."""
     found = _uv(
         ["python", "find", "--no-config", "--system", version], f"finding Python {version}"
     ).strip()
@@ -134,7 +135,32 @@ def find_interpreter(version: str) -> Interpreter:
     if proc.returncode != 0:
         raise EnvironmentBuildFailed(f"the Python uv found for {version} ({found}) does not run")
     full, prefix = json.loads(proc.stdout)
-    return Interpreter(found, full, prefix)
+    interpreter = Interpreter(found, full, prefix)
+    record = {"interpreter": [found, full, prefix], "identity": _identity(found)}
+    write_atomic(_record_path(version), json.dumps(record, sort_keys=True) + "\n")
+    return interpreter
+
+
+def recorded_interpreter(version: str) -> Interpreter:
+    """The Python ``capture env`` found for ``version``, while its binary is unchanged
+    (finding one again asks uv, which searches the whole machine: most of a second)."""
+    with suppress(OSError, ValueError, TypeError, KeyError):
+        record = json.loads(_record_path(version).read_text(encoding="utf-8"))
+        path, full, prefix = record["interpreter"]
+        if record["identity"] == _identity(path):
+            return Interpreter(path, full, prefix)
+    return find_interpreter(version)
+
+
+def _record_path(version: str) -> Path:
+    return cache_folder("interpreters") / f"{version}.json"
+
+
+def _identity(path: str) -> list[int]:
+    """What changes when an interpreter is replaced: its real file's device, inode,
+    size and modification time."""
+    info = os.stat(path)
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]
 
 
 def _inputs(config: CaptureConfig, tree: Path, interpreter: Interpreter) -> dict[str, object]:
@@ -160,15 +186,18 @@ def _inputs(config: CaptureConfig, tree: Path, interpreter: Interpreter) -> dict
     }
 
 
-def environment_key(config: CaptureConfig, tree: Path) -> tuple[str, dict[str, object]]:
-    inputs = _inputs(config, tree, find_interpreter(config.python))
+def environment_key(
+    config: CaptureConfig, tree: Path, interpreter: Interpreter
+) -> tuple[str, dict[str, object]]:
+    inputs = _inputs(config, tree, interpreter)
     text = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
     return sha256_hex(text.encode("utf-8")), inputs
 
 
 def cached_environment(config: CaptureConfig, tree: Path, name: str) -> Environment:
     """The built environment for ``config`` at ``tree``; never builds one."""
-    key, _ = environment_key(config, tree)
+    interpreter = recorded_interpreter(config.python)
+    key, _ = environment_key(config, tree, interpreter)
     folder = cache_folder("envs") / key
     if not (folder / "complete").is_file():
         raise EnvironmentMissing(
@@ -176,13 +205,13 @@ def cached_environment(config: CaptureConfig, tree: Path, name: str) -> Environm
             hint=f"run `tracework capture env {name}` first (it may download packages from "
             "the package registry; the capture itself never uses the network)",
         )
-    return _read(folder, key, built_now=False, interpreter=find_interpreter(config.python))
+    return _read(folder, key, built_now=False, interpreter=interpreter)
 
 
 def build_environment(config: CaptureConfig, tree: Path) -> Environment:
     """The environment for ``config`` at ``tree``: found in the cache, or built now."""
     interpreter = find_interpreter(config.python)
-    key, inputs = environment_key(config, tree)
+    key, inputs = environment_key(config, tree, interpreter)
     folder = cache_folder("envs") / key
     if (folder / "complete").is_file():
         return _read(folder, key, built_now=False, interpreter=interpreter)

@@ -6,9 +6,9 @@ see (read-only), at which fixed paths, with which environment — and built by o
 two backends:
 
 - ``bwrap``: Debian's bubblewrap, when installed;
-- ``unshare``: util-linux ``unshare``, ``mount`` and ``setpriv``, with
+- ``unshare``: util-linux ``unshare`` and ``setpriv``, with
   :mod:`tracework.capture.sandbox_init` as the namespace's first process, building
-  the same view with ``mount`` and ``chroot``.
+  the same view with mount(2) and ``chroot``.
 
 Both give: new network (loopback only), PID, IPC, UTS and mount namespaces; a root
 holding only the system's ``/usr``, a few files of ``/etc`` and the capture's own
@@ -196,13 +196,12 @@ def _bwrap(tool: str, view: View, privileged: bool) -> list[str]:
     return [*args, "--", *prefix, *view.argv]
 
 
-def _unshare(tool: str, mount: str, view: View, scratch: Path, privileged: bool) -> list[str]:
+def _unshare(tool: str, view: View, scratch: Path, privileged: bool) -> list[str]:
     """unshare's command line; :mod:`sandbox_init` (this Python, isolated from
     site-packages) then builds the view from a plan written into ``scratch``."""
     root = scratch / "root"
     root.mkdir(exist_ok=True)
     plan = {
-        "mount": mount,
         "root": str(root),
         "binds": [[str(b.source), b.target] for b in view.binds],
         "symlinks": [list(pair) for pair in view.symlinks],
@@ -230,10 +229,7 @@ def command(backend: Backend, view: View, scratch: Path) -> list[str]:
     privileged = os.geteuid() == 0
     if backend == "bwrap":
         return _bwrap(tool, view, privileged)
-    mount = shutil.which("mount", path=path)
-    if mount is None:
-        raise IsolationUnavailable("`mount` is not installed (not on PATH)")
-    return _unshare(tool, mount, view, scratch, privileged)
+    return _unshare(tool, view, scratch, privileged)
 
 
 def choose(setting: str) -> Backend:
