@@ -260,6 +260,7 @@ def _sandbox_env(python_path: list[str]) -> dict[str, str]:
     return {
         "PATH": f"{isolation.ENV}/bin:/usr/bin:/bin",
         "HOME": isolation.HOME,
+        "PWD": isolation.TREE,
         "TMPDIR": isolation.TMP,
         "USER": "capture",
         "LOGNAME": "capture",
