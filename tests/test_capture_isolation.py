@@ -42,7 +42,7 @@ def setup(request, pinned, tw, monkeypatch, tmp_path):
 
 
 def _hostile(ws_root: Path, home: Path, host_port: int, token: str) -> str:
-    return f'''
+    return f"""
 import os, socket, subprocess, sys, time
 from tracework_harness import capture
 
@@ -116,7 +116,7 @@ with capture.case("H-fork", "Does a process it detaches outlive it?") as c:
     c.record("detached", "started")
     c.status("UNKNOWN", criterion="the test looks for it after the capture",
              observed="a detached sleeper was left running")
-'''
+"""
 
 
 def _processes_with(token: str) -> list[int]:
@@ -134,9 +134,7 @@ def _processes_with(token: str) -> list[int]:
 def test_hostile_harness_is_contained(setup):
     listener = socket.create_server(("127.0.0.1", 0))  # on the caller's own loopback
     token = f"tracework-hostile-{uuid.uuid4()}"
-    setup.write(
-        "hostile", _hostile(setup.ws.root, setup.home, listener.getsockname()[1], token)
-    )
+    setup.write("hostile", _hostile(setup.ws.root, setup.home, listener.getsockname()[1], token))
     assert setup.tw("check", "demo").exit_code == 0  # the compiled register copy, made now
     before = snapshot(setup.ws.root, leave_out=setup.ws.root / "captures" / "hostile")
     try:
@@ -231,7 +229,9 @@ def test_a_harness_that_allocates_too_much_is_stopped(setup):
 
 
 def test_a_harness_that_prints_a_gigabyte_is_stopped(setup):
-    harness = "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(chunk)\n"
+    harness = (
+        "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(chunk)\n"
+    )
     result = _good_then(setup, harness, toml="[limits]\noutput_mib = 1\n")
     assert result.exit_code == 1
     assert "output (stdout and stderr) went over the limit of 1 MiB" in one_error(result)

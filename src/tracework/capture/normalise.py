@@ -15,7 +15,9 @@ The rules, applied to every string (and every mapping key) of a capture, in orde
    order it gave them: RE2 syntax (linear time: a pattern cannot hang tracework), the
    placeholder inserted as it is written.
 
-Text that is not valid Unicode (a lone surrogate) is written as U+FFFD.  Numbering
+Numbers are matched as their JSON text (a rule for ``0[.][0-9]+`` replaces a recorded
+``random.random()``), and stay numbers when no rule changes them.  Text that is not
+valid Unicode (a lone surrogate) is written as U+FFFD.  Numbering
 follows the order tracework visits values: scripted messages first, in the order the
 harness sent them, then the model-driven ones, then the log, so nothing a
 model-driven arm does can shift the numbers of the scripted files.
@@ -23,6 +25,7 @@ model-driven arm does can shift the numbers of the scripted files.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -115,9 +118,15 @@ class Normaliser:
         return value
 
     def value(self, value: Any) -> Any:
-        """``value`` (JSON data) with every string and key normalised."""
+        """``value`` (JSON data) with every string and key normalised; a number is
+        matched as its JSON text, and becomes the normalised text if a rule changed it
+        (``time.time()`` recorded as a float is as volatile as a timestamp)."""
         if isinstance(value, str):
             return self.text(value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            written = json.dumps(value)
+            changed = self.text(written)
+            return value if changed == written else changed
         if isinstance(value, list):
             return [self.value(item) for item in value]
         if isinstance(value, dict):

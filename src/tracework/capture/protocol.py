@@ -208,8 +208,9 @@ def _message(number: int, line: bytes) -> Message:
         return _MESSAGE.validate_python(data)
     except ValidationError as exc:
         kind = data.get("t") if isinstance(data, dict) else None
+        problem = validation_problem(exc).replace("Extra inputs are not permitted", "unknown field")
         raise ProtocolProblem(
-            f"protocol message {number} ({kind or 'no kind'}): {validation_problem(exc)}"
+            f"protocol message {number} ({kind or 'no kind'}): {problem}"
         ) from None
 
 
