@@ -31,7 +31,7 @@ def test_repeat_names_the_first_file_and_line_that_differ(setup):
     result = setup.capture("cap", "--repeat", "2")
     assert result.exit_code == 1
     message = one_error(result)
-    assert "run 2 differs from run 1: transcripts/T-01.json line 11: run 1 has '\"value\": 0." in (
+    assert 'run 2 differs from run 1: transcripts/T-01.json line 11: run 1 has \'"value": 0.' in (
         message
     )
     assert "capture.normalise(pattern, placeholder)" in message
@@ -47,8 +47,7 @@ def test_a_harness_rule_makes_it_deterministic(setup):
         "cap",
         RANDOM_HARNESS.replace(
             "from tracework_harness import capture\n",
-            "from tracework_harness import capture\n"
-            "capture.normalise(r'0\\.[0-9]+', '<random>')\n",
+            "from tracework_harness import capture\ncapture.normalise(r'0\\.[0-9]+', '<random>')\n",
         ),
     )
     result = setup.capture("cap", "--repeat", "3", "--json")

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracework.capture.normalise import HarnessRule, Normaliser, NormaliseProblem
+from tracework.capture.normalise import HarnessRule, NormaliseProblem, Normaliser
 
 PATHS = [
     ("/capture/tree", "<tree>"),
@@ -36,7 +36,7 @@ def test_uuid_numbering_is_stable_and_never_merges(pieces):
     norm = fresh()
     out = norm.text(text)
     order = list(dict.fromkeys(u for u, _ in pieces))  # by first appearance
-    for number, value in enumerate(order, 1):
+    for value in order:
         assert value not in out
     assert out.count("<uuid-") == len(pieces)
     expected = {value: f"<uuid-{n}>" for n, value in enumerate(order, 1)}
