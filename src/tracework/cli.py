@@ -806,9 +806,8 @@ def _print_capture(outcome: Any) -> None:
         table.add_column(col, overflow="fold")
     for arm in (cap.results, cap.model_arm):
         for case in arm.cases if arm is not None else ():
-            observed = case.observed or "; ".join(
-                ch.observed for ch in case.checks if ch.holds is not True
-            )
+            unmet = [ch.observed for ch in case.checks if ch.holds is not True]
+            observed = case.observed or "; ".join(unmet or [ch.observed for ch in case.checks])
             status = case.status or "model-driven (not graded)"
             table.add_row(case.id, status, Text(visible(case.question)), Text(visible(observed)))
     console.print(table)

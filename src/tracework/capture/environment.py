@@ -209,12 +209,18 @@ def cached_environment(config: CaptureConfig, tree: Path, name: str) -> Environm
 
 
 def build_environment(config: CaptureConfig, tree: Path) -> Environment:
-    """The environment for ``config`` at ``tree``: found in the cache, or built now."""
-    interpreter = find_interpreter(config.python)
+    """The environment for ``config`` at ``tree``: found in the cache, or built now.
+
+    The interpreter recorded the last time is tried first (an environment built with it
+    is reused as it is); only to build is uv asked to find one again."""
+    interpreter = recorded_interpreter(config.python)
     key, inputs = environment_key(config, tree, interpreter)
     folder = cache_folder("envs") / key
     if (folder / "complete").is_file():
         return _read(folder, key, built_now=False, interpreter=interpreter)
+    interpreter = find_interpreter(config.python)
+    key, inputs = environment_key(config, tree, interpreter)
+    folder = cache_folder("envs") / key
     with locked(folder):
         if (folder / "complete").is_file():  # built meanwhile by another process
             return _read(folder, key, built_now=False, interpreter=interpreter)

@@ -3,8 +3,9 @@
 The run's stdout and stderr share one pipe (the log); the protocol has its own.
 Both are read as they fill, each up to the output limit; past it, or past the
 timeout, the whole process group is killed (the sandbox's PID namespace then takes
-everything the harness started with it), and the run says why it was stopped.  The
-group is killed at the end of every run, however it ended.
+everything the harness started with it), and the run says why it was stopped.  A
+run that closed both pipes is given a moment to exit on its own; then the group is
+killed, at the end of every run, however it ended.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ def run_sandboxed(
                         stopped = f"its {names[fd]} went over the limit of {mib} MiB"
                         break
                     buffers[fd] += chunk
+            if stopped is None:  # both pipes closed: the run is ending on its own
+                with suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=max(0.1, min(5.0, deadline - time.monotonic())))
         finally:
             _kill_group(proc)
             for fd in buffers:
