@@ -309,3 +309,85 @@ def test_a_forced_backend_that_fails_is_not_replaced(pinned, tw, tmp_path, monke
     assert result.exit_code == 2
     message = one_error(result)
     assert "bwrap: bwrap: No permissions" in message and "unshare:" not in message
+
+
+PROBE = """\
+import json, os, socket
+def attempt(action):
+    try:
+        action()
+        return "succeeded"
+    except OSError as exc:
+        return "refused: " + type(exc).__name__
+status = open("/proc/self/status").read()
+print(json.dumps({
+    "uid": os.getuid(),
+    "caps": status.split("CapEff:")[1].split()[0],
+    "no_new_privs": status.split("NoNewPrivs:")[1].split()[0],
+    "interfaces": sorted(name for _, name in socket.if_nameindex()),
+    "outside": attempt(lambda: socket.create_connection(("192.0.2.1", 443), timeout=5)),
+    "write root": attempt(lambda: open("/planted", "w")),
+    "write lib": attempt(lambda: open("/capture/lib/x", "w")),
+    "write tmp": attempt(lambda: open("/tmp/x", "w")),
+    "root": sorted(os.listdir("/")),
+}))
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_unprivileged_user_gets_the_same_sandbox(backend, monkeypatch):
+    """The command lines for a user who is not root (a user namespace of the sandbox's
+    own) build the same view: run here as uid 65534, with the system's Python."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    from tracework.capture import isolation
+
+    python = "/usr/bin/python3"
+    if os.geteuid() != 0 or not Path(python).is_file():
+        pytest.skip("needs root (to become another user) and the system's /usr/bin/python3")
+    folder = Path(tempfile.mkdtemp(prefix="tracework-unprivileged-", dir="/tmp"))
+    try:
+        folder.chmod(0o755)
+        lib = folder / "lib"
+        lib.mkdir(mode=0o755)
+        (lib / "probe.py").write_text(PROBE)
+        (lib / "probe.py").chmod(0o644)
+        scratch = folder / "scratch"
+        scratch.mkdir(mode=0o755)
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "geteuid", lambda: 1000)
+            patch.setattr(sys, "executable", python)  # the init runs without tracework's venv
+            binds, links = isolation.system_view([isolation.Bind(lib, "/capture/lib")], scratch)
+            view = isolation.View(
+                binds, links, 1 << 20, {"PATH": "/usr/bin:/bin"}, (python, "/capture/lib/probe.py")
+            )
+            argv = isolation.command(backend, view, scratch)
+        drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        proc = subprocess.run(
+            [*drop, *argv], env={"PATH": os.environ["PATH"]}, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr
+        seen = json.loads(proc.stdout)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert seen["uid"] == (65534 if backend == "bwrap" else 0)  # unshare: root of its own
+    assert seen["caps"] == "0000000000000000" and seen["no_new_privs"] == "1"
+    assert seen["interfaces"] == ["lo"] and seen["outside"].startswith("refused")
+    assert seen["write root"].startswith("refused") and seen["write lib"].startswith("refused")
+    assert seen["write tmp"] == "succeeded"
+    fixed = {"capture", "dev", "etc", "proc", "tmp", "usr"}
+    assert fixed <= set(seen["root"]) <= fixed | set(isolation.SYSTEM_DIRS)
+        "bin",
+        "capture",
+        "dev",
+        "etc",
+        "lib",
+        "lib64",
+        "proc",
+        "sbin",
+        "tmp",
+        "usr",
+    ]
