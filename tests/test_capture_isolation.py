@@ -380,14 +380,3 @@ def test_an_unprivileged_user_gets_the_same_sandbox(backend, monkeypatch):
     assert seen["write tmp"] == "succeeded"
     fixed = {"capture", "dev", "etc", "proc", "tmp", "usr"}
     assert fixed <= set(seen["root"]) <= fixed | set(isolation.SYSTEM_DIRS)
-        "bin",
-        "capture",
-        "dev",
-        "etc",
-        "lib",
-        "lib64",
-        "proc",
-        "sbin",
-        "tmp",
-        "usr",
-    ]
