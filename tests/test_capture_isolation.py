@@ -196,14 +196,14 @@ def test_too_many_processes_are_refused(setup):
     assert started["stopped by"] == "BlockingIOError" and started["count"] < 16
 
 
-def _good_then(setup, harness: str, toml: str = ""):
+def _good_then(setup, harness: str, toml: str = "", timeout: int = 60):
     """A good capture first, then ``harness`` in its place: returns the second result,
     having checked the first capture's files are untouched by it."""
     setup.write("cap", PLAIN_HARNESS)
     first = setup.capture("cap")
     assert first.exit_code == 0, first.output
     kept = snapshot(setup.folder("cap"))
-    setup.write("cap", harness, toml=toml, timeout=2)
+    setup.write("cap", harness, toml=toml, timeout=timeout)
     result = setup.capture("cap")
     assert snapshot(setup.folder("cap")) == kept  # the previous capture stays as it was
     assert (setup.failed("cap") / "log.txt").is_file()
@@ -213,7 +213,7 @@ def _good_then(setup, harness: str, toml: str = ""):
 
 
 def test_a_harness_that_loops_forever_is_stopped(setup):
-    result = _good_then(setup, "while True:\n    pass\n")
+    result = _good_then(setup, "while True:\n    pass\n", timeout=2)
     assert result.exit_code == 1
     message = one_error(result)
     assert "ran past its timeout of 2 s" in message and "previous capture is untouched" in message
