@@ -86,6 +86,28 @@ HEAD = "from tracework_harness import capture\n"
             "protocol message 2 (verdict):",
         ),
         (
+            HEAD + "import os\nos.write(capture._channel.fd, b'[' * 500 + b']' * 500 + b'\\n')\n",
+            "protocol message 2 nests deeper than 100 levels",
+        ),
+        (
+            HEAD + "import os\nos.write(capture._channel.fd, b'[' * 100000 + b'\\n')\n",
+            "protocol message 2 nests too deep to read",
+        ),
+        (
+            HEAD + "import os\nwith capture.case('T-01', 'q?') as c:\n"
+            '    os.write(capture._channel.fd, b\'{"t": "record", "case": "T-01", '
+            '"name": "n", "value": NaN}\\n\')\n'
+            "    c.check('x', holds=True, observed='y')\n",
+            "protocol message 3 is not JSON",
+        ),
+        (
+            HEAD + "import os\nwith capture.case('T-01', 'q?') as c:\n"
+            '    os.write(capture._channel.fd, b\'{"t": "record", "case": "T-01", '
+            '"name": "n", "value": 1e400}\\n\')\n'
+            "    c.check('x', holds=True, observed='y')\n",
+            "protocol message 3 is not JSON",
+        ),
+        (
             HEAD + "capture.normalise('(a)\\\\1', '<x>')\n"
             "with capture.case('T-01', 'q?') as c:\n    c.check('x', holds=True, observed='y')\n",
             "normalise pattern '(a)\\\\1' is not valid RE2",
@@ -103,6 +125,10 @@ HEAD = "from tracework_harness import capture\n"
         "not-json",
         "out-of-place",
         "unknown-kind",
+        "deep",
+        "deeper-than-python",
+        "nan",
+        "infinite",
         "bad-rule",
     ],
 )

@@ -31,8 +31,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import re2
-
 UUID = re.compile(
     r"(?<![0-9A-Fa-f-])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-"
     r"[0-9A-Fa-f]{12}(?![0-9A-Fa-f-])"
@@ -68,6 +66,8 @@ class HarnessRule:
 def compile_rule(rule: HarnessRule) -> Any:
     """The rule's RE2 pattern, or a clear problem (bad syntax, or one that matches the
     empty string, which would put the placeholder between every two characters)."""
+    import re2  # only a harness that gives rules needs it (and its start-up)
+
     try:
         compiled = re2.compile(rule.pattern)
     except re2.error as exc:

@@ -58,6 +58,9 @@ from .tree import export_tree
 #: The harness API and its runner, put on the harness's path (package data).
 HARNESS_LIB = Path(__file__).with_name("harness")
 
+#: The most runs one capture makes (each is a whole run of the harness).
+MAX_REPEAT = 10
+
 #: Files whose bytes may differ between runs: the log, and the model-driven arm.
 NOT_COMPARED = ("log.txt", "model-arm.json")
 
@@ -106,6 +109,8 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
     """Run capture ``name`` at ``commit`` (default: its declared one) ``repeat`` times and
     write it; see the module's docstring for the stages."""
     # 1. what runs, against what
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise CaptureConfigError(f"--repeat must be 1 to {MAX_REPEAT}, not {repeat}")
     config, config_raw = load_config(ws, capture_name(name))
     harness_path = ws.captures / f"{name}.py"
     if not harness_path.is_file():

@@ -12,6 +12,7 @@ that stops half-way is one clear error naming the message's number.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -198,12 +199,47 @@ def parse(lines: list[bytes]) -> RawCapture:
     return raw
 
 
+#: How deep a message's values may nest (the harness API records deeper values as repr).
+MAX_DEPTH = 100
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def _no_constant(text: str) -> float:
+    raise ValueError(f"{text} is not JSON")
+
+
+def _depth(data: Any) -> int:
+    """How deep ``data`` nests, counted without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth <= MAX_DEPTH:
+            children = value.values() if isinstance(value, dict) else value
+            if isinstance(value, dict | list):
+                stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def _message(number: int, line: bytes) -> Message:
+    """One line as a checked message.  What the standard library's JSON accepts but JSON
+    does not (NaN, Infinity, 1e400) is refused, and so is nesting deeper than
+    :data:`MAX_DEPTH`, which would otherwise exhaust the recursion of what follows."""
     try:
-        data = json.loads(line)
+        data = json.loads(line, parse_float=_finite, parse_constant=_no_constant)
     except ValueError:
         shown = line[:80].decode("utf-8", errors="replace")
         raise ProtocolProblem(f"protocol message {number} is not JSON: {shown!r}") from None
+    except RecursionError:
+        raise ProtocolProblem(f"protocol message {number} nests too deep to read") from None
+    if _depth(data) > MAX_DEPTH:
+        raise ProtocolProblem(f"protocol message {number} nests deeper than {MAX_DEPTH} levels")
     try:
         return _MESSAGE.validate_python(data)
     except ValidationError as exc:
