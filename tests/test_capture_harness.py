@@ -242,6 +242,7 @@ def test_the_protocol_refuses_each_fault():
         "never ended": lines(hello, case, check, done),
         "ended without a status": lines(hello, case, end),
         "was already run": lines(hello, case, check, end, case),
+        "ignoring case": lines(hello, case, check, end, {**case, "id": "t-01"}),
         "after the run ended": lines(hello, done, case),
         "not as wide": lines(
             hello,

@@ -380,3 +380,40 @@ def test_an_unprivileged_user_gets_the_same_sandbox(backend, monkeypatch):
     assert seen["write tmp"] == "succeeded"
     fixed = {"capture", "dev", "etc", "proc", "tmp", "usr"}
     assert fixed <= set(seen["root"]) <= fixed | set(isolation.SYSTEM_DIRS)
+
+
+def test_a_capture_killed_outright_takes_its_harness_with_it(setup):
+    """SIGKILL to tracework mid-run (no chance to clean up): the sandbox dies with it,
+    under either backend, instead of running on until a timeout nobody enforces."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    name = f"loop{uuid.uuid4().hex[:10]}"
+    setup.write(name, "while True:\n    pass\n", timeout=600)
+    assert setup.tw("capture", "env", name).exit_code == 0
+    marker = f"/capture/harness/{name}.py"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tracework", "capture", name],
+        cwd=setup.ws.root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):  # until the harness runs (a slow machine may take a while)
+            if _processes_with(marker):
+                break
+            time.sleep(0.1)
+        assert _processes_with(marker), "the harness never started"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    for _ in range(300):
+        if not _processes_with(marker):
+            break
+        time.sleep(0.1)
+    left = _processes_with(marker)
+    for pid in left:  # never leave a spinning harness behind, even when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert left == []

@@ -212,7 +212,10 @@ def _unshare(tool: str, view: View, scratch: Path, privileged: bool) -> list[str
         "fds": list(view.pass_fds),
     }
     (scratch / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
-    args = [tool, "--mount", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child"]
+    # unshare dies with tracework (a parent-death signal, as bwrap's --die-with-parent),
+    # and --kill-child takes the namespace's first process, and so everything, with it
+    args = [SETPRIV, "--pdeathsig", "KILL", "--", tool, "--mount", "--net", "--pid", "--ipc"]
+    args += ["--uts", "--fork", "--kill-child"]
     if not privileged:
         args += ["--user", "--map-root-user"]
     init = Path(__file__).with_name("sandbox_init.py")

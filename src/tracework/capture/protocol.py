@@ -172,8 +172,11 @@ def parse(lines: list[bytes]) -> RawCapture:
                     f"{where}: case {message.id} opened while case {open_case.opened.id} "
                     "was open (it ended by an exception the harness caught, or never ended)"
                 )
-            if any(c.opened.id == message.id for c in raw.cases):
-                raise ProtocolProblem(f"{where}: case {message.id} was already run")
+            if any(c.opened.id.lower() == message.id.lower() for c in raw.cases):
+                raise ProtocolProblem(
+                    f"{where}: case {message.id} was already run (ids are compared "
+                    "ignoring case: their transcripts must not collide on any file system)"
+                )
             open_case = RawCase(message)
             raw.cases.append(open_case)
         elif isinstance(message, Recorded | Checked | Stated | Observed | Ended):

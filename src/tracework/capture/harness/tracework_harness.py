@@ -217,13 +217,16 @@ class Capture:
             raise HarnessError(
                 f"case id {case_id!r}: start with a letter; letters, digits, '.', '_', '-'"
             )
-        if case_id in self._ids:
-            raise HarnessError(f"case {case_id} was already run")
+        if case_id.lower() in self._ids:
+            raise HarnessError(
+                f"case {case_id} was already run (ids are compared ignoring case: "
+                "transcripts/ID.json must not collide on any file system)"
+            )
         if arm not in ARMS:
             raise HarnessError(f"case {case_id}: arm {arm!r} is not one of {ARMS}")
         if self._open is not None:
             raise HarnessError(f"case {case_id} opened inside case {self._open.id}")
-        self._ids.add(case_id)
+        self._ids.add(case_id.lower())
         opened = Case(self, case_id, _text(question, "question") or "", arm)
         self._channel.send({"t": "case", "id": case_id, "question": question, "arm": arm})
         self._open = opened
