@@ -305,7 +305,7 @@ def test_the_harness_api_runs_on_an_old_python_by_hand(tmp_path):
     )
     lib = Path(__file__).resolve().parents[1] / "src" / "tracework" / "capture" / "harness"
     proc = subprocess.run(
-        [python, "-s", str(harness)],
+        [python, "-s", "-B", str(harness)],
         capture_output=True,
         text=True,
         env={"PYTHONPATH": str(lib), "PATH": os.environ["PATH"]},
