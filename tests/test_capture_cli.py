@@ -28,6 +28,7 @@ def setup(pinned, tw):
         ({"timeout": 0}, "", "timeout: Input should be greater than or equal to 1"),
         ({}, "[limits]\nmemory_mib = 1\n", "limits.memory_mib"),
         ({"register": None}, "", "register: Field required"),
+        ({"subject": "../toy"}, "", "'../toy' is not a valid subject name"),
         ({}, "this is = = not toml", "not valid TOML"),
     ],
 )

@@ -25,7 +25,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import validation_problem
+from ..errors import TraceworkError, validation_problem
 from ..workspace import Workspace, check_name
 from .errors import CaptureConfigError
 
@@ -141,8 +141,11 @@ def load_config(ws: Workspace, name: str) -> tuple[CaptureConfig, bytes]:
             f"{rel}: {_explained(validation_problem(exc))}",
             hint="see the README's 'Runtime captures' section for every key",
         ) from None
-    check_name(config.subject, "subject")
-    check_name(config.register_name, "register")
+    for value, what in ((config.subject, "subject"), (config.register_name, "register")):
+        try:
+            check_name(value, what)
+        except TraceworkError as exc:
+            raise CaptureConfigError(f"{rel}: {exc.message}", hint=exc.hint) from None
     return config, raw
 
 
