@@ -7,13 +7,16 @@ command, printed before it runs, in this repository's own workspace:
    so fixed ids);
 2. fetch their mirrors (``sources/*.toml`` are committed);
 3. check the committed registers ``registers/*.yaml`` at their pins;
-4. render ``notebooks/larkspur.ipynb`` and ``notebooks/fennel.ipynb`` at their pins:
+4. capture Fennel at its pin (``captures/fennel.toml``, ``captures/fennel.py``): its
+   own assistant driven by a scripted model, isolated, run twice and required to give
+   byte-identical files — two cases FAIL, two PASS;
+5. render ``notebooks/larkspur.ipynb`` and ``notebooks/fennel.ipynb`` at their pins:
    every check holds;
-5. check Larkspur at its newest commit, then ``rerender --all --latest``: moved,
+6. check Larkspur at its newest commit, then ``rerender --all --latest``: moved,
    changed and missing evidence, the commit at which each changed quote changed (a
    formatting-only change named as such), a broken evidenced absence, a vanished
    diagram identifier, and the records and rubric marks that need re-review;
-6. publish the site: an index of the reports, each report's renders, its register,
+7. publish the site: an index of the reports, each report's renders, its register,
    and the matrix of both systems against ``registers/rubrics/retention.yaml``.
 """
 
@@ -47,6 +50,9 @@ def main() -> None:
     for name in SUBJECTS:
         tracework("fetch", name)
         tracework("check", name)
+    tracework("capture", "env", "fennel")
+    tracework("capture", "fennel", "--repeat", "2")
+    for name in SUBJECTS:
         tracework("render", name)
     pin, newest = built["larkspur"][0], built["larkspur"][-1]
     tracework("check", "larkspur", "--at", newest[:12], expect=(1,))
@@ -60,6 +66,8 @@ def main() -> None:
     ):
         print(f"  {reports / commit[:12] / 'report.html'}  ({what})")
     print(f"\nThe published site: {ROOT / 'reports' / 'site' / 'index.html'}")
+    capture = ROOT / "captures" / "fennel" / built["fennel"][0][:12]
+    print(f"The capture of Fennel: {capture / 'results.json'} (and transcripts/)")
 
 
 if __name__ == "__main__":

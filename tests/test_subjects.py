@@ -635,6 +635,7 @@ def test_init_inside_a_repository_adds_what_its_gitignore_lacks(tmp_path):
     assert text == (
         "node_modules/\n/reports/*\n# tracework\n"
         "/sources/.mirrors/\n/registers/.*.lock\n/registers/.*.compiled.json\n"
+        "/captures/*/.*.lock\n/captures/*/.*.staging/\n/captures/*/failed-*/\n"
     )
     Workspace.init(root)
     assert (root / ".gitignore").read_text(encoding="utf-8") == text
@@ -660,6 +661,7 @@ def test_init_keeps_a_crlf_gitignore_crlf(tmp_path):
     assert (root / ".gitignore").read_bytes() == (
         b"node_modules/\r\n/reports/*\r\n# tracework\r\n"
         b"/sources/.mirrors/\r\n/registers/.*.lock\r\n/registers/.*.compiled.json\r\n"
+        b"/captures/*/.*.lock\r\n/captures/*/.*.staging/\r\n/captures/*/failed-*/\r\n"
     )
 
 

@@ -861,3 +861,160 @@ def _print_screen(subject_name: str, result: Any) -> None:
         console.print(Text(f"{title}: none"))
     for lock in window.locks:
         console.print(Text(f"{visible_name(lock.path)}: {lock.note}"))
+
+
+# -- captures ---------------------------------------------------------------------------
+
+
+class _CaptureGroup(click.Group):
+    """``capture env NAME`` is a subcommand; ``capture NAME …`` means ``capture run NAME …``."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["run", *args]
+        return super().resolve_command(ctx, args)
+
+
+@main.group(cls=_CaptureGroup)
+def capture() -> None:
+    """Run a harness against the subject's own code, isolated: `capture NAME`, `capture env NAME`.
+
+    A capture is captures/NAME.toml (subject, commit, environment, limits) with the
+    harness captures/NAME.py; its results go to captures/NAME/<commit12>/."""
+
+
+@capture.command("run")
+@click.argument("name")
+@click.option("--commit", default=None, help="Capture at this commit (default: the declared one).")
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, 10),
+    default=1,
+    show_default=True,
+    help="Run N times; the scripted files must be byte-identical.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def capture_run(name: str, commit: str | None, repeat: int, as_json: bool) -> None:
+    """Run capture NAME in isolation and write captures/NAME/<commit12>/ (exit 0 whatever
+    its statuses; 1 when the harness failed or two runs differ)."""
+    from .capture.errors import HarnessFailed, NotDeterministic
+    from .capture.pipeline import capture as do_capture
+
+    ws = _workspace()
+    try:
+        outcome = do_capture(ws, name, commit, repeat)
+    except (HarnessFailed, NotDeterministic) as exc:
+        if not as_json:
+            raise
+        _json({"ok": False, "capture": name, "error": exc.message, "hint": exc.hint})
+        sys.exit(exc.exit_code)
+    cap = outcome.capture
+    if as_json:
+        _json(
+            {
+                "ok": True,
+                "capture": cap.name,
+                "subject": cap.manifest.subject,
+                "commit": cap.commit,
+                "directory": cap.folder,
+                "runs": outcome.runs,
+                "identical": True,
+                "isolation": outcome.isolation,
+                "counts": cap.results.counts,
+                "cases": [
+                    {
+                        "id": c.id,
+                        "arm": c.arm,
+                        "status": c.status,
+                        "question": c.question,
+                        "transcript": c.transcript,
+                    }
+                    for arm in (cap.results, cap.model_arm)
+                    if arm is not None
+                    for c in arm.cases
+                ],
+                "tables": [t.name for t in cap.results.tables],
+                "files": {f.path: f.sha256 for f in cap.manifest.files},
+            }
+        )
+        return
+    _print_capture(outcome)
+
+
+def _print_capture(outcome: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .highlight import visible
+
+    cap = outcome.capture
+    runs = "1 run" if outcome.runs == 1 else f"{outcome.runs} runs, byte-identical"
+    console = _console()
+    table = Table(
+        title=Text(
+            f"capture {cap.name} · {cap.manifest.subject} at {cap.commit[:12]} "
+            f"({runs}; isolated by {outcome.isolation})"
+        ),
+        title_justify="left",
+    )
+    for col in ("case", "status", "question", "observed"):
+        table.add_column(col, overflow="fold")
+    for arm in (cap.results, cap.model_arm):
+        for case in arm.cases if arm is not None else ():
+            unmet = [ch.observed for ch in case.checks if ch.holds is not True]
+            observed = case.observed or "; ".join(unmet or [ch.observed for ch in case.checks])
+            status = case.status or "model-driven (not graded)"
+            table.add_row(case.id, status, Text(visible(case.question)), Text(visible(observed)))
+    console.print(table)
+    counts = cap.results.counts
+    tables = len(cap.results.tables)
+    console.print(
+        Text(
+            f"{len(cap.results.cases)} scripted cases: {counts['PASS']} PASS, {counts['FAIL']} "
+            f"FAIL, {counts['UNKNOWN']} UNKNOWN"
+            + (f"; {tables} table{'s' if tables != 1 else ''}" if tables else "")
+        )
+    )
+    click.echo(f"written to {cap.folder}/ (manifest.json lists every file's SHA-256)")
+
+
+@capture.command("env")
+@click.argument("name")
+@click.option("--commit", default=None, help="The commit whose lock to install.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def capture_env(name: str, commit: str | None, as_json: bool) -> None:
+    """Build (or find built) the environment of capture NAME: the only step of a capture
+    that may use the network (the package registry)."""
+    from .capture.pipeline import environment
+
+    ws = _workspace()
+    if not as_json:
+        click.echo(
+            "capture env: uv may download packages from the package registry "
+            "(the only step of a capture that uses the network)",
+            err=True,
+        )
+    outcome = environment(ws, name, commit)
+    env = outcome.environment
+    if as_json:
+        _json(
+            {
+                "ok": True,
+                "capture": name,
+                "commit": outcome.commit,
+                "built": env.built_now,
+                "key": env.key,
+                "python": env.interpreter.version,
+                "packages": env.packages,
+                "environment_sha256": env.sha256,
+            }
+        )
+        return
+    state = "built now" if env.built_now else "already built: nothing installed"
+    click.echo(f"environment of capture {name} at {outcome.commit[:12]}: {state}")
+    click.echo(f"  key {env.key[:16]}…  python {env.interpreter.version}  {env.folder}")
+    click.echo(f"  {len(env.packages)} packages; environment.txt sha256 {env.sha256}")
+    for line in env.packages:
+        click.echo(f"    {line}")

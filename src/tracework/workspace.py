@@ -29,6 +29,9 @@ _GITIGNORE = """\
 /registers/.*.lock
 /registers/.*.compiled.json
 /reports/*
+/captures/*/.*.lock
+/captures/*/.*.staging/
+/captures/*/failed-*/
 """
 
 
@@ -125,6 +128,12 @@ class Workspace:
     @property
     def reports(self) -> Path:
         return self.root / "reports"
+
+    @property
+    def captures(self) -> Path:
+        """``captures/``: each capture's ``NAME.toml`` and harness ``NAME.py``, and its
+        results in ``NAME/<commit12>/`` (committed: they are evidence)."""
+        return self.root / "captures"
 
     def subject_file(self, name: str) -> Path:
         return self.sources / f"{check_name(name, 'subject')}.toml"

@@ -1,0 +1,163 @@
+"""``captures/NAME.toml``: what a capture runs against, in what environment, within what limits.
+
+    subject = "fennel"
+    commit = "dd568b5e136babf453dc85aad6a4b0f5624afa9a"   # full 40-hex, like a pin
+    register = "fennel"       # its registered files are hash-checked before the harness runs
+    python = "3.11"
+    requirements = []         # or: lock = "uv" (the subject's own uv.lock)
+    timeout = 120             # seconds, wall clock (and CPU time)
+
+    [limits]
+    memory_mib = 2048
+    processes = 256
+    output_mib = 16
+    tmp_mib = 256
+
+The file is written by hand, so every key is checked and an unknown one is refused
+(a misspelt ``timout`` must not silently mean 120 s).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..errors import TraceworkError, validation_problem
+from ..workspace import Workspace, check_name
+from .errors import CaptureConfigError
+
+#: A requirement pinned exactly and with at least one hash, as ``uv pip install
+#: --require-hashes`` takes it: ``name==1.2.3 --hash=sha256:<64 hex>``.
+PINNED = re.compile(
+    r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9._,-]+\])?"
+    r"==[A-Za-z0-9.+!_-]+(?:\s+--hash=sha256:[0-9a-f]{64})+"
+)
+#: ``captures/env.toml`` would be shadowed by the ``capture env`` command.
+RESERVED = ("env", "run")
+
+Requirement = Annotated[str, Field(pattern=PINNED.pattern)]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Limits(Frozen):
+    """Resource limits of the harness's processes (each process, except ``processes``)."""
+
+    memory_mib: int = Field(2048, ge=64, le=1 << 20, description="address space, MiB")
+    processes: int = Field(
+        256, ge=8, le=1 << 16, description="processes and threads the harness may run at once"
+    )
+    output_mib: int = Field(
+        16,
+        ge=1,
+        le=4096,
+        description="the log (stdout and stderr) and the results, each; also the largest "
+        "file a process may write",
+    )
+    tmp_mib: int = Field(256, ge=1, le=1 << 20, description="the private /tmp and /dev/shm, each")
+
+
+class CaptureConfig(Frozen):
+    """A capture's declaration: subject and commit, environment, limits."""
+
+    subject: str = Field(description="subject name (sources/NAME.toml)")
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$", description="default commit, full 40-hex")
+    register_name: str = Field(
+        alias="register",
+        description="register whose files of this subject are hash-checked before the harness runs",
+    )
+    python: str = Field(pattern=r"^3\.[0-9]{1,2}(\.[0-9]{1,2})?$", description="e.g. 3.11")
+    lock: Literal["uv"] | None = Field(
+        None, description="install the subject's own uv.lock with `uv sync --frozen`"
+    )
+    requirements: tuple[Requirement, ...] | None = Field(
+        None, description="for a subject without a lock: exact pins with hashes"
+    )
+    extra: tuple[Requirement, ...] = Field(
+        (), description="packages the harness adds (exact pins with hashes)"
+    )
+    paths: tuple[str, ...] = Field(
+        (".",), description="folders of the tree put on the harness's import path"
+    )
+    timeout: int = Field(120, ge=1, le=86400, description="seconds of wall clock, and of CPU")
+    limits: Limits = Limits()
+
+    @model_validator(mode="after")
+    def _one_environment(self) -> CaptureConfig:
+        if (self.lock is None) == (self.requirements is None):
+            raise ValueError(
+                'give exactly one of lock = "uv" (the subject\'s uv.lock) or '
+                "requirements = [...] (pins with hashes)"
+            )
+        for path in self.paths:
+            parts = path.split("/")
+            if path.startswith("/") or ".." in parts or "" in parts[:-1] or "\\" in path:
+                raise ValueError(f"paths: {path!r} must be a folder inside the tree, like 'src'")
+        return self
+
+
+def config_path(name: str) -> str:
+    """``captures/NAME.toml`` relative to the workspace root (for messages)."""
+    return f"captures/{capture_name(name)}.toml"
+
+
+def capture_name(name: str) -> str:
+    """``name`` if it can name a capture (a file name, and not a subcommand's)."""
+    check_name(name, "capture")
+    if name in RESERVED:
+        raise CaptureConfigError(
+            f"'{name}' cannot name a capture: `tracework capture {name}` is a command",
+            hint="choose another name for captures/NAME.py and captures/NAME.toml",
+        )
+    return name
+
+
+def load_config(ws: Workspace, name: str) -> tuple[CaptureConfig, bytes]:
+    """The capture's declaration and the file's bytes (their hash goes in the manifest);
+    one clear message, naming the file and the key, when it is absent or malformed."""
+    rel = config_path(name)
+    path = ws.root / rel
+    if not path.is_file():
+        known = sorted(p.stem for p in ws.captures.glob("*.toml"))
+        raise CaptureConfigError(
+            f"no capture {name}: {rel} does not exist",
+            hint=f"captures here: {', '.join(known) or 'none'}; a capture is "
+            "captures/NAME.toml (what it runs against) beside captures/NAME.py (the harness)",
+        )
+    raw = path.read_bytes()
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise CaptureConfigError(f"{rel}: not valid TOML ({exc})") from None
+    try:
+        config = CaptureConfig.model_validate(data)
+    except ValidationError as exc:
+        raise CaptureConfigError(
+            f"{rel}: {_explained(validation_problem(exc))}",
+            hint="see the README's 'Runtime captures' section for every key",
+        ) from None
+    for value, what in ((config.subject, "subject"), (config.register_name, "register")):
+        try:
+            check_name(value, what)
+        except TraceworkError as exc:
+            raise CaptureConfigError(f"{rel}: {exc.message}", hint=exc.hint) from None
+    return config, raw
+
+
+def _explained(problem: str) -> str:
+    """pydantic's words, with what a pin must look like when a pattern failed."""
+    if "should match pattern" not in problem:
+        return problem.replace("Extra inputs are not permitted", "unknown key")
+    where = problem.split(":", 1)[0]
+    if where.startswith(("requirements", "extra")):
+        return f"{where}: pin exactly, with a hash: 'name==1.2.3 --hash=sha256:<64 hex>'"
+    if where == "commit":
+        return "commit: give the full 40-hex commit id"
+    if where == "python":
+        return "python: give a version such as '3.11'"
+    return problem

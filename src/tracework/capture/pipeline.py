@@ -1,0 +1,485 @@
+"""``tracework capture`` and ``tracework capture env``: the stages, in order.
+
+1. read ``captures/NAME.toml`` and the harness ``captures/NAME.py``; resolve the
+   commit in the subject's mirror;
+2. export the tree at that commit (``git archive``, cached per commit);
+3. hash-check the register's files of this subject in the export (nothing runs when
+   one differs);
+4. find the built environment (``capture env`` builds it: the only step that may
+   use the network);
+5. choose the isolation, or refuse;
+6. run the harness in the sandbox, ``--repeat`` times, each run from scratch;
+7. turn each run's messages into the capture's files, normalised; the scripted
+   files of every run must be byte-identical to the first's;
+8. write ``captures/NAME/<commit12>/`` in a staging folder and swap it in.  A run
+   that fails keeps nothing but ``captures/NAME/failed-<commit12>/`` (its log, the
+   error, and for two runs that differ, both runs' files); the previous capture stays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import __version__
+from ..fsio import held, locked, replace_dir, staging_dir, sweep_staging, write_atomic
+from ..hashing import sha256_hex
+from ..subjects import open_mirror
+from ..workspace import Workspace
+from . import isolation
+from .config import CaptureConfig, capture_name, load_config
+from .environment import Environment, build_environment, cached_environment
+from .errors import CaptureConfigError, HarnessFailed, NotDeterministic
+from .normalise import BUILT_IN, HarnessRule, NormaliseProblem, Normaliser
+from .preflight import verify_registered
+from .process import Run, run_sandboxed
+from .protocol import ProtocolProblem, RawCapture, RawCase, parse
+from .store import (
+    Capture,
+    CaptureManifest,
+    CaptureResults,
+    CaseCheck,
+    CaseResult,
+    EnvironmentInfo,
+    ResultTable,
+    Rule,
+    canonical,
+    load_capture,
+    manifest_files,
+)
+from .tree import export_tree
+
+#: The harness API and its runner, put on the harness's path (package data).
+HARNESS_LIB = Path(__file__).with_name("harness")
+
+#: The most runs one capture makes (each is a whole run of the harness).
+MAX_REPEAT = 10
+
+#: Files whose bytes may differ between runs: the log, and the model-driven arm.
+NOT_COMPARED = ("log.txt", "model-arm.json")
+
+
+@dataclass(frozen=True)
+class EnvOutcome:
+    """``capture env``: the environment, and whether it was built now."""
+
+    name: str
+    commit: str
+    environment: Environment
+
+
+@dataclass(frozen=True)
+class CaptureOutcome:
+    """A capture written: the loaded capture, how many runs agreed, how it was isolated."""
+
+    folder: Path
+    capture: Capture
+    runs: int
+    isolation: isolation.Backend
+    environment: Environment
+
+
+def environment(ws: Workspace, name: str, commit: str | None = None) -> EnvOutcome:
+    """Build (or find built) the environment of capture ``name`` at ``commit``."""
+    config, _ = load_config(ws, name)
+    mirror = open_mirror(ws, config.subject)
+    full = mirror.resolve_commit(commit or config.commit)
+    tree = export_tree(mirror, full)
+    return EnvOutcome(name, full, build_environment(config, tree))
+
+
+def isolation_setting(ws: Workspace) -> str:
+    """``[capture] isolation`` in tracework.toml: auto (the default), bwrap or unshare."""
+    section = ws.settings().get("capture", {})
+    value = section.get("isolation", "auto") if isinstance(section, dict) else None
+    if value not in isolation.SETTINGS:
+        raise CaptureConfigError(
+            f"tracework.toml: [capture] isolation must be one of {', '.join(isolation.SETTINGS)}"
+        )
+    return str(value)
+
+
+def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1) -> CaptureOutcome:
+    """Run capture ``name`` at ``commit`` (default: its declared one) ``repeat`` times and
+    write it; see the module's docstring for the stages."""
+    # 1. what runs, against what
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise CaptureConfigError(f"--repeat must be 1 to {MAX_REPEAT}, not {repeat}")
+    config, config_raw = load_config(ws, capture_name(name))
+    harness_path = ws.captures / f"{name}.py"
+    if not harness_path.is_file():
+        raise CaptureConfigError(
+            f"capture {name} has no harness: captures/{name}.py does not exist",
+            hint="write the harness beside its .toml (see the README, 'Runtime captures')",
+        )
+    harness = harness_path.read_bytes()
+    mirror = open_mirror(ws, config.subject)
+    full = mirror.resolve_commit(commit or config.commit)
+    # 2.-5. the tree, the evidence, the environment, the isolation
+    tree = export_tree(mirror, full)
+    verified = verify_registered(ws, config, mirror, full, tree)
+    env = cached_environment(config, tree, name)
+    backend = isolation.choose(isolation_setting(ws))
+
+    out_root = ws.captures / name
+    out_root.mkdir(parents=True, exist_ok=True)
+    final = out_root / full[:12]
+    failed = out_root / f"failed-{full[:12]}"
+    sweep_staging(out_root)
+    with locked(final):
+        staging = staging_dir(out_root, full[:12])
+        with held(staging):
+            try:
+                # 6.-7. run, and turn each run into files
+                runs: list[dict[str, bytes]] = []
+                for number in range(1, repeat + 1):
+                    run = _run_once(config, name, harness, tree, env, backend)
+                    runs.append(_files(run, config, name, full, harness, tree, env, number))
+                _require_identical(runs, name)
+                files = runs[0]
+                # 8. write and swap in
+                manifest = CaptureManifest(
+                    capture=name,
+                    subject=config.subject,
+                    commit=full,
+                    commit_date=mirror.commit_info(full).date,
+                    register=config.register_name,
+                    verified_files=verified,
+                    harness_sha256=sha256_hex(harness),
+                    config_sha256=sha256_hex(config_raw),
+                    environment=EnvironmentInfo(
+                        key=env.key,
+                        sha256=env.sha256,
+                        python=env.interpreter.version,
+                        lock=config.lock,
+                    ),
+                    isolation=backend,
+                    identical_runs=repeat,
+                    tracework=__version__,
+                    files=manifest_files(files),
+                )
+                for path, data in files.items():
+                    write_atomic(staging / path, data)
+                write_atomic(
+                    staging / "manifest.json",
+                    canonical(manifest.model_dump(mode="json", by_alias=True)),
+                )
+                replace_dir(staging, final)
+                shutil.rmtree(failed, ignore_errors=True)
+            except _RunFailed as exc:
+                _keep_failed(staging, failed, exc)
+                kept = f"its log is in {failed.relative_to(ws.root)}/; " + (
+                    "the previous capture is untouched" if final.exists() else "nothing written"
+                )
+                exc.error.hint = f"{exc.error.hint}; {kept}" if exc.error.hint else kept
+                raise exc.error from None
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+    loaded = load_capture(ws, name, full)
+    return CaptureOutcome(final, loaded, repeat, backend, env)
+
+
+class _RunFailed(Exception):
+    """A run that failed, with what to keep of it in ``failed-<commit12>/``."""
+
+    def __init__(self, error: HarnessFailed | NotDeterministic, keep: dict[str, bytes]) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.keep = keep
+
+
+def _keep_failed(staging: Path, failed: Path, exc: _RunFailed) -> None:
+    for path, data in {**exc.keep, "error.txt": f"{exc.error.message}\n".encode()}.items():
+        write_atomic(staging / path, data)
+    shutil.rmtree(failed, ignore_errors=True)
+    os.replace(staging, failed)
+
+
+def _run_once(
+    config: CaptureConfig,
+    name: str,
+    harness: bytes,
+    tree: Path,
+    env: Environment,
+    backend: isolation.Backend,
+) -> Run:
+    """One run of the harness in a fresh sandbox (its own scratch folder, /tmp, home)."""
+    with tempfile.TemporaryDirectory(prefix="tracework-run-") as folder:
+        scratch = Path(folder)
+        copy = scratch / "harness.py"
+        copy.write_bytes(harness)
+        copy.chmod(0o644)
+        inside = f"{isolation.HARNESS_DIR}/{name}.py"
+        extra = [
+            isolation.Bind(tree, isolation.TREE),
+            isolation.Bind(env.venv, isolation.ENV),
+            isolation.Bind(HARNESS_LIB, isolation.LIB),
+            isolation.Bind(copy, inside),
+        ]
+        prefix = env.interpreter.prefix
+        if not (prefix == "/usr" or prefix.startswith("/usr/")):
+            extra.append(isolation.Bind(Path(prefix), prefix))
+        binds, links = isolation.system_view(extra, scratch)
+        limits = config.limits.model_dump() | {"cpu_seconds": config.timeout}
+        python_path = [posixpath.normpath(f"{isolation.TREE}/{p}") for p in config.paths]
+
+        def argv_for(fd: int) -> list[str]:
+            view = isolation.View(
+                binds=binds,
+                symlinks=links,
+                tmp_bytes=config.limits.tmp_mib << 20,
+                env=_sandbox_env(python_path),
+                argv=(
+                    f"{isolation.ENV}/bin/python",
+                    "-s",
+                    "-B",
+                    f"{isolation.LIB}/tracework_run.py",
+                    str(fd),
+                    inside,
+                    isolation.TREE,
+                    isolation.HOME,
+                    json.dumps(limits, sort_keys=True),
+                ),
+                cwd=isolation.TREE,
+                pass_fds=(fd,),
+            )
+            return isolation.command(backend, view, scratch)
+
+        return run_sandboxed(
+            argv_for,
+            {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            timeout=config.timeout,
+            output_limit=config.limits.output_mib << 20,
+        )
+
+
+def _sandbox_env(python_path: list[str]) -> dict[str, str]:
+    """The harness's whole environment: an allow-list, nothing of the caller's."""
+    return {
+        "PATH": f"{isolation.ENV}/bin:/usr/bin:/bin",
+        "HOME": isolation.HOME,
+        "PWD": isolation.TREE,
+        "TMPDIR": isolation.TMP,
+        "USER": "capture",
+        "LOGNAME": "capture",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TZ": "UTC",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUTF8": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": ":".join(python_path),
+        "VIRTUAL_ENV": isolation.ENV,
+    }
+
+
+def _files(
+    run: Run,
+    config: CaptureConfig,
+    name: str,
+    commit: str,
+    harness: bytes,
+    tree: Path,
+    env: Environment,
+    number: int,
+) -> dict[str, bytes]:
+    """The capture's files from one run, normalised; a failed run is :class:`_RunFailed`."""
+    keep = {"log.txt": run.log}
+    which = f"run {number}: " if number > 1 else ""
+
+    def failed(what: str) -> _RunFailed:
+        return _RunFailed(HarnessFailed(f"capture {name}: {which}{what}"), keep)
+
+    if run.stopped:
+        raise failed(f"the harness was stopped: {run.stopped}")
+    try:
+        raw = parse(run.lines)
+    except ProtocolProblem as exc:
+        raise failed(f"the harness broke the protocol: {exc}") from None
+    if raw.failure is not None:
+        raise failed(_raised(raw, name, config))
+    if not raw.done:
+        raise failed(
+            f"the harness ended without finishing (exit status {run.returncode}, "
+            f"{len(run.lines)} protocol messages)"
+        )
+    if not raw.cases:
+        raise failed("the harness ran no case")
+    paths = [
+        (isolation.TREE, "<tree>"),
+        (str(tree), "<tree>"),
+        (isolation.ENV, "<env>"),
+        (str(env.venv), "<env>"),
+        (isolation.TMP, "<tmp>"),
+    ]
+    try:
+        normaliser = Normaliser(paths, [HarnessRule(r.pattern, r.placeholder) for r in raw.rules])
+        files = _results(raw, normaliser, config, name, commit)
+        log = normaliser.text(run.log.decode("utf-8", errors="replace"))
+    except NormaliseProblem as exc:
+        raise failed(str(exc)) from None
+    files["log.txt"] = log.encode("utf-8")
+    files["environment.txt"] = env.frozen.encode("utf-8")
+    files["harness.py"] = harness
+    return files
+
+
+def _raised(raw: RawCapture, name: str, config: CaptureConfig) -> str:
+    """'the harness raised X: message (captures/NAME.py, line N)', with the limit that
+    explains a MemoryError."""
+    failure = raw.failure
+    assert failure is not None
+    if failure.type == "SystemExit" or failure.type == "HarnessError":
+        return failure.message
+    lines = re.findall(
+        rf'File "{isolation.HARNESS_DIR}/{re.escape(name)}\.py", line (\d+)', failure.traceback
+    )
+    where = f" (captures/{name}.py, line {lines[-1]})" if lines else ""
+    text = f"the harness raised {failure.type}: {failure.message}"[:500] + where
+    if failure.type == "MemoryError":
+        limit = config.limits.memory_mib
+        text += f"; it went over its memory limit ([limits] memory_mib = {limit})"
+    return text
+
+
+def _results(
+    raw: RawCapture, norm: Normaliser, config: CaptureConfig, name: str, commit: str
+) -> dict[str, bytes]:
+    """results.json, model-arm.json and the transcripts, normalised: scripted first,
+    then model-driven (see :mod:`tracework.capture.normalise` on numbering)."""
+    files: dict[str, bytes] = {}
+    arms: dict[str, tuple[list[CaseResult], list[ResultTable]]] = {}
+    rules = [
+        Rule(rule=rule, placeholder=placeholder, origin="built-in")
+        for rule, placeholder in BUILT_IN
+    ]
+    rules += [Rule(rule=r.pattern, placeholder=r.placeholder, origin="harness") for r in raw.rules]
+    for arm in ("scripted", "model-driven"):
+        cases = [_case(c, norm, files) for c in raw.cases if c.opened.arm == arm]
+        tables = [
+            ResultTable(
+                name=t.name,
+                columns=tuple(norm.text(c) for c in t.columns),
+                rows=tuple(tuple(norm.value(cell) for cell in row) for row in t.rows),
+                notes=None if t.notes is None else norm.text(t.notes),
+            )
+            for t in raw.tables
+            if t.arm == arm
+        ]
+        arms[arm] = (cases, tables)
+    for arm, filename in (("scripted", "results.json"), ("model-driven", "model-arm.json")):
+        cases, tables = arms[arm]
+        if arm == "model-driven" and not cases and not tables:
+            continue
+        counts = {s: sum(c.status == s for c in cases) for s in ("PASS", "FAIL", "UNKNOWN")}
+        results = CaptureResults(
+            capture=name,
+            subject=config.subject,
+            commit=commit,
+            arm=arm,
+            cases=tuple(cases),
+            tables=tuple(tables),
+            counts=counts if arm == "scripted" else {},
+            normalisation=tuple(rules),
+        )
+        files[filename] = canonical(results.model_dump(mode="json"))
+    return files
+
+
+def _case(case: RawCase, norm: Normaliser, files: dict[str, bytes]) -> CaseResult:
+    """One case, normalised; its transcript goes into ``files``."""
+    opened = case.opened
+    question = norm.text(opened.question)
+    transcript = None
+    if case.records:
+        transcript = f"transcripts/{opened.id}.json"
+        body = {
+            "case": opened.id,
+            "arm": opened.arm,
+            "records": [{"name": r.name, "value": norm.value(r.value)} for r in case.records],
+        }
+        files[transcript] = canonical(body)
+    checks = tuple(
+        CaseCheck(criterion=norm.text(c.criterion), holds=c.holds, observed=norm.text(c.observed))
+        for c in case.checks
+    )
+    status = criterion = observed = None
+    if case.stated is not None:
+        status = case.stated.status
+        criterion, observed = norm.text(case.stated.criterion), norm.text(case.stated.observed)
+    elif checks:
+        held_ = [c.holds for c in checks]
+        status = "FAIL" if False in held_ else "PASS" if all(held_) else "UNKNOWN"
+    elif case.observed is not None:
+        observed = norm.text(case.observed.observed)
+        if case.observed.criterion is not None:
+            criterion = norm.text(case.observed.criterion)
+    return CaseResult(
+        id=opened.id,
+        question=question,
+        arm=opened.arm,
+        status=status,
+        criterion=criterion,
+        observed=observed,
+        checks=checks,
+        transcript=transcript,
+    )
+
+
+def _require_identical(runs: list[dict[str, bytes]], name: str) -> None:
+    """Every run's scripted files equal the first's, byte for byte; otherwise the first
+    file and line that differ."""
+    first = runs[0]
+    model_transcripts = _model_transcripts(first)
+    for number, other in enumerate(runs[1:], 2):
+        compared = sorted(
+            p
+            for p in set(first) | set(other)
+            if p not in NOT_COMPARED and p not in model_transcripts | _model_transcripts(other)
+        )
+        for path in compared:
+            a, b = first.get(path), other.get(path)
+            if a == b:
+                continue
+            if a is None or b is None:
+                where = f"{path} exists in run {1 if b is None else number} only"
+            else:
+                where = _first_line(path, a, b, number)
+            keep = {f"run-1/{p}": d for p, d in first.items()}
+            keep |= {f"run-{number}/{p}": d for p, d in other.items()}
+            keep["log.txt"] = other.get("log.txt", b"")
+            error = NotDeterministic(
+                f"capture {name}: run {number} differs from run 1: {where}",
+            )
+            error.hint = (
+                "a value changes from run to run: make the harness deterministic (a scripted "
+                "clock, a seeded random) or normalise it with capture.normalise(pattern, "
+                "placeholder)"
+            )
+            raise _RunFailed(error, keep)
+
+
+def _model_transcripts(files: dict[str, bytes]) -> set[str]:
+    """The transcripts of model-driven cases: exempt from the byte-identical rule."""
+    arm = files.get("model-arm.json")
+    if arm is None:
+        return set()
+    return {c["transcript"] for c in json.loads(arm)["cases"] if c["transcript"]}
+
+
+def _first_line(path: str, a: bytes, b: bytes, number: int) -> str:
+    left, right = a.decode("utf-8", "replace").split("\n"), b.decode("utf-8", "replace").split("\n")
+    for line, (x, y) in enumerate(zip(left, right, strict=False), 1):
+        if x != y:
+            shown = f"run 1 has {x.strip()[:100]!r}, run {number} has {y.strip()[:100]!r}"
+            return f"{path} line {line}: {shown}"
+    line = min(len(left), len(right)) + 1
+    return f"{path} line {line}: one run's file is longer"

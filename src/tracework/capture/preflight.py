@@ -1,0 +1,77 @@
+"""Before the harness runs: the register's evidence must hold in the exported tree.
+
+A capture is cited beside quotes of the same code, so it must have run the code they
+quote.  Every file the capture's register registers from this subject (every quote
+lies in one: the register refuses a quote of a file it does not hold) is hashed in
+the exported tree — a file's bytes, a link's target text, a submodule's commit id,
+as the hash rule says — and compared with the register.  One mismatch stops the
+capture before anything runs; the message lists each file that differs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .. import register as reg
+from ..blobs import Mirror, TreeEntry
+from ..hashing import sha256_file, sha256_hex
+from ..register_data import GitSourceData
+from ..workspace import Workspace
+from .config import CaptureConfig
+from .errors import CaptureConfigError, EvidenceMismatch
+
+
+def verify_registered(
+    ws: Workspace, config: CaptureConfig, mirror: Mirror, commit: str, tree: Path
+) -> dict[str, str]:
+    """The register's files of this subject with their SHA-256, each found identical in
+    ``tree`` (the export of ``commit``); :class:`EvidenceMismatch` otherwise."""
+    path = ws.register_file(config.register_name)
+    data = reg.load_data(path)
+    wanted: dict[str, list[tuple[str, str]]] = {}  # path → (source, sha256)
+    for sid, source in sorted(data.sources.items()):
+        if isinstance(source, GitSourceData) and source.subject == config.subject:
+            for file, entry in source.files.items():
+                wanted.setdefault(file, []).append((sid, entry.sha256))
+    rel = path.relative_to(ws.root).as_posix()
+    if not wanted:
+        raise CaptureConfigError(
+            f"{rel} registers no file of subject {config.subject}, so there is nothing to "
+            "hash-check before the harness runs",
+            hint=f"register the files the harness exercises: `tracework register add-file "
+            f"{config.register_name} SRC-N PATH...`",
+        )
+    entries = mirror.tree(commit)
+    verified: dict[str, str] = {}
+    problems = []
+    for file, uses in sorted(wanted.items()):
+        actual = _hash_in_tree(tree, file, entries.get(file))
+        for sid, expected in uses:
+            if actual != expected:
+                now = "absent" if actual is None else f"{actual[:12]}…"
+                problems.append(f"{file} ({sid}: registered {expected[:12]}…, here {now})")
+        if actual is not None:
+            verified[file] = actual
+    if problems:
+        raise EvidenceMismatch(
+            f"{rel}: {len(problems)} registered file{'s' if len(problems) > 1 else ''} of "
+            f"{config.subject} differ at {commit[:12]}, so the harness does not run: "
+            + "; ".join(problems[:5])
+            + (f"; and {len(problems) - 5} more" if len(problems) > 5 else ""),
+            hint=f"`tracework check {config.register_name} --at {commit[:12]}` shows the drift; "
+            "capture at the register's pin, or re-register the files at this commit",
+        )
+    return verified
+
+
+def _hash_in_tree(tree: Path, file: str, entry: TreeEntry | None) -> str | None:
+    """SHA-256 of ``file`` as the export holds it (None when it is not there)."""
+    if entry is not None and entry.kind == "submodule":
+        return sha256_hex(entry.oid.encode())
+    path = tree / file
+    if path.is_symlink():
+        return sha256_hex(os.fsencode(os.readlink(path)))
+    if path.is_file():
+        return sha256_file(path)
+    return None

@@ -1,0 +1,148 @@
+"""Building captures for the tests: a small stdlib-only subject, its register, a harness.
+
+``capture_workspace`` makes a workspace (with conftest's ``pinned``) whose subject
+``toy`` holds ``toy/store.py``, registers that file in register ``demo``, and returns a
+:class:`Setup` that writes ``captures/NAME.toml`` and ``captures/NAME.py`` and runs
+``tracework capture`` through the CLI in-process.  Environments are cached per test
+session (conftest points ``XDG_CACHE_HOME`` at a session folder), so the empty one the
+toy needs is made once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from click.testing import Result
+
+from conftest import Repo
+from tracework.workspace import Workspace
+
+PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+STORE = '''\
+"""A toy store: what a subject's boundary looks like to a harness."""
+
+import uuid
+
+
+class Store:
+    def __init__(self):
+        self.items = {}
+
+    def put(self, text):
+        key = str(uuid.uuid4())
+        self.items[key] = text
+        return key
+'''
+
+#: A harness with one scripted case, recording a UUID, an address and its tree path.
+PLAIN_HARNESS = """\
+import os
+
+from toy.store import Store
+from tracework_harness import capture
+
+with capture.case("T-01", "What does the store keep?") as c:
+    store = Store()
+    key = store.put("hello")
+    c.record("items", store.items)
+    c.record("store", store)
+    c.record("where", os.getcwd())
+    c.check("the store keeps the text", holds=list(store.items.values()) == ["hello"],
+            observed=f"{len(store.items)} item(s)")
+"""
+
+
+@dataclass
+class Setup:
+    """A workspace with subject ``toy`` pinned and registered, ready for captures."""
+
+    ws: Workspace
+    repo: Repo
+    tw: Callable[..., Result]
+
+    @property
+    def commit(self) -> str:
+        return self.repo.commits[0]
+
+    def write(self, name: str, harness: str, *, toml: str = "", **keys: object) -> None:
+        """``captures/NAME.py`` (dedented) and ``captures/NAME.toml`` with the toy's
+        defaults, ``keys`` overriding them and ``toml`` appended (a ``[limits]`` table)."""
+        values: dict[str, object] = {
+            "subject": "toy",
+            "commit": self.commit,
+            "register": "demo",
+            "python": PYTHON,
+            "requirements": [],
+            "timeout": 60,
+        }
+        values.update(keys)
+        lines = [f"{key} = {_toml(value)}" for key, value in values.items() if value is not None]
+        folder = self.ws.root / "captures"
+        folder.mkdir(exist_ok=True)
+        (folder / f"{name}.toml").write_text("\n".join(lines) + "\n" + toml, encoding="utf-8")
+        (folder / f"{name}.py").write_text(textwrap.dedent(harness), encoding="utf-8")
+
+    def isolation(self, backend: str) -> None:
+        """Force an isolation backend through ``[capture] isolation`` in tracework.toml."""
+        marker = self.ws.root / "tracework.toml"
+        text = marker.read_text(encoding="utf-8").split("\n[capture]")[0]
+        marker.write_text(text + f'\n[capture]\nisolation = "{backend}"\n', encoding="utf-8")
+
+    def capture(self, name: str, *args: str) -> Result:
+        """``tracework capture env NAME`` (cached after the first), then ``capture NAME``."""
+        built = self.tw("capture", "env", name)
+        assert built.exit_code == 0, built.output
+        return self.tw("capture", name, *args)
+
+    def folder(self, name: str) -> Path:
+        return self.ws.root / "captures" / name / self.commit[:12]
+
+    def failed(self, name: str) -> Path:
+        return self.ws.root / "captures" / name / f"failed-{self.commit[:12]}"
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def capture_workspace(pinned: Callable[..., Repo], tw: Callable[..., Result]) -> Setup:
+    """The toy subject pinned as SRC-1 of register ``demo``, ``toy/store.py`` registered."""
+    repo = pinned({"toy/__init__.py": "", "toy/store.py": STORE, "README.md": "A toy.\n"})
+    added = tw("register", "add-file", "demo", "SRC-1", "toy/store.py", "toy/__init__.py")
+    assert added.exit_code == 0, added.output
+    ws = Workspace.find()
+    return Setup(ws, repo, tw)
+
+
+def snapshot(root: Path, *, leave_out: Path | None = None) -> dict[str, str]:
+    """Every file and folder under ``root`` (but ``leave_out``) with its SHA-256."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        if leave_out is not None and (path == leave_out or leave_out in path.parents):
+            continue
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            found[rel] = "link:" + str(path.readlink())
+        elif path.is_dir():
+            found[rel] = "folder"
+        else:
+            found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def one_error(result: Result) -> str:
+    """The single ``tracework: error:`` message of a failed command (never a traceback)."""
+    assert "Traceback" not in result.output, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.startswith("tracework: error:")]
+    assert len(lines) == 1, result.output
+    return result.output

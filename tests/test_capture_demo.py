@@ -1,0 +1,61 @@
+"""The demo's capture: Fennel's own assistant with a scripted model, as ``make demo`` runs
+it — four cases whose statuses a report can cite, byte-identical over two runs — and
+refused at Fennel's newer commit, where a registered file changed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from capture_setup import one_error
+from tracework.capture.store import load_capture
+from tracework.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "examples"))
+
+from build_subject import copy_demo  # noqa: E402
+
+
+def test_the_demo_capture(tmp_path, monkeypatch, tw):
+    root = tmp_path / "demo"
+    ws = Workspace.init(root)
+    commits = copy_demo(root, "fennel")
+    (root / "captures").mkdir()
+    for name in ("fennel.toml", "fennel.py"):
+        shutil.copy(REPO / "captures" / name, root / "captures" / name)
+    monkeypatch.chdir(root)
+    assert tw("fetch", "fennel").exit_code == 0
+    assert tw("capture", "env", "fennel").exit_code == 0
+    result = tw("capture", "fennel", "--repeat", "2", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["commit"] == commits[0] and out["runs"] == 2
+    assert {c["id"]: c["status"] for c in out["cases"]} == {
+        "F-01": "FAIL",
+        "F-02": "FAIL",
+        "F-03": "PASS",
+        "F-04": "PASS",
+    }
+    cap = load_capture(ws, "fennel", commits[0])
+    ages = ((1, True), (6, True), (8, False), (29, False), (31, False))
+    assert cap.results.tables[0].rows == ages
+    f01 = json.loads((root / cap.folder / "transcripts" / "F-01.json").read_text())
+    setup = f01["records"][0]["value"]
+    assert setup["store"] == "<fennel.memory.MemoryStore object at <addr>>"
+    assert f01["records"][1]["value"][0]["request_id"] == "<uuid-1>"
+    assert sorted(cap.manifest.verified_files) == [
+        "README.md",
+        "fennel/__init__.py",
+        "fennel/agent.py",
+        "fennel/memory.py",
+        "pyproject.toml",
+    ]
+
+    newer = tw("capture", "fennel", "--commit", commits[-1])
+    assert newer.exit_code == 2
+    message = one_error(newer)
+    assert "fennel/memory.py (SRC-1: registered 32abd8704c03…" in message
+    assert "so the harness does not run" in message
