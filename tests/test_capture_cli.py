@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from capture_setup import PLAIN_HARNESS, capture_workspace, one_error, snapshot
+from capture_setup import PLAIN_HARNESS, STORE, capture_workspace, one_error, snapshot
+from tracework.capture.store import load_capture
 
 
 @pytest.fixture
@@ -54,22 +55,35 @@ def test_missing_files_and_reserved_names(setup):
     assert setup.tw("capture", "run", "../x").exit_code == 2
 
 
-def test_a_file_that_no_longer_hashes_stops_the_capture(setup):
+def test_a_file_that_does_not_hash_as_registered_at_the_pin_stops_the_capture(setup):
     setup.write("cap", PLAIN_HARNESS)
-    setup.repo.write("toy/store.py", "class Store:\n    pass\n")
+    register = setup.ws.register_file("demo")
+    text = register.read_text()
+    digest = text.split("toy/store.py: {sha256: ", 1)[1][:64]
+    register.write_text(text.replace(digest, "ab" * 32))  # a register edited by hand
+    assert setup.tw("capture", "env", "cap").exit_code == 0
+    setup.tw("check", "demo")  # the register's compiled copy, made once for the edited YAML
+    before = snapshot(setup.ws.root)
+    result = setup.tw("capture", "cap")
+    assert result.exit_code == 2
+    message = one_error(result)
+    assert "registers/demo.yaml: 1 registered file of toy differ at" in message
+    assert "so the harness does not run: toy/store.py (SRC-1: registered abababababab" in message
+    assert snapshot(setup.ws.root) == before  # nothing ran, nothing kept
+
+
+def test_at_a_newer_commit_the_capture_runs_and_records_what_differs(setup):
+    """Observing the same cases again at a newer commit (rerender --capture): the code
+    has moved on from the register's pin, which the manifest and the report say."""
+    setup.write("cap", PLAIN_HARNESS)
+    setup.repo.write("toy/store.py", STORE.replace("A toy store", "A toy store, documented"))
     second = setup.repo.commit("the store changes")
     assert setup.tw("fetch", "toy").exit_code == 0
     assert setup.tw("capture", "env", "cap", "--commit", second).exit_code == 0
-    before = snapshot(setup.ws.root)
     result = setup.tw("capture", "cap", "--commit", second[:10])
-    assert result.exit_code == 2
-    message = one_error(result)
-    assert (
-        f"registers/demo.yaml: 1 registered file of toy differ at {second[:12]}, so the harness "
-        "does not run: toy/store.py (SRC-1: registered " in message
-    )
-    assert f"tracework check demo --at {second[:12]}" in message
-    assert snapshot(setup.ws.root) == before  # nothing ran, nothing kept
+    assert result.exit_code == 0, result.output
+    cap = load_capture(setup.ws, "cap", second)
+    assert cap.manifest.changed_since_pin == ("toy/store.py",)
 
 
 def test_a_register_without_files_of_the_subject_is_refused(setup):

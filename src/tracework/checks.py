@@ -24,6 +24,7 @@ from .hashing import (
 )
 from .register import data_of
 from .register_data import (
+    CaptureSourceData,
     DocumentSourceData,
     FileEntryData,
     GitSourceData,
@@ -129,11 +130,13 @@ class CheckReport:
     register: str
     at: str | None
     sources: list[SourceCheck]
-    #: document sources kept as files in the workspace, hashed again (not commit-bound)
+    #: document sources kept as files in the workspace, and the files of capture sources,
+    #: hashed again (not bound to the commit checked)
     documents: list[CheckItem] = field(default_factory=list)
     #: document sources by URL: never fetched, so not checked (their ids)
     unchecked: list[str] = field(default_factory=list)
     document_sources: dict[str, DocumentSourceData] = field(default_factory=dict)
+    capture_sources: dict[str, CaptureSourceData] = field(default_factory=dict)
 
     @property
     def items(self) -> list[CheckItem]:
@@ -177,6 +180,10 @@ class CheckReport:
             + [
                 {"id": sid, "kind": "document", "location": d.location, "sha256": d.sha256}
                 for sid, d in self.document_sources.items()
+            ]
+            + [
+                {"id": sid, "kind": "capture", "capture": c.capture, "commit": c.commit}
+                for sid, c in self.capture_sources.items()
             ],
             "items": [i.as_json() for i in self.items],
             "assertions": [a.as_json() for a in self.assertions],
@@ -264,13 +271,15 @@ def check_register(
         register = data_of(register)
     sources = {sid: s for sid, s in register.sources.items() if isinstance(s, GitSourceData)}
     documents = [sid for sid, s in register.sources.items() if isinstance(s, DocumentSourceData)]
+    captures = [sid for sid, s in register.sources.items() if isinstance(s, CaptureSourceData)]
     if only is not None:
-        if only in documents:
+        if only in documents or only in captures:
             report = CheckReport(register.name, at, [])
-            check_documents(ws, register, report, [only])
+            check_documents(ws, register, report, [only] if only in documents else [])
+            check_captures(ws, register, report, [only] if only in captures else [])
             return report
         sources = {only: _git_source(register, only)}
-    if not sources and not documents:
+    if not sources and not documents and not captures:
         raise RegisterError(
             f"register {register.name} has no source to check",
             hint="add one with `tracework register add-source` or `add-document`",
@@ -289,7 +298,41 @@ def check_register(
     report = CheckReport(register.name, at, results)
     if only is None:
         check_documents(ws, register, report, documents)
+        check_captures(ws, register, report, captures)
     return report
+
+
+def check_captures(
+    ws: Workspace, register: RegisterData, report: CheckReport, ids: list[str]
+) -> None:
+    """Hash the files of each capture source again: a transcript edited by hand, a file
+    gone or added, is caught (a capture is not bound to the commit checked: it is what
+    ran at its own commit)."""
+    from .hashing import sha256_file
+
+    for sid in ids:
+        src = register.sources[sid]
+        assert isinstance(src, CaptureSourceData)
+        report.capture_sources[sid] = src
+        folder = ws.captures / src.capture / src.commit[:12]
+        for rel, expected in sorted(src.files.items()):
+            path = folder / rel
+            shown = f"captures/{src.capture}/{src.commit[:12]}/{rel}"
+            found = sha256_file(path) if path.is_file() and not path.is_symlink() else None
+            state = "missing" if found is None else "verified" if found == expected else "changed"
+            detail = "capture" if state == "verified" else f"capture: {state}"
+            report.documents.append(
+                CheckItem(
+                    "file",
+                    shown,
+                    sid,
+                    shown,
+                    state,
+                    detail=detail,
+                    sha256=expected,
+                    sha256_at_commit=found,
+                )
+            )
 
 
 def check_documents(

@@ -189,6 +189,30 @@ def register_add_source(register_name: str, source_id: str, subject_name: str, c
     click.echo(f"{source_id}: {src.subject} @ {src.commit} ({src.date})")
 
 
+@register.command("add-capture")
+@click.argument("register_name", metavar="REGISTER")
+@click.argument("name")
+@click.option("--commit", default=None, help="The capture's commit (default: the register's pin).")
+def register_add_capture(register_name: str, name: str, commit: str | None) -> None:
+    """Register runtime capture NAME (its files and their SHA-256) as a source, as a
+    notebook's wb.capture(NAME) does in author mode."""
+    from . import register as reg
+    from .evidence import add_capture_source
+    from .models import GitSource
+
+    ws = _workspace()
+    path = ws.register_file(register_name)
+    with _naming(ws, path):
+        if commit is None:
+            register = reg.load(path)
+            pins = [s.commit for s in register.sources.values() if isinstance(s, GitSource)]
+            if not pins:
+                raise TraceworkError(f"register {register_name} has no git source to pin")
+            commit = pins[0]
+        sid = add_capture_source(ws, path, name, commit)
+    click.echo(f"{sid}: capture {name} at {commit[:12]}")
+
+
 @register.command("add-document")
 @click.argument("register_name", metavar="REGISTER")
 @click.argument("source_id", metavar="SRC-ID")

@@ -142,7 +142,8 @@ class _Writer:
             tag = member.model_fields[discriminator].default
             rows.append(f"    {json.dumps(tag)}: {data_name(member)}.from_row,")
         self.dispatch.append(
-            f"{table}: dict[str, Callable[[list[Any]], {result}]] = {{\n"
+            f"{table}_ROW = {result}\n"  # an alias, so the table's line stays short
+            f"{table}: dict[str, Callable[[list[Any]], {table}_ROW]] = {{\n"
             + "\n".join(rows)
             + "\n}\n"
         )

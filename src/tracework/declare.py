@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from .absences import AbsenceResult, search
+from .capture.evidence import CaseInfo, ExcerptInfo
 from .errors import RecordError, TraceworkError, validation_problem
-from .jupyter import FileView, Html, QuoteView, cell_id
+from .jupyter import CaseView, ExcerptView, FileView, Html, QuoteView, cell_id
 from .marks import Mark, mark_html
 from .models import GitSource
 from .records import (
@@ -59,6 +60,7 @@ class RecordDeclarations:
     _cells: dict[str, str | None]
     _quotes: dict[str, QuoteInfo]
     _files: dict[str, FileInfo]
+    _capture_evidence: dict[str, CaseInfo | ExcerptInfo]
     _absences: dict[str, AbsenceResult]
     _marks: dict[str, Mark]
     _rubrics: dict[str, tuple[Rubric, str]]
@@ -73,7 +75,7 @@ class RecordDeclarations:
         and sources (``"SRC-n"``)."""
         out: list[str] = []
         for ref in refs:
-            if isinstance(ref, QuoteView | FileView):
+            if isinstance(ref, QuoteView | FileView | CaseView | ExcerptView):
                 out.append(ref.id)
                 continue
             if isinstance(ref, Record):
@@ -91,6 +93,8 @@ class RecordDeclarations:
                 self._quotes.setdefault(ref, self._info(ref))
             elif ref in self._records:
                 self._refuse_cycle(record_id, ref)
+            elif ref in self._capture_evidence:
+                pass  # cited through cap.case(...) or cap.transcript(...) above
             elif re.match(r"SRC-[0-9]+:", ref):
                 sid, path = ref.split(":", 1)
                 source = self.register.sources.get(sid)
@@ -153,10 +157,20 @@ class RecordDeclarations:
                     f"{record_id}: {key} status {value!r} is not one of "
                     + ", ".join(VOCABULARIES[key])
                 )
+        cited = self._evidence(evidence, record_id)
+        if fields.get("operation") == "observed" and not any(
+            e in self._capture_evidence for e in cited
+        ):
+            raise RecordError(
+                f'{record_id}: operation="observed" needs evidence of it running: a case or '
+                "a transcript excerpt of a runtime capture",
+                hint='cite cap.case("ID") or cap.transcript("ID", "path") of cap = '
+                'wb.capture("NAME"); or say "uninspected" or "reported"',
+            )
         try:
             record = cls(
                 id=record_id,
-                evidence=self._evidence(evidence, record_id),
+                evidence=cited,
                 reviewed_at=self._stamp(reviewed, record_id),
                 **fields,
             )

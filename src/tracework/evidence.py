@@ -27,7 +27,16 @@ from .hashing import (
     sha256_hex,
     workspace_file_sha256,
 )
-from .models import QUOTE_ID, Anchor, Assertion, DocumentSource, FileEntry, GitSource, Quote
+from .models import (
+    QUOTE_ID,
+    Anchor,
+    Assertion,
+    CaptureSource,
+    DocumentSource,
+    FileEntry,
+    GitSource,
+    Quote,
+)
 from .spans import Span, by_lines, by_match, by_symbol
 from .subjects import open_mirror
 from .workspace import Workspace
@@ -386,6 +395,33 @@ def add_assertion(
                 del kept[i]
         kept.append(regy.assertion_node(made))
     return made, found
+
+
+def add_capture_source(ws: Workspace, register_path: Path, name: str, commit: str) -> str:
+    """Register the capture of ``name`` at ``commit`` as a source (the next SRC-n), with
+    the SHA-256 of every file its manifest lists — what it observed, not the manifest
+    itself, whose provenance (the isolation used, the runs compared, the machine's
+    interpreter) may differ between two runs that observed the same.  The same capture
+    again keeps its id; one whose files changed (captured again) is registered anew
+    under the same id.  Returns the source id."""
+    from .capture.store import load_capture
+
+    capture = load_capture(ws, name, commit)  # verified against its manifest
+    files = {f.path: f.sha256 for f in capture.manifest.files}
+    source = CaptureSource(
+        capture=name, subject=capture.manifest.subject, commit=capture.commit, files=files
+    )
+    with regy.edit(register_path) as doc:
+        sources = regy.section(doc, "sources")
+        for sid, node in sources.items():
+            same = (node.get("kind"), node.get("capture"), node.get("commit"))
+            if same == ("capture", name, capture.commit):
+                sources[sid] = regy.source_node(source)
+                return str(sid)
+        numbers = [int(k.split("-")[1]) for k in sources if re.fullmatch(r"SRC-[0-9]+", k)]
+        sid = f"SRC-{max(numbers, default=0) + 1}"
+        sources[sid] = regy.source_node(source)
+    return sid
 
 
 def _refuse_undecodable(paths: list[str]) -> None:

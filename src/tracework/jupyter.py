@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .capture.evidence import CaseInfo, ExcerptInfo, case_html, excerpt_html
 from .errors import TraceworkError
 from .highlight import visible_name
 from .models import Quote
@@ -82,6 +83,56 @@ class FileView:
 
     def __repr__(self) -> str:
         return f"<file {self.id} @ {self.info.pin[:12]} {self.state}>"
+
+
+class CaseView:
+    """A case of a capture, cited as evidence: ``evidence=[cap.case("F-01")]``."""
+
+    def __init__(self, info: CaseInfo) -> None:
+        self.info = info
+
+    @property
+    def id(self) -> str:
+        return self.info.key
+
+    @property
+    def status(self) -> str | None:
+        return self.info.case.status
+
+    @property
+    def state(self) -> str:
+        return self.info.state
+
+    def _repr_html_(self) -> str:
+        return case_html(self.info)
+
+    def __repr__(self) -> str:
+        return f"<case {self.id} {self.status or 'model-driven'} {self.state}>"
+
+
+class ExcerptView:
+    """A value from a case's transcript, cited as evidence (hashed: its canonical JSON)."""
+
+    def __init__(self, info: ExcerptInfo) -> None:
+        self.info = info
+
+    @property
+    def id(self) -> str:
+        return self.info.key
+
+    @property
+    def value(self) -> Any:
+        return self.info.value
+
+    @property
+    def sha256(self) -> str:
+        return self.info.sha256
+
+    def _repr_html_(self) -> str:
+        return excerpt_html(self.info)
+
+    def __repr__(self) -> str:
+        return f"<excerpt {self.id} sha256 {self.sha256[:12]} {self.info.state}>"
 
 
 def display(obj: Any, metadata: dict[str, Any] | None = None, raw: bool = False) -> None:

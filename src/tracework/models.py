@@ -113,7 +113,23 @@ class DocumentSource(Frozen):
         return self
 
 
-Source = Annotated[GitSource | DocumentSource, Field(discriminator="kind")]
+class CaptureSource(Frozen):
+    """A runtime capture cited as evidence (``wb.capture(NAME)``): the files of
+    ``captures/NAME/<commit12>/`` with their SHA-256, checked like any evidence, so a
+    hand-edited transcript is caught."""
+
+    model_config = ConfigDict(json_schema_extra=_tag_required)
+
+    kind: Literal["capture"] = "capture"
+    capture: str = Field(description="the capture's name (captures/NAME.toml)")
+    subject: str = Field(description="the subject it ran")
+    commit: CommitId = Field(description="the commit it ran at")
+    files: dict[str, Sha256] = Field(
+        description="each file the capture's manifest lists (what it observed) and its SHA-256"
+    )
+
+
+Source = Annotated[GitSource | DocumentSource | CaptureSource, Field(discriminator="kind")]
 
 
 class Anchor(Frozen):

@@ -20,6 +20,16 @@ from typing import Any, Literal
 from . import __version__
 from . import register as reg
 from .absences import AbsenceResult
+from .capture.errors import CaptureMissing
+from .capture.evidence import (
+    CapturedAt,
+    CaseInfo,
+    ExcerptInfo,
+    capture_html,
+    case_info,
+    excerpt_info,
+    transcripts_html,
+)
 from .checks import CheckItem, CheckReport, check_documents, check_register
 from .declare import RecordDeclarations
 from .diagrams import (
@@ -34,6 +44,7 @@ from .diagrams import check as check_diagram
 from .errors import ChecksFailed, QuoteNotInRegister, RegisterError, TraceworkError, check_iso_date
 from .evidence import (
     QuoteRequest,
+    add_capture_source,
     add_files,
     add_quote,
     make_quote,
@@ -43,9 +54,18 @@ from .evidence import (
 from .execution import RECORDS_MIME
 from .fsio import write_atomic
 from .hashing import sha256_hex
-from .jupyter import FileView, Html, QuoteView, cell_id, display, install_error_display
+from .jupyter import (
+    CaseView,
+    ExcerptView,
+    FileView,
+    Html,
+    QuoteView,
+    cell_id,
+    display,
+    install_error_display,
+)
 from .marks import Mark, marks_json, marks_section
-from .models import DocumentSource, GitSource, Register
+from .models import CaptureSource, DocumentSource, GitSource, Register
 from .records import DRIFT_STATES, KINDS, AuthorityPath, Record, Route
 from .rubrics import Rubric
 from .screen import Screen
@@ -106,6 +126,42 @@ class SourceHandle:
         return f"<source {self.id}: {src.subject} @ {src.commit[:12]}>"
 
 
+class CaptureView:
+    """A runtime capture cited by the report (``cap = wb.capture("NAME")``): its cases and
+    transcript excerpts are evidence; shown, it is the report's "Runtime capture" section."""
+
+    def __init__(self, wb: Workbench, at: CapturedAt) -> None:
+        self.wb, self.at = wb, at
+
+    @property
+    def source(self) -> str:
+        """The register's source id for this capture (SRC-n)."""
+        return self.at.source
+
+    @property
+    def stale(self) -> bool:
+        """Whether the commit rendered has no capture of its own (the evidence is older)."""
+        return self.at.stale
+
+    def case(self, case_id: str) -> CaseView:
+        """A case as evidence: its status, computed by the harness from what it recorded."""
+        return CaseView(self.wb._cite_case(self.at, case_id))
+
+    def transcript(self, case_id: str, path: str) -> ExcerptView:
+        """A value a case recorded, as evidence: ``path`` starts with the recorded name
+        (``"model requests[0].prompt"``); it is hashed as canonical JSON."""
+        return ExcerptView(self.wb._cite_excerpt(self.at, case_id, path))
+
+    def _repr_html_(self) -> str:
+        self.wb._captures_shown.add(self.at.source)
+        return self.wb._capture_section(self.at)
+
+    def __repr__(self) -> str:
+        shown = self.at.shown
+        stale = f", stale (captured at {self.at.baseline.commit[:12]})" if self.stale else ""
+        return f"<capture {shown.name} {self.source} at {shown.commit[:12]}{stale}>"
+
+
 class Workbench(RecordDeclarations):
     """One report's register, opened at a commit, collecting records and checking them."""
 
@@ -143,6 +199,9 @@ class Workbench(RecordDeclarations):
         self._cells: dict[str, str | None] = {}
         self._quotes: dict[str, QuoteInfo] = {}
         self._files: dict[str, FileInfo] = {}  # whole files cited, by "SRC-n:path"
+        self._captures: dict[str, CapturedAt] = {}  # captures cited, by source id
+        self._captures_shown: set[str] = set()
+        self._capture_evidence: dict[str, CaseInfo | ExcerptInfo] = {}
         self._absences: dict[str, AbsenceResult] = {}
         self._marks: dict[str, Mark] = {}
         self._rubrics: dict[str, tuple[Rubric, str]] = {}
@@ -219,6 +278,67 @@ class Workbench(RecordDeclarations):
             check if check is not None and check.state != "verified" else None,
         )
 
+    # -- runtime captures ---------------------------------------------------------------
+
+    def capture(self, name: str) -> CaptureView:
+        """Cite runtime capture NAME (``tracework capture NAME``): its cases and transcript
+        excerpts become evidence, and ``operation="observed"`` needs such evidence.
+
+        The register keeps the capture as a source with every file's hash (author mode
+        adds it; render mode needs it there).  At another commit than the one captured,
+        the capture made at that commit is cited when there is one (its cases compared
+        with the register's), otherwise the register's, marked stale.
+        """
+        from .capture.store import load_capture
+
+        sources = [
+            (sid, s)
+            for sid, s in self.register.sources.items()
+            if isinstance(s, CaptureSource) and s.capture == name
+        ]
+        if not sources and self.mode == "author":
+            add_capture_source(self.ws, self.register_path, name, self.commit)
+            self.register = reg.load(self.register_path)
+            self._checks.clear()
+            return self.capture(name)
+        if not sources:
+            raise QuoteNotInRegister(
+                f"capture {name} is not in register {self.register.name}",
+                hint="open the notebook in author mode (JupyterLab) to register it; render "
+                "mode never writes to the register",
+            )
+        sid, source = sources[-1]
+        baseline = load_capture(self.ws, name, source.commit)
+        subject_commit = self.commit if source.subject == self.subject.name else source.commit
+        current = None
+        if subject_commit != source.commit:
+            try:
+                current = load_capture(self.ws, name, subject_commit)
+            except CaptureMissing:
+                current = None  # none made here: the register's, stale
+        at = CapturedAt(sid, baseline, current, subject_commit)
+        self._captures[sid] = at
+        return CaptureView(self, at)
+
+    def _cite_case(self, at: CapturedAt, case_id: str) -> CaseInfo:
+        info = case_info(at, case_id)
+        self._capture_evidence[info.key] = info
+        return info
+
+    def _cite_excerpt(self, at: CapturedAt, case_id: str, path: str) -> ExcerptInfo:
+        info = excerpt_info(self.ws.root, at, case_id, path)
+        self._capture_evidence[info.key] = info
+        return info
+
+    def _capture_section(self, at: CapturedAt) -> str:
+        cited = [e for e in self._capture_evidence.values() if e.capture.source == at.source]
+        return capture_html(
+            at,
+            [e for e in cited if isinstance(e, CaseInfo)],
+            [e for e in cited if isinstance(e, ExcerptInfo)],
+            transcripts_html(self.ws.root, at),
+        )
+
     def _url(self, sid: str) -> str:
         subject = self.register.git_source(sid).subject
         return (
@@ -281,11 +401,17 @@ class Workbench(RecordDeclarations):
         out: dict[str, list[str]] = {}
         for record in self._records.values():
             bad = []
+            captured = [
+                self._capture_evidence[e] for e in record.evidence if e in self._capture_evidence
+            ]
+            only_stale = bool(captured) and all(c.state == "stale" for c in captured)
             for e in record.evidence:
                 quote, cited = self._quotes.get(e), self._files.get(e)
+                observed = self._capture_evidence.get(e)
                 if (
                     (quote is not None and quote.state in DRIFT_STATES)
                     or (cited is not None and cited.drifted)
+                    or (observed is not None and (observed.state == "changed" or only_stale))
                     or e in out
                 ):
                     bad.append(e)
@@ -583,6 +709,31 @@ class Workbench(RecordDeclarations):
             "records": records,
             "quotes": quotes,
             "files": files,
+            "captures": {
+                sid: {
+                    "capture": at.shown.name,
+                    "registered_commit": at.baseline.commit,
+                    "captured_at": at.shown.commit,
+                    "stale": at.stale,
+                    "counts": at.shown.results.counts,
+                    "harness_sha256": at.shown.manifest.harness_sha256,
+                    "environment_sha256": at.shown.manifest.environment.sha256,
+                    "isolation": at.shown.manifest.isolation,
+                }
+                for sid, at in sorted(self._captures.items())
+            },
+            "capture_evidence": {
+                key: {
+                    "kind": "case" if isinstance(info, CaseInfo) else "excerpt",
+                    "source": info.capture.source,
+                    "case": info.case.id if isinstance(info, CaseInfo) else info.case,
+                    "path": None if isinstance(info, CaseInfo) else info.path,
+                    "status": info.case.status if isinstance(info, CaseInfo) else None,
+                    "sha256": None if isinstance(info, CaseInfo) else info.sha256,
+                    "state": info.state,
+                }
+                for key, info in sorted(self._capture_evidence.items())
+            },
             "assertions": [
                 a.as_json()
                 for sid, s in self.register.sources.items()
@@ -628,6 +779,9 @@ class Workbench(RecordDeclarations):
             )
         if not self._records_shown:
             self.records()
+        for sid, at in sorted(self._captures.items()):
+            if sid not in self._captures_shown:
+                display(Html(self._capture_section(at), f"capture {at.shown.name}"))
         if self._marks:
             self._show_marks()
         summary = data["checks"]

@@ -29,7 +29,7 @@ from .errors import TraceworkError
 from .fsio import locked, replace_dir, staging_dir
 from .highlight import visible, visible_markup, visible_name
 from .marks import mark_anchor
-from .models import GitSource, Register
+from .models import CaptureSource, GitSource, Register
 from .pagesafety import NONCE_SLOT, clean_html, seal
 from .rubrics import Rubric
 from .site import SITE_MARKER, Report, Site, gather
@@ -347,6 +347,11 @@ def _sources(register: Register) -> list[dict[str, Any]]:
                     "what": f"{src.subject} @ {src.commit}",
                     "files": sorted(src.files.items()),
                 }
+            )
+        elif isinstance(src, CaptureSource):
+            what = f"capture {src.capture} of {src.subject} @ {src.commit}"
+            out.append(
+                {"id": sid, "kind": "capture", "what": what, "files": sorted(src.files.items())}
             )
         else:
             what = f"document {src.location} (SHA-256 {src.sha256})"

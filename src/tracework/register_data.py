@@ -81,6 +81,28 @@ class DocumentSourceData(NamedTuple):
         )
 
 
+class CaptureSourceData(NamedTuple):
+    """The data of a :class:`tracework.models.CaptureSource`."""
+
+    kind: Literal["capture"]
+    capture: str
+    subject: str
+    commit: str
+    files: dict[str, str]
+
+    @staticmethod
+    def from_row(r: list[Any]) -> CaptureSourceData:
+        if len(r) != 5:
+            raise ValueError(f"CaptureSource has 5 fields, not {len(r)}")
+        return CaptureSourceData(
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+        )
+
+
 class AnchorData(NamedTuple):
     """The data of a :class:`tracework.models.Anchor`."""
 
@@ -174,7 +196,7 @@ class RegisterData(NamedTuple):
 
     version: Literal[1]
     name: str
-    sources: dict[str, GitSourceData | DocumentSourceData]
+    sources: dict[str, GitSourceData | DocumentSourceData | CaptureSourceData]
     quotes: dict[str, QuoteData]
     checks: list[CheckEntryData]
     assertions: list[AssertionData]
@@ -193,7 +215,9 @@ class RegisterData(NamedTuple):
         )
 
 
-_BY_KIND_1: dict[str, Callable[[list[Any]], GitSourceData | DocumentSourceData]] = {
+_BY_KIND_1_ROW = GitSourceData | DocumentSourceData | CaptureSourceData
+_BY_KIND_1: dict[str, Callable[[list[Any]], _BY_KIND_1_ROW]] = {
     "git": GitSourceData.from_row,
     "document": DocumentSourceData.from_row,
+    "capture": CaptureSourceData.from_row,
 }

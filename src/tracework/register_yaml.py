@@ -26,6 +26,7 @@ from .fsio import locked, write_atomic
 from .hashing import sha256_hex
 from .models import (
     Assertion,
+    CaptureSource,
     CheckEntry,
     DocumentSource,
     FileEntry,
@@ -219,9 +220,17 @@ def quote_node(quote: Quote) -> CommentedMap:
     return node
 
 
-def source_node(source: GitSource | DocumentSource) -> CommentedMap:
+def source_node(source: GitSource | DocumentSource | CaptureSource) -> CommentedMap:
     if isinstance(source, DocumentSource):
         return CommentedMap(kind="document", location=source.location, sha256=source.sha256)
+    if isinstance(source, CaptureSource):
+        return CommentedMap(
+            kind="capture",
+            capture=source.capture,
+            subject=source.subject,
+            commit=source.commit,
+            files=CommentedMap(sorted(source.files.items())),
+        )
     return CommentedMap(
         kind="git",
         subject=source.subject,

@@ -26,7 +26,7 @@ from . import __version__
 from .execution import RECORDS_MIME
 from .highlight import visible_markup
 from .marks import carries_html
-from .models import DocumentSource, GitSource, Register
+from .models import CaptureSource, DocumentSource, GitSource, Register
 from .pagesafety import NONCE_SLOT, clean_html, seal
 from .views import badge, esc, esc_name
 
@@ -252,6 +252,12 @@ def appendix_html(register: Register, records: dict[str, Any], manifest: dict[st
             out.append(
                 f"<tr><td>{esc(sid)}</td><td>git</td><td>{esc(src.subject)}</td>"
                 f"<td><code>{esc(src.commit)}</code><br>{esc(src.date)}</td></tr>"
+            )
+        elif isinstance(src, CaptureSource):
+            out.append(
+                f"<tr><td>{esc(sid)}</td><td>capture</td><td>{esc(src.capture)} of "
+                f"{esc(src.subject)}: {len(src.files)} files</td>"
+                f"<td><code>{esc(src.commit)}</code></td></tr>"
             )
         else:
             out.append(

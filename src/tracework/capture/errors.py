@@ -35,6 +35,10 @@ class EvidenceMismatch(CaptureError):
     """A file the register holds does not hash the same in the exported tree."""
 
 
+class CaptureMissing(CaptureError):
+    """No capture of that name at that commit (never made, or not kept)."""
+
+
 class CaptureDamaged(CaptureError):
     """A capture folder whose files do not match its manifest, or that cannot be read."""
 

@@ -123,7 +123,7 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
     full = mirror.resolve_commit(commit or config.commit)
     # 2.-5. the tree, the evidence, the environment, the isolation
     tree = export_tree(mirror, full)
-    verified = verify_registered(ws, config, mirror, full, tree)
+    preflight = verify_registered(ws, config, mirror, full, tree)
     env = cached_environment(config, tree, name)
     backend = isolation.choose(isolation_setting(ws))
 
@@ -150,7 +150,8 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
                     commit=full,
                     commit_date=mirror.commit_info(full).date,
                     register=config.register_name,
-                    verified_files=verified,
+                    verified_files=preflight.hashes,
+                    changed_since_pin=preflight.changed,
                     harness_sha256=sha256_hex(harness),
                     config_sha256=sha256_hex(config_raw),
                     environment=EnvironmentInfo(

@@ -4,14 +4,18 @@ A capture is cited beside quotes of the same code, so it must have run the code 
 quote.  Every file the capture's register registers from this subject (every quote
 lies in one: the register refuses a quote of a file it does not hold) is hashed in
 the exported tree — a file's bytes, a link's target text, a submodule's commit id,
-as the hash rule says — and compared with the register.  One mismatch stops the
-capture before anything runs; the message lists each file that differs.
+as the hash rule says — and compared with the register.  At the register's pin, one
+mismatch stops the capture before anything runs; the message lists each file that
+differs.  At another commit (``rerender --capture``: the same cases observed again
+at a newer commit) the files are expected to have moved on: they are hashed and
+recorded, and the report compares what the capture saw with the register's capture.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import register as reg
 from ..blobs import Mirror, TreeEntry
@@ -22,11 +26,20 @@ from .config import CaptureConfig
 from .errors import CaptureConfigError, EvidenceMismatch
 
 
+class Preflight(NamedTuple):
+    """The register's files of the subject as the export holds them, and those that
+    differ from the register (none at its pin: there a difference stops the capture)."""
+
+    hashes: dict[str, str]
+    changed: tuple[str, ...]
+
+
 def verify_registered(
     ws: Workspace, config: CaptureConfig, mirror: Mirror, commit: str, tree: Path
-) -> dict[str, str]:
-    """The register's files of this subject with their SHA-256, each found identical in
-    ``tree`` (the export of ``commit``); :class:`EvidenceMismatch` otherwise."""
+) -> Preflight:
+    """The register's files of this subject with their SHA-256 in ``tree`` (the export of
+    ``commit``); at the register's pin each must be identical, else
+    :class:`EvidenceMismatch`."""
     path = ws.register_file(config.register_name)
     data = reg.load_data(path)
     wanted: dict[str, list[tuple[str, str]]] = {}  # path → (source, sha256)
@@ -42,18 +55,25 @@ def verify_registered(
             hint=f"register the files the harness exercises: `tracework register add-file "
             f"{config.register_name} SRC-N PATH...`",
         )
+    pins = {
+        source.commit
+        for source in data.sources.values()
+        if isinstance(source, GitSourceData) and source.subject == config.subject
+    }
     entries = mirror.tree(commit)
     verified: dict[str, str] = {}
     problems = []
+    changed = []
     for file, uses in sorted(wanted.items()):
         actual = _hash_in_tree(tree, file, entries.get(file))
         for sid, expected in uses:
             if actual != expected:
                 now = "absent" if actual is None else f"{actual[:12]}…"
                 problems.append(f"{file} ({sid}: registered {expected[:12]}…, here {now})")
+                changed.append(file)
         if actual is not None:
             verified[file] = actual
-    if problems:
+    if problems and commit in pins:
         raise EvidenceMismatch(
             f"{rel}: {len(problems)} registered file{'s' if len(problems) > 1 else ''} of "
             f"{config.subject} differ at {commit[:12]}, so the harness does not run: "
@@ -62,7 +82,7 @@ def verify_registered(
             hint=f"`tracework check {config.register_name} --at {commit[:12]}` shows the drift; "
             "capture at the register's pin, or re-register the files at this commit",
         )
-    return verified
+    return Preflight(verified, tuple(sorted(set(changed))))
 
 
 def _hash_in_tree(tree: Path, file: str, entry: TreeEntry | None) -> str | None:

@@ -26,7 +26,7 @@ from ..errors import validation_problem
 from ..hashing import sha256_file, sha256_hex
 from ..workspace import Workspace
 from .config import capture_name
-from .errors import CaptureDamaged, CaptureError
+from .errors import CaptureDamaged, CaptureError, CaptureMissing
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 Arm = Literal["scripted", "model-driven"]
@@ -115,8 +115,13 @@ class CaptureManifest(Frozen):
     commit_date: str
     register_name: str = Field(alias="register")
     verified_files: dict[str, Sha256] = Field(
-        description="the register's files of this subject, hash-checked in the exported tree "
-        "before the harness ran"
+        description="the register's files of this subject, hashed in the exported tree "
+        "before the harness ran (at the register's pin, each identical to the register)"
+    )
+    changed_since_pin: tuple[str, ...] = Field(
+        (),
+        description="at another commit than the register's pin: the registered files that "
+        "differ there (the code the capture ran is not the code quoted)",
     )
     harness_sha256: Sha256
     config_sha256: Sha256
@@ -211,7 +216,7 @@ def load_capture(ws: Workspace, name: str, commit: str) -> Capture:
     folder = capture_folder(ws, name, commit)
     rel = folder.relative_to(ws.root).as_posix()
     if not (folder / "manifest.json").is_file():
-        raise CaptureError(
+        raise CaptureMissing(
             f"no capture {name} at {commit[:12]} ({rel}/manifest.json does not exist)",
             hint=f"run `tracework capture {name} --commit {commit[:12]}`",
         )

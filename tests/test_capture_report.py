@@ -1,0 +1,97 @@
+"""A capture in a report: cases and transcript excerpts as evidence, checked like any other,
+``observed`` only with them, and stale at a commit that has no capture of its own."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tracework
+from capture_setup import PLAIN_HARNESS, STORE, capture_workspace
+from tracework.errors import QuoteNotInRegister, RecordError
+
+
+@pytest.fixture
+def captured(pinned, tw):
+    setup = capture_workspace(pinned, tw)
+    setup.write("cap", PLAIN_HARNESS)
+    result = setup.capture("cap")
+    assert result.exit_code == 0, result.output
+    return setup
+
+
+def declare(wb, cap):
+    """A route observed through the capture's case and an excerpt of its transcript."""
+    q = wb.source("SRC-1").quote("toy/store.py", symbol="Store.put")
+    case, items = cap.case("T-01"), cap.transcript("T-01", "items")
+    wb.component("RT-CMP-store", label="Store", identity="`Store`", evidence=[q])
+    wb.route(
+        "RT-RTE-put", label="Putting", progression="text → `put` → items",
+        passes_through=["RT-CMP-store"], implementation="wired", operation="observed",
+        evidence=[q, case, items],
+    )  # fmt: skip
+    return case, items
+
+
+def test_a_capture_is_evidence_registered_and_checked(captured, tw, workspace):
+    wb = tracework.open("demo")
+    cap = wb.capture("cap")  # author mode registers it as the next source
+    assert cap.source == "SRC-2" and not cap.stale
+    register = (workspace.registers / "demo.yaml").read_text()
+    assert "kind: capture" in register and "transcripts/T-01.json" in register
+    case, items = declare(wb, cap)
+    assert case.status == "PASS" and case.state == "verified"
+    assert list(items.value.values()) == ["hello"] and len(items.sha256) == 64
+    with pytest.raises(RecordError, match='operation="observed" needs evidence of it running'):
+        wb.claim("RT-CLM-x", label="X", claim="c", assessment="a", operation="observed")
+    data = wb.records_json()
+    assert data["captures"]["SRC-2"]["captured_at"] == captured.commit
+    assert data["capture_evidence"]["SRC-2/T-01"] == {
+        "kind": "case", "source": "SRC-2", "case": "T-01", "path": None, "status": "PASS",
+        "sha256": None, "state": "verified",
+    }  # fmt: skip
+    assert data["capture_evidence"]["SRC-2/T-01/items"]["sha256"] == items.sha256
+    page = cap._repr_html_()
+    assert "Runtime capture: cap" in page and "T-01 transcript" in page and "PASS" in page
+    assert wb.summary()["ok"]
+    # the register holds every observed file's hash: an edited transcript is caught
+    transcript = captured.folder("cap") / "transcripts" / "T-01.json"
+    transcript.write_text(transcript.read_text().replace("hello", "HELLO"))
+    checked = json.loads(tw("check", "demo", "--json").stdout)
+    states = {i["id"]: i["state"] for i in checked["items"]}
+    assert states[f"captures/cap/{captured.commit[:12]}/transcripts/T-01.json"] == "changed"
+    assert checked["ok"] is False
+
+
+def test_render_mode_needs_the_capture_in_the_register(captured):
+    with pytest.raises(QuoteNotInRegister, match="capture cap is not in register demo"):
+        tracework.open("demo", mode="render").capture("cap")
+    assert captured.tw("register", "add-capture", "demo", "cap").exit_code == 0
+    cap = tracework.open("demo", mode="render").capture("cap")
+    assert cap.source == "SRC-2"
+
+
+def test_at_a_newer_commit_capture_evidence_is_stale_until_captured_there(captured, tw):
+    author = tracework.open("demo")
+    declare(author, author.capture("cap"))  # the quote and the capture registered at the pin
+    captured.repo.write("toy/store.py", STORE.replace("A toy store", "A toy store, documented"))
+    newer = captured.repo.commit("docs")
+    assert tw("fetch", "toy").exit_code == 0
+    wb = tracework.open("demo", commit=newer, mode="render")
+    cap = wb.capture("cap")
+    assert cap.stale
+    case, items = declare(wb, cap)
+    assert case.state == items.info.state == "stale"
+    assert wb._drifted()["RT-RTE-put"] == ["SRC-2/T-01", "SRC-2/T-01/items"]
+    assert f"stale (captured at {captured.commit[:12]})" in cap._repr_html_()
+    # captured at the newer commit too: the same status and value, observed again there
+    assert tw("capture", "env", "cap", "--commit", newer).exit_code == 0
+    assert tw("capture", "cap", "--commit", newer).exit_code == 0
+    again = tracework.open("demo", commit=newer, mode="render")
+    cap = again.capture("cap")
+    assert not cap.stale
+    case, items = declare(again, cap)
+    assert case.state == items.info.state == "verified"
+    assert "RT-RTE-put" not in again._drifted()
+    assert again.records_json()["captures"]["SRC-2"]["captured_at"] == newer
