@@ -6,12 +6,14 @@ command, printed before it runs, in this repository's own workspace:
 1. build the subject repositories, Larkspur and Fennel (commits with fixed dates,
    so fixed ids);
 2. fetch their mirrors (``sources/*.toml`` are committed);
-3. check the committed registers ``registers/*.yaml`` at their pins;
-4. capture Fennel at its pin (``captures/fennel.toml``, ``captures/fennel.py``): its
+3. capture Fennel at its pin (``captures/fennel.toml``, ``captures/fennel.py``): its
    own assistant driven by a scripted model, isolated, run twice and required to give
-   byte-identical files — two cases FAIL, two PASS;
+   byte-identical files — two cases FAIL, two PASS — and keep it in Fennel's register
+   by hash (``register add-capture``: the same capture gives the same entry);
+4. check the committed registers ``registers/*.yaml`` at their pins, the capture's
+   files among them;
 5. render ``notebooks/larkspur.ipynb`` and ``notebooks/fennel.ipynb`` at their pins:
-   every check holds;
+   every check holds; Fennel's two routes are observed, citing the capture;
 6. check Larkspur at its newest commit, then ``rerender --all --latest``: moved,
    changed and missing evidence, the commit at which each changed quote changed (a
    formatting-only change named as such), a broken evidenced absence, a vanished
@@ -49,9 +51,12 @@ def main() -> None:
             print(f"  commit {n}: {commit}")
     for name in SUBJECTS:
         tracework("fetch", name)
-        tracework("check", name)
     tracework("capture", "env", "fennel")
     tracework("capture", "fennel", "--repeat", "2")
+    # the register holds the capture's files by hash (the same capture: the same entry)
+    tracework("register", "add-capture", "fennel", "fennel")
+    for name in SUBJECTS:
+        tracework("check", name)
     for name in SUBJECTS:
         tracework("render", name)
     pin, newest = built["larkspur"][0], built["larkspur"][-1]
