@@ -40,6 +40,77 @@ _PYTHON_ONLY = (
 _EMPTY_MINIMUM = re.compile(r"(?<!\\)(?:\\\\)*\{,\d+\}")
 
 
+#: Python's meaning of its class escapes on text, in RE2's syntax: RE2's own ``\w``,
+#: ``\d`` and ``\s`` are ASCII, so ``MAX_\w+`` would miss ``MAX_é``, which Python finds,
+#: and an absence would hold where it is broken.
+_UNICODE_CLASSES = {
+    "w": r"\pL\pN_",  # str.isalnum() or "_": letters and numbers
+    "d": r"\p{Nd}",  # decimal digits
+    "s": r"\t\n\v\f\r\x{1c}-\x{1f}\x{85}\pZ",  # str.isspace()
+}
+
+
+def unicode_classes(pattern: str) -> str:
+    """``pattern`` with ``\\w``, ``\\d``, ``\\s`` and their negations written as the
+    Unicode classes Python means by them, inside and outside ``[...]``.
+
+    ``\\W`` and ``\\S`` inside a class are refused (ValueError): their Unicode meaning
+    is a complement, which RE2 cannot join to other members of a class.  ``\\b`` stays
+    RE2's, with ASCII word characters (RE2 has no other).
+    """
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            escape = pattern[i + 1]
+            if escape in "wdsWDS":
+                out.append(_class_escape(pattern, escape, in_class))
+                i += 2
+                continue
+            if escape == "Q":  # RE2's literal text, up to \E
+                end = pattern.find("\\E", i + 2)
+                end = len(pattern) if end < 0 else end + 2
+            elif escape in "pP" and pattern.startswith("{", i + 2):  # \p{Greek}
+                end = pattern.find("}", i) + 1 or len(pattern)
+            else:
+                end = i + 2
+            out.append(pattern[i:end])
+            i = end
+            continue
+        if in_class:
+            if pattern.startswith("[:", i) and ":]" in pattern[i + 2 :]:  # [:alpha:]
+                end = pattern.index(":]", i + 2) + 2
+            else:
+                end, in_class = i + 1, char != "]"
+            out.append(pattern[i:end])
+            i = end
+            continue
+        if char == "[":
+            end = i + 1 + pattern.startswith("^", i + 1)
+            end += pattern.startswith("]", end)  # a "]" first is a member, not the end
+            out.append(pattern[i:end])
+            in_class, i = True, end
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _class_escape(pattern: str, escape: str, in_class: bool) -> str:
+    body = _UNICODE_CLASSES[escape.lower()]
+    if not in_class:
+        return f"[^{body}]" if escape.isupper() else f"[{body}]"
+    if escape.islower():
+        return body
+    if escape == "D":
+        return r"\P{Nd}"
+    raise ValueError(
+        f"pattern {pattern!r}: \\{escape} inside [...] has no RE2 form; "
+        "write [^...] of what it must not match"
+    )
+
+
 @functools.lru_cache(maxsize=256)
 def compile_pattern(pattern: str) -> Any:
     """``pattern`` compiled by RE2, or ValueError saying why it cannot be used.
@@ -52,7 +123,7 @@ def compile_pattern(pattern: str) -> Any:
     if _EMPTY_MINIMUM.search(pattern):
         raise ValueError(f"pattern {pattern!r}: RE2 reads {{,n}} as literal text; write {{0,n}}")
     try:
-        return re2.compile(pattern, options)
+        return re2.compile(unicode_classes(pattern), options)
     except re2.error as exc:
         reason = exc.args[0].decode("utf-8", "replace") if exc.args else "invalid"
         why = next((hint for rx, hint in _PYTHON_ONLY if rx.search(pattern)), None)
