@@ -97,7 +97,7 @@ class Workbench(RecordDeclarations):
     ) -> None:
         self.ws, self.register_path, self.mode = ws, register_path, mode
         self.analysis_date = analysis_date
-        self.register: Register = reg.load(register_path)
+        self._read_register()
         gits = [(sid, s) for sid, s in self.register.sources.items() if isinstance(s, GitSource)]
         if not gits:
             raise RegisterError(
@@ -125,6 +125,19 @@ class Workbench(RecordDeclarations):
         self._texts: list[bytes] | None = None
         self._screen: Screen | None = None
         install_error_display()
+
+    def _read_register(self) -> None:
+        """Load the register, keeping the SHA-256 of the very bytes read: records.json
+        carries it, so that a render can tell that the register it hashed before the
+        kernel started is the one the notebook read (an edit meanwhile fails the render
+        instead of being recorded as what ran)."""
+        try:
+            raw = self.register_path.read_bytes()
+        except FileNotFoundError:
+            reg.load(self.register_path)  # says there is no register, and how to make one
+            raise
+        self.register: Register = reg.load(self.register_path, raw)
+        self.register_sha256 = sha256_hex(raw)
 
     # -- sources and quotes ------------------------------------------------------------
 
@@ -169,7 +182,7 @@ class Workbench(RecordDeclarations):
     def _quote(self, sid: str, path: str, request: QuoteRequest, qid: str | None) -> QuoteView:
         if self.mode == "author":
             qid, _ = add_quote(self.ws, self.register_path, sid, path, request, qid)
-            self.register = reg.load(self.register_path)
+            self._read_register()
             self._checks.clear()
         else:
             qid = self._find_in_register(sid, path, request, qid)
@@ -453,6 +466,7 @@ class Workbench(RecordDeclarations):
             "format": "tracework.records/1",
             "tracework": __version__,
             "register": self.register.name,
+            "register_sha256": self.register_sha256,
             "subject": self.subject.name,
             "url": self.subject.url,
             "pin": self.pin,
