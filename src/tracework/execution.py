@@ -128,11 +128,6 @@ def notebook_problems(nb: nbformat.NotebookNode) -> list[str]:
     return problems
 
 
-def read_notebook(path: Path) -> nbformat.NotebookNode:
-    """Read a notebook with a clear error when it is missing or malformed."""
-    return parse_notebook(read_notebook_bytes(path), path)
-
-
 def read_notebook_bytes(path: Path) -> bytes:
     """A notebook file's bytes, or a clear error when there is none."""
     if not path.is_file():

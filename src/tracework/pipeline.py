@@ -65,14 +65,16 @@ def _dump(data: Any) -> str:
 
 @dataclass(frozen=True)
 class Inputs:
-    """What a render reads, each read once and hashed before a kernel starts.
+    """What a render reads, read and hashed before a kernel starts.
 
     The kernel executes these notebook bytes; the render's own stages use this register;
-    the manifest records these hashes.  The notebook in the kernel reads the register
-    (``tw.open``) and the rubrics it marks against itself, and records.json says what
-    it read (the register's SHA-256, each marked rubric's digest): a render whose kernel
-    read other bytes fails, so an input edited during a render is never recorded as
-    what ran, and the next ``rerender`` sees the change.
+    the manifest records these hashes.  The notebook reads the register (``tw.open``)
+    and the rubrics it marks against itself, and records.json says what it read (the
+    register's SHA-256, each marked rubric's digest): a render whose notebook read other
+    bytes fails (:func:`_check_what_ran`), so an edit saved during a render is never
+    recorded as what ran, and the next ``rerender`` sees it.  (A sealed copy handed to
+    the kernel would need a channel into a kernel booted before the render knew its
+    inputs; the notebook names its register itself.)
     """
 
     notebook: Any  # nbformat.NotebookNode, parsed from the hashed bytes
