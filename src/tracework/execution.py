@@ -315,8 +315,7 @@ def _run(
     running.clear()  # the uncapped notebook goes as soon as the capped one is made
     result = capped(normalise(executed), limits.output_cap)
     del executed
-    _write_notebook(output, result)
-    return result
+    return _write_notebook(output, result)
 
 
 def _keep(running: list[nbformat.NotebookNode], output: Path, limits: Limits) -> str | None:
@@ -331,10 +330,17 @@ def _keep(running: list[nbformat.NotebookNode], output: Path, limits: Limits) ->
     return None
 
 
-def _write_notebook(path: Path, nb: nbformat.NotebookNode) -> None:
+def _write_notebook(path: Path, nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Write ``nb`` to ``path`` (keys sorted); return it as written, so that the render's
+    later stages read the same key order as any reader of report.ipynb."""
+    import nbformat
+
     from .fsio import write_atomic
 
-    write_atomic(path, json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    text = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    write_atomic(path, text)
+    written: nbformat.NotebookNode = nbformat.from_dict(json.loads(text))
+    return written
 
 
 def _quiet_papermill_log() -> None:
