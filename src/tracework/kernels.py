@@ -54,9 +54,9 @@ class WarmKernel:
 
     A kernel forked by a kernel host dies with the host, and the host with this process.
     Without a host, the kernel is launched at once in the calling thread, armed to be
-    killed when that thread's process ends (:func:`dies_with_this_thread`): the signal
-    follows the thread that forks, so the launch cannot wait for the background thread,
-    which ends after the warm-up.
+    killed when that thread ends, with its process or otherwise
+    (:func:`dies_with_this_thread`): the signal follows the thread that forks, so the
+    launch cannot be left to the background thread, which ends after the warm-up.
     """
 
     def __init__(self, cwd: Path, host: KernelHost | None = None) -> None:

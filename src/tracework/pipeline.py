@@ -1,8 +1,11 @@
 """``tracework render``: the stages of one report, in order.
 
-1. validate the inputs before any kernel starts (notebook, register, commit, mode);
-2. execute the notebook with papermill in render mode, in a staging folder;
-3. take records.json from the executed notebook; write manifest.json;
+1. validate the inputs before any kernel starts (notebook, register, rubrics, commit,
+   settings), reading and hashing each once;
+2. execute those notebook bytes with papermill in render mode, in a staging folder,
+   within the time limits, keeping each output to its cap;
+3. take records.json from the executed notebook, check that the notebook read the
+   register and rubrics that were hashed; write manifest.json;
 4. export report.html with nbconvert and the tracework template;
 5. replace ``reports/NAME/<commit12>/`` with the staging folder only when all
    succeeded, so a failed render leaves the previous good report in place.
