@@ -124,11 +124,18 @@ def test_a_dying_kernel_started_the_usual_way_also_says_how_it_ended(reports, wo
 
 def test_render_with_a_dying_kernel_gives_one_message(reports, workspace):
     """nbclient's own log line ("Kernel died while waiting for execute reply.") stays off
-    stderr: the user reads tracework's one message, exit 2."""
+    stderr: the user reads tracework's one message, exit 2.  The kernel is the render's
+    own child, so how it ended is known; what ran is kept, up to the cell that killed it."""
     result = _run(workspace, "render", "dies")
     assert result.returncode == 2
-    assert result.stderr.splitlines() == [f"tracework: error: {DIED}"]
+    failed = f"reports/dies/failed-{reports[:12]}"
+    assert result.stderr.splitlines() == [
+        f"tracework: error: {DIED} (exit code 3)",
+        f"  hint: the executed notebook is kept in {failed}/; no report written",
+    ]
     assert not (workspace.reports / "dies" / reports[:12]).exists()
+    kept = nbformat.read(workspace.root / failed / "report.ipynb", as_version=4)
+    assert DIES in [cell.source for cell in kept.cells]
     assert _left_in(workspace.root) == []
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -267,3 +268,143 @@ def test_an_interrupted_render_keeps_nothing_and_is_not_called_failed(
     assert result.exit_code == 130 and "interrupted" in result.output
     out = workspace.reports / "demo"
     assert sorted(p.name for p in out.iterdir()) == []
+
+
+# -- what ran is what the manifest records ---------------------------------------------
+
+EDIT_AFTER_READING = """import json, pathlib
+path = pathlib.Path("notebooks/demo.ipynb")
+data = json.loads(path.read_text())
+data["cells"].append({"cell_type": "markdown", "id": "edit", "metadata": {},
+                      "source": "EDITED" + " DURING THE RENDER"})
+path.write_text(json.dumps(data))
+yaml = pathlib.Path("registers/demo.yaml")
+yaml.write_text(yaml.read_text() + "# edited during the render\\n")"""
+
+
+def test_the_manifest_records_the_inputs_that_ran_not_edits_made_meanwhile(report, tw, workspace):
+    """An analyst saves the notebook and the register while the render runs (here a cell
+    does, after the notebook read the register): the manifest hashes what was executed
+    and read, and the next rerender sees the edits instead of skipping a stale report."""
+    from tracework.batch import up_to_date
+
+    _, first = report
+    path = workspace.notebooks / "demo.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(5, nbformat.v4.new_code_cell(EDIT_AFTER_READING))
+    nbformat.write(nb, path)
+    ran = hashlib.sha256(path.read_bytes()).hexdigest()
+    read = hashlib.sha256((workspace.registers / "demo.yaml").read_bytes()).hexdigest()
+    result = _render(tw)
+    assert result.exit_code == 0, result.output
+    folder = workspace.reports / "demo" / first[:12]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert (manifest["notebook_sha256"], manifest["register_sha256"]) == (ran, read)
+    assert json.loads((folder / "records.json").read_text())["register_sha256"] == read
+    assert "EDITED DURING THE RENDER" in path.read_text()  # the edit is on disk…
+    assert "EDITED DURING THE RENDER" not in (folder / "report.ipynb").read_text()  # …not run
+    assert not up_to_date(workspace, "demo", first)
+
+
+RUBRIC = """title: Care
+mechanisms:
+  - {id: kept, name: Kept, definition: Items are kept., evidence: The store.}
+"""
+EDIT_BEFORE_READING = """import pathlib
+yaml = pathlib.Path("registers/demo.yaml")
+yaml.write_text(yaml.read_text() + "# edited before the notebook read it\\n")"""
+EDIT_RUBRIC_THEN_MARK = """import pathlib
+rubric = pathlib.Path("registers/rubrics/care.yaml")
+rubric.write_text(rubric.read_text().replace("Items are kept.", "Items are kept a while."))
+wb.mark("care", "kept", present=True, evidence=["RT-CMP-store"])"""
+
+
+def test_an_input_the_notebook_read_after_an_edit_fails_the_render(report, tw, workspace):
+    """The register changed between the render's hash and the notebook's ``tw.open``, and
+    the rubric before the notebook marked against it: the notebook read other bytes than
+    the manifest would record, so the render fails and says which files changed."""
+    _, first = report
+    (workspace.registers / "rubrics").mkdir()
+    (workspace.registers / "rubrics" / "care.yaml").write_text(RUBRIC)
+    path = workspace.notebooks / "demo.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(5, nbformat.v4.new_code_cell(EDIT_RUBRIC_THEN_MARK))
+    nb.cells.insert(2, nbformat.v4.new_code_cell(EDIT_BEFORE_READING))
+    nbformat.write(nb, path)
+    result = _render(tw)
+    assert result.exit_code == 2, result.output
+    assert (
+        "registers/demo.yaml and registers/rubrics/care.yaml changed while the report "
+        "rendered" in result.stderr
+    )
+    assert "render again once the edit is saved" in result.stderr
+    assert not (workspace.reports / "demo" / first[:12]).exists()
+
+
+# -- a failed render's notebook, and what may be in its way -----------------------------
+
+
+@pytest.mark.parametrize("in_the_way", ["symlink", "file", "folder"])
+def test_a_failed_folder_that_is_not_ours_is_never_written_through(
+    report, tw, workspace, tmp_path, in_the_way
+):
+    """A failed-* that is a symbolic link, a file or a folder tracework did not write
+    stays as it is; the message is the real failure, and the hint says what is in the
+    way (it used to be "Not a directory", hiding which check failed)."""
+    _, first = report
+    path = workspace.notebooks / "demo.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[4].source = nb.cells[4].source.replace('patterns=["socket"]', 'patterns=["Store"]')
+    nbformat.write(nb, path)
+    failed = workspace.reports / "demo" / f"failed-{first[:12]}"
+    failed.parent.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "mine.txt").write_text("mine")
+    what = {
+        "symlink": f"a symbolic link (to {elsewhere})",
+        "file": "a file, not a folder",
+        "folder": "a folder tracework did not write (it holds mine.txt)",
+    }[in_the_way]
+    if in_the_way == "symlink":
+        failed.symlink_to(elsewhere)
+    elif in_the_way == "file":
+        failed.write_text("mine")
+    else:
+        (failed / "mine.txt").parent.mkdir()
+        (failed / "mine.txt").write_text("mine")
+    result = _render(tw)
+    assert result.exit_code == 1, result.output
+    first_line, hint = result.stderr.splitlines()
+    assert "checks fail at the register's pin" in first_line and "RT-ABS-net" in first_line
+    assert hint == (
+        f"  hint: the executed notebook could not be kept: reports/demo/failed-{first[:12]} "
+        f"is {what}; move it away to keep the next failure's notebook; no report written"
+    )
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["mine.txt"]
+    if in_the_way != "symlink":
+        assert (
+            failed.read_text() if failed.is_file() else (failed / "mine.txt").read_text()
+        ) == "mine"
+        assert not (failed.is_dir() and (failed / "report.ipynb").exists())
+    assert not list(failed.parent.glob(".*.staging"))
+
+
+@pytest.mark.parametrize(
+    ("setting", "why"),
+    [
+        ("cell_timeout = 0", "render.cell_timeout must be a positive whole number of seconds"),
+        ("timeout = 2.5", "render.timeout must be a positive whole number of seconds"),
+        ('output_cap = "1M"', "render.output_cap must be a positive whole number of bytes"),
+    ],
+)
+def test_a_bad_render_setting_is_refused_before_a_kernel_starts(
+    report, tw, workspace, setting, why
+):
+    marker = workspace.root / "tracework.toml"
+    marker.write_text(marker.read_text().split("[render]")[0] + f"[render]\n{setting}\n")
+    result = _render(tw)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"tracework: error: {marker}: {why}")
+    assert "hint: the default is" in result.stderr
+    assert not (workspace.reports / "demo").exists()

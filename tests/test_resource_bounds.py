@@ -267,7 +267,7 @@ def test_a_register_edit_reads_the_file_within_bounds_too(ws, levels):
 
 def test_a_notebook_nested_too_deeply_is_one_message_naming_it(ws):
     (ws.notebooks / "demo.ipynb").write_text('{"cells": ' + "[" * 100_000)
-    refused(cli("render", "demo"), "notebooks/demo.ipynb", "not a readable notebook")
+    refused(cli("render", "demo"), "notebooks/demo.ipynb", "not a readable notebook", TOO_DEEP)
 
 
 @pytest.mark.parametrize("levels", DEEPLY)

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, NoReturn
@@ -257,16 +258,47 @@ def _kernel_env() -> dict[str, str]:
 # -- the kernel host: the host's side --------------------------------------------------
 
 
+def _prctl() -> Any:
+    """The C library's ``prctl`` (Linux), or None."""
+    with suppress(Exception):  # not Linux, or no C library to ask
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    return None
+
+
 def die_with_parent() -> None:
     """Be killed when the process that started this one dies (Linux ``PR_SET_PDEATHSIG``);
     elsewhere a no-op.  If the parent is already gone, exit now."""
     parent = os.getppid()
-    with suppress(Exception):  # not Linux, or no C library to ask: nothing to arm
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != parent or parent == 1:
         os._exit(1)
+
+
+def dies_with_this_thread() -> Callable[[], None] | None:
+    """A ``preexec_fn`` for ``Popen`` that has the child killed (SIGKILL) when the thread
+    starting it ends, its process with it, however it ends: SIGKILL, SIGTERM, a crash
+    (Linux ``PR_SET_PDEATHSIG`` follows the thread that forks).  None where Linux's
+    ``prctl`` is missing.
+
+    ipykernel also watches its parent, but from a Python thread, which never runs while
+    the kernel's main thread holds the interpreter in C code (a regular expression that
+    backtracks for hours, say): such a kernel outlived its render at 100% CPU.
+    """
+    prctl = _prctl()  # looked up here: the child runs as little Python as it can
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(1, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+
+    return arm
 
 
 def host_main(fd: int) -> None:

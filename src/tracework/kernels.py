@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .execution import ensure_kernelspec
-from .kernel_host import HOSTED, KernelHost, hosted_provisioner
+from .kernel_host import HOSTED, KernelHost, dies_with_this_thread, hosted_provisioner
 from .kernel_host import waited_out as _waited_out
 
 #: What a notebook's ``import tracework as tw; tw.open(...)`` loads, and no more: the
@@ -50,7 +50,14 @@ def _join(thread: threading.Thread, what: str, seconds: float) -> None:
 
 
 class WarmKernel:
-    """A kernel starting now in a background thread, then importing tracework."""
+    """A kernel starting now, then importing tracework in a background thread.
+
+    A kernel forked by a kernel host dies with the host, and the host with this process.
+    Without a host, the kernel is launched at once in the calling thread, armed to be
+    killed when that thread ends, with its process or otherwise
+    (:func:`dies_with_this_thread`): the signal follows the thread that forks, so the
+    launch cannot be left to the background thread, which ends after the warm-up.
+    """
 
     def __init__(self, cwd: Path, host: KernelHost | None = None) -> None:
         from jupyter_client.manager import KernelManager
@@ -68,16 +75,25 @@ class WarmKernel:
         self._launched = threading.Event()
         self._cancelled = threading.Event()  # discard(): stop warming, at once
         self._thread = threading.Thread(target=self._boot, daemon=True)
+        if host is None:
+            armed = dies_with_this_thread()
+            self._launch(**({"preexec_fn": armed} if armed is not None else {}))
         self._thread.start()
 
-    def _boot(self) -> None:
+    def _launch(self, **options: Any) -> None:
         try:
-            self.km.start_kernel(cwd=str(self.cwd))
+            self.km.start_kernel(cwd=str(self.cwd), **options)
             self._started = True
         except Exception:  # take() says there is no kernel; papermill starts its own
-            return
+            log.debug("a kernel failed to start", exc_info=True)
         finally:
             self._launched.set()
+
+    def _boot(self) -> None:
+        if not self._launched.is_set():
+            self._launch()  # through the kernel host, which waits for its imports once
+        if not self._started:
+            return
         client = self.km.client()
         client.start_channels()
         try:

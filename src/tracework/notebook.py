@@ -180,7 +180,7 @@ class Workbench(RecordDeclarations):
         self.ws, self.register_path, self.mode = ws, register_path, mode
         self.analysis_date = analysis_date
         self.title, self.kind = title, kind
-        self.register: Register = reg.load(register_path)
+        self._read_register()
         gits = [(sid, s) for sid, s in self.register.sources.items() if isinstance(s, GitSource)]
         if not gits:
             raise RegisterError(
@@ -212,6 +212,19 @@ class Workbench(RecordDeclarations):
         self._texts: list[bytes] | None = None
         self._screen: Screen | None = None
         install_error_display()
+
+    def _read_register(self) -> None:
+        """Load the register, keeping the SHA-256 of the very bytes read: records.json
+        carries it, so that a render can tell that the register it hashed before the
+        kernel started is the one the notebook read (an edit meanwhile fails the render
+        instead of being recorded as what ran)."""
+        try:
+            raw = self.register_path.read_bytes()
+        except FileNotFoundError:
+            reg.load(self.register_path)  # says there is no register, and how to make one
+            raise
+        self.register: Register = reg.load(self.register_path, raw)
+        self.register_sha256 = sha256_hex(raw)
 
     # -- sources and quotes ------------------------------------------------------------
 
@@ -361,7 +374,7 @@ class Workbench(RecordDeclarations):
                 interface="notebook",
             )
             qid, replaced = added.quote_id, added.replaced
-            self.register = reg.load(self.register_path)
+            self._read_register()
             self._checks.clear()
         else:
             qid = self._find_in_register(sid, path, request, qid)
@@ -698,6 +711,7 @@ class Workbench(RecordDeclarations):
             "register": self.register.name,
             "kind": self.kind,
             "title": self.title,
+            "register_sha256": self.register_sha256,
             "subject": self.subject.name,
             "url": self.subject.url,
             "pin": self.pin,

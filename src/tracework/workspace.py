@@ -22,7 +22,19 @@ version = 1
 [limits]
 # files larger than this (bytes) are registered by hash, streamed, but not quoted
 quote_size_cap = 4194304
+
+[render]
+# seconds one notebook cell may run, and a whole render, before it is stopped
+cell_timeout = 600
+timeout = 1800
+# bytes one cell output keeps in a report (its head and tail; the middle is cut, and said so)
+output_cap = 1048576
 """
+
+#: ``[render]`` settings when tracework.toml does not give them: a cell stuck in a loop
+#: (or a pathological regular expression) fails its render in ten minutes instead of
+#: running for good; an output of a megabyte is already more than a reader scrolls.
+RENDER_DEFAULTS = {"cell_timeout": 600, "timeout": 1800, "output_cap": 1 << 20}
 
 _GITIGNORE = """\
 /sources/.mirrors/
@@ -96,6 +108,36 @@ class Workspace:
                 hint="write e.g. cooldown_days = 7 under [screen], or remove it",
             )
         return days
+
+    @property
+    def cell_timeout(self) -> int:
+        """``[render] cell_timeout``: seconds a notebook cell may run in a render."""
+        return self._render_setting("cell_timeout", "seconds")
+
+    @property
+    def render_timeout(self) -> int:
+        """``[render] timeout``: seconds a whole render may run its notebook."""
+        return self._render_setting("timeout", "seconds")
+
+    @property
+    def output_cap(self) -> int:
+        """``[render] output_cap``: bytes of one cell output a report keeps."""
+        return self._render_setting("output_cap", "bytes")
+
+    def _render_setting(self, key: str, unit: str) -> int:
+        section = self.settings().get("render", {})
+        if not isinstance(section, dict):
+            raise TraceworkError(
+                f"{self.root / MARKER}: [render] must be a table",
+                hint=f"write it as a [render] section with {key} = <{unit}>",
+            )
+        value = section.get(key, RENDER_DEFAULTS[key])
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise TraceworkError(
+                f"{self.root / MARKER}: render.{key} must be a positive whole number of {unit}",
+                hint=f"the default is {key} = {RENDER_DEFAULTS[key]}",
+            )
+        return value
 
     def settings(self) -> dict[str, object]:
         """The parsed tracework.toml (a clear error when it is malformed)."""
