@@ -70,7 +70,7 @@ def test_records_validate_ids_statuses_references_and_duplicates(wb):
             label="x",
             progression="p",
             implementation="wired",
-            operation="observed",
+            operation="uninspected",
             passes_through=["RT-CMP-missing"],
         )
     with pytest.raises(RecordError, match="not a quote in register"):
