@@ -408,3 +408,21 @@ def test_a_bad_render_setting_is_refused_before_a_kernel_starts(
     assert result.stderr.startswith(f"tracework: error: {marker}: {why}")
     assert "hint: the default is" in result.stderr
     assert not (workspace.reports / "demo").exists()
+
+
+def test_a_notebook_without_cell_ids_renders_byte_identically(report, tw, workspace):
+    """nbformat < 4.5 notebooks (and many generators) carry no cell ids; upgraded on the way
+    to the kernel they got random ones, so two renders differed in their cell-id attributes."""
+    _, first = report
+    path = workspace.notebooks / "demo.ipynb"
+    data = json.loads(path.read_text())
+    data["nbformat_minor"] = 4
+    for cell in data["cells"]:
+        cell.pop("id", None)
+    path.write_text(json.dumps(data, indent=1))
+    assert _render(tw).exit_code == 0
+    folder = workspace.reports / "demo" / first[:12]
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert _render(tw).exit_code == 0
+    assert before == {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert b'"id": "cell-0"' in before["report.ipynb"]

@@ -153,6 +153,27 @@ def parse_notebook(raw: bytes, path: Path) -> nbformat.NotebookNode:
         nb: nbformat.NotebookNode = nbformat.reads(raw.decode("utf-8"), as_version=4)
     except Exception as exc:  # nbformat raises several unrelated types
         raise TraceworkError(f"{path}: not a readable notebook ({exc})") from None
+    return with_cell_ids(nb)
+
+
+def with_cell_ids(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Give every cell an id, derived from its place (``cell-3``), as nbformat 4.5 wants.
+
+    A notebook without ids (nbformat < 4.5, and what many generators write) would get
+    random ones when upgraded on the way to the kernel, and two renders would differ in
+    their ``cell-id`` attributes.  Ids a cell has are kept; a derived one never repeats
+    another."""
+    taken = {cell.get("id") for cell in nb.cells if cell.get("id")}
+    for index, cell in enumerate(nb.cells):
+        if not cell.get("id"):
+            candidate, n = f"cell-{index}", 1
+            while candidate in taken:
+                n += 1
+                candidate = f"cell-{index}-{n}"
+            cell["id"] = candidate
+            taken.add(candidate)
+    if (nb.nbformat, nb.nbformat_minor) < (4, 5):
+        nb.nbformat_minor = 5
     return nb
 
 
