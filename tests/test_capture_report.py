@@ -95,3 +95,62 @@ def test_at_a_newer_commit_capture_evidence_is_stale_until_captured_there(captur
     assert case.state == items.info.state == "verified"
     assert "RT-RTE-put" not in again._drifted()
     assert again.records_json()["captures"]["SRC-2"]["captured_at"] == newer
+
+
+CELL = """cap = wb.capture("cap")
+q = src.quote("toy/store.py", symbol="Store.put")
+wb.component("RT-CMP-store", label="Store", identity="`Store`", evidence=[q])
+wb.route("RT-RTE-put", label="Putting", progression="text to items",
+         passes_through=["RT-CMP-store"], implementation="wired", operation="observed",
+         evidence=[q, cap.case("T-01"), cap.transcript("T-01", "items")])
+cap"""
+
+
+def test_rerender_runs_captures_only_when_asked(captured, tw, workspace):
+    import nbformat
+
+    path = workspace.notebooks / "demo.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "tracework",
+        "display_name": "tracework",
+        "language": "python",
+    }
+    params = nbformat.v4.new_code_cell('register = "demo"\ncommit = None\nmode = "author"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [
+        params,
+        nbformat.v4.new_code_cell(
+            "import tracework as tw\nwb = tw.open(register, commit=commit, mode=mode)\n"
+            'src = wb.source("SRC-1")'
+        ),
+        nbformat.v4.new_code_cell(CELL),
+        nbformat.v4.new_code_cell("wb.done()"),
+    ]
+    nbformat.write(nb, path)
+    exec_author = tracework.open("demo")  # author mode: the quote and the capture registered
+    src = exec_author.source("SRC-1")
+    src.quote("toy/store.py", symbol="Store.put")
+    exec_author.capture("cap")
+    rendered = tw("render", "demo")
+    assert rendered.exit_code == 0, rendered.output
+    captured.repo.write("toy/store.py", STORE.replace("A toy store", "A toy store, documented"))
+    newer = captured.repo.commit("docs")
+    assert tw("fetch", "toy").exit_code == 0
+    plain = json.loads(tw("rerender", "demo", "--commit", newer, "--json").output)
+    assert plain["reports"][0]["status"] == "rendered"
+    assert not (captured.ws.root / "captures" / "cap" / newer[:12]).exists()  # never unasked
+    records = workspace.reports / "demo" / newer[:12] / "records.json"
+    stale = json.loads(records.read_text())
+    assert stale["captures"]["SRC-2"]["stale"] is True
+    route = next(r for r in stale["records"] if r["id"] == "RT-RTE-put")
+    assert route["needs_review"] == ["SRC-2/T-01", "SRC-2/T-01/items"]
+    again = json.loads(tw("rerender", "demo", "--commit", newer, "--capture", "--json").output)
+    assert again["reports"][0]["status"] == "rendered"  # a new capture is a new input
+    observed = json.loads(records.read_text())
+    assert observed["captures"]["SRC-2"] == {**observed["captures"]["SRC-2"], "stale": False}
+    assert observed["captures"]["SRC-2"]["captured_at"] == newer
+    route = next(r for r in observed["records"] if r["id"] == "RT-RTE-put")
+    assert route["needs_review"] == []
+    skipped = json.loads(tw("rerender", "demo", "--commit", newer, "--json").output)
+    assert skipped["reports"][0]["status"] == "skipped"

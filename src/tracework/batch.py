@@ -155,6 +155,33 @@ def _json_object(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def recapture(
+    ws: Workspace, plan: dict[str, str], on_update: Callable[[str, str], None]
+) -> dict[str, str]:
+    """Make each capture the planned reports cite again at their target commits (the
+    environment built or reused first: rebuilt when the subject's lock changed); returns
+    the reports whose capture failed, with why."""
+    from .capture.pipeline import capture, environment
+    from .models import CaptureSource
+
+    wanted: dict[tuple[str, str], list[str]] = {}
+    for name, commit in plan.items():
+        for source in load(ws.registers / f"{name}.yaml").sources.values():
+            if isinstance(source, CaptureSource):
+                wanted.setdefault((source.capture, commit), []).append(name)
+    failed: dict[str, str] = {}
+    for (capture_name, commit), names in sorted(wanted.items()):
+        for name in names:
+            on_update(name, "capturing")
+        try:
+            environment(ws, capture_name, commit)
+            capture(ws, capture_name, commit)
+        except TraceworkError as exc:
+            for name in names:
+                failed[name] = f"capture {capture_name} at {commit[:12]}: {exc.message}"
+    return failed
+
+
 def render_one(
     root: str, name: str, commit: str, warm: bool = True, analysis_date: str | None = None
 ) -> dict[str, Any]:
@@ -261,18 +288,28 @@ def rerender(
     force: bool = False,
     scheduler: str | None = None,
     analysis_date: str | None = None,
+    capture: bool = False,
     on_update: Callable[[str, str], None] = lambda name, state: None,
 ) -> list[dict[str, Any]]:
     """Render every report of ``plan`` (name → commit); results in the plan's order.
 
     ``analysis_date`` (YYYY-MM-DD) overrides each notebook's parameter of that name: the
-    date the evidence was checked, shown on the report and the site.
+    date the evidence was checked, shown on the report and the site.  With ``capture``,
+    the runtime captures each report's register cites are made again at its target first
+    (the only way a batch runs subject code: asked for by name); a report whose capture
+    fails is failed, and the others go on.
     """
     if analysis_date is not None:
         check_iso_date(analysis_date, "--analysis-date")
     results: dict[str, dict[str, Any]] = {}
+    if capture:
+        for name, error in recapture(ws, plan, on_update).items():
+            results[name] = Outcome(name, plan[name], "failed", error=error).as_json()
+            on_update(name, "failed")
     todo = []
     for name, commit in plan.items():
+        if name in results:
+            continue
         if not force and up_to_date(ws, name, commit, analysis_date):
             results[name] = skipped(ws, name, commit)
             on_update(name, "skipped")

@@ -626,6 +626,12 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
 )
 @click.option("--force", is_flag=True, help="Render even reports whose inputs did not change.")
 @click.option(
+    "--capture",
+    "recapture",
+    is_flag=True,
+    help="Run each cited capture again at the target first (runs subject code, isolated).",
+)
+@click.option(
     "--analysis-date",
     default=None,
     metavar="YYYY-MM-DD",
@@ -653,6 +659,7 @@ def rerender(
     do_fetch: bool,
     jobs: int | None,
     force: bool,
+    recapture: bool,
     analysis_date: str | None,
     executor: str,
     scheduler: str | None,
@@ -675,6 +682,7 @@ def rerender(
             force=force,
             scheduler=scheduler,
             analysis_date=analysis_date,
+            capture=recapture,
             on_update=update,
         ),
         quiet=as_json,

@@ -17,6 +17,8 @@ import json
 import os
 import shutil
 import stat
+from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,7 +182,7 @@ def render(
                     "tracework": __version__,
                     "lock_sha256": lock_file_sha256(ws),
                     "parameters": parameters,
-                    "inputs_sha256": _key(inputs, full, analysis_date),
+                    "inputs_sha256": _key(inputs, ws, full, analysis_date),
                 }
                 write_atomic(staging / "manifest.json", _dump(manifest))
                 # 4. diagrams, their assets, and the HTML
@@ -272,25 +274,54 @@ def inputs_key(ws: Workspace, name: str, commit: str, analysis_date: str | None 
     checked against them), commit, an analysis date given instead of the notebook's, and
     the tracework version.  Read from the files as they are now (a batch asks whether
     its last render is current); a render takes its own from its :class:`Inputs`."""
+    register_path = ws.registers / f"{name}.yaml"
+    captured = ""
+    with suppress(TraceworkError):  # no register: the render says so; no capture to key
+        captured = captures_key(ws, reg.load_data(register_path).sources.values(), commit)
     return _hashed_key(
         file_sha256(ws.notebooks / f"{name}.ipynb") or "",
-        file_sha256(ws.registers / f"{name}.yaml") or "",
+        file_sha256(register_path) or "",
         rubrics_key(ws),
         commit,
         analysis_date,
+        captured,
     )
 
 
-def _key(inputs: Inputs, commit: str, analysis_date: str | None) -> str:
+def _key(inputs: Inputs, ws: Workspace, commit: str, analysis_date: str | None) -> str:
     return _hashed_key(
-        inputs.notebook_sha256, inputs.register_sha256, inputs.rubrics_key, commit, analysis_date
+        inputs.notebook_sha256,
+        inputs.register_sha256,
+        inputs.rubrics_key,
+        commit,
+        analysis_date,
+        captures_key(ws, inputs.register.sources.values(), commit),
+    )
+
+
+def captures_key(ws: Workspace, sources: Iterable[object], commit: str) -> str:
+    """The captures a render may cite: for each capture source of the register, the
+    manifest of the capture made at ``commit``, if any (a new one changes what the report
+    shows).  Empty for a register without captures, so its key is what it always was."""
+    names = sorted(
+        {getattr(s, "capture", "") for s in sources if getattr(s, "kind", "") == "capture"}
+    )
+    return ";".join(
+        f"{n}={file_sha256(ws.captures / n / commit[:12] / 'manifest.json') or '-'}" for n in names
     )
 
 
 def _hashed_key(
-    notebook: str, register: str, rubrics: str, commit: str, analysis_date: str | None
+    notebook: str,
+    register: str,
+    rubrics: str,
+    commit: str,
+    analysis_date: str | None,
+    captured: str = "",
 ) -> str:
     parts = [notebook, register, commit, __version__, rubrics, analysis_date or ""]
+    if captured:
+        parts.append(captured)
     return sha256_hex("\n".join(parts).encode())
 
 
