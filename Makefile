@@ -26,7 +26,7 @@ node_modules/.installed: package.json package-lock.json
 
 # the `tracework` Jupyter kernel: this environment's Python, for JupyterLab and papermill
 $(VENV)/share/jupyter/kernels/tracework/kernel.json: $(VENV)/.synced
-	$(VENV)/bin/python -c "from tracework.execution import ensure_kernelspec; ensure_kernelspec()"
+	$(VENV)/bin/python -c "from tracework.render.execution import ensure_kernelspec; ensure_kernelspec()"
 
 setup: $(VENV)/.synced node_modules/.installed $(VENV)/share/jupyter/kernels/tracework/kernel.json
 
@@ -45,7 +45,7 @@ bench: setup
 # after changing src/tracework/models.py: the JSON Schema and the check's generated data module
 schema: $(VENV)/.synced
 	$(VENV)/bin/tracework schema --write
-	$(VENV)/bin/python -m tracework.datagen
+	$(VENV)/bin/python -m tracework.register.datagen
 
 clean:
 	rm -rf .tools $(VENV) node_modules examples/build

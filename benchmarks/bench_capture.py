@@ -62,7 +62,7 @@ def main() -> None:
     from tracework.capture.config import load_config
     from tracework.capture.environment import cached_environment
     from tracework.capture.tree import export_tree
-    from tracework.subjects import open_mirror
+    from tracework.git.subjects import open_mirror
     from tracework.workspace import Workspace
 
     tracework = str(BIN / "tracework")

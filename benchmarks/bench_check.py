@@ -60,11 +60,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tracework import register_yaml as regy
-from tracework.evidence import make_quote
 from tracework.hashing import Lines
-from tracework.models import Anchor
-from tracework.spans import Span
+from tracework.register import edits as regy
+from tracework.register.evidence import make_quote
+from tracework.register.models import Anchor
+from tracework.register.spans import Span
 
 SEED = 20260101
 BASE_EPOCH = 1767225600  # 2026-01-01T00:00:00Z; each commit one hour later

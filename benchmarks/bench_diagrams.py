@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def diagram_seconds(commit: str | None) -> tuple[float, int]:
     import tracework
-    from tracework.notebook import Workbench
+    from tracework.notebook.workbench import Workbench
 
     spent = [0.0, 0]
     original = Workbench.diagram

@@ -29,7 +29,7 @@ def timed(cmd: list[str]) -> float:
 
 
 def pin() -> str:
-    import tracework.register as reg
+    import tracework.register.store as reg
 
     return reg.load(ROOT / "registers" / "larkspur.yaml").git_source("SRC-1").commit
 
@@ -41,7 +41,7 @@ def main() -> None:
     if not (ROOT / "sources" / ".mirrors" / "larkspur.git").exists():
         sys.exit("run `make demo` first: the benchmark renders the demo report")
     commit = pin()
-    from tracework.execution import ensure_kernelspec
+    from tracework.render.execution import ensure_kernelspec
 
     kernel = ensure_kernelspec()
     with tempfile.TemporaryDirectory() as tmp:

@@ -225,8 +225,8 @@ def batch(reports: int, repeat: int) -> list[str]:
 
 
 def bisection(commits: int, quotes: int) -> list[str]:
-    from tracework.blobs import Mirror
-    from tracework.history import first_changes
+    from tracework.drift.first_change import first_changes
+    from tracework.git.mirror import Mirror
 
     rng = random.Random(7)
     with tempfile.TemporaryDirectory() as tmp:

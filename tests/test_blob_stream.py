@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from tracework import blobs as blobs_module
-from tracework.blobs import Mirror
 from tracework.errors import GitError
+from tracework.git import mirror as blobs_module
+from tracework.git.mirror import Mirror
 
 
 @pytest.fixture

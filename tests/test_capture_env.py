@@ -13,7 +13,7 @@ from capture_setup import PLAIN_HARNESS, PYTHON, Setup, capture_workspace, one_e
 from tracework.capture import environment
 from tracework.capture.config import load_config
 from tracework.capture.tree import export_tree
-from tracework.subjects import open_mirror
+from tracework.git.subjects import open_mirror
 from tracework.workspace import Workspace
 
 INICONFIG = (

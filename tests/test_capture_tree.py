@@ -7,9 +7,9 @@ import pytest
 
 from capture_setup import snapshot
 from conftest import git
-from tracework.blobs import Mirror
 from tracework.capture import tree as tree_module
 from tracework.capture.tree import export_tree
+from tracework.git.mirror import Mirror
 from tracework.workspace import Workspace
 
 ATTRIBUTES = (

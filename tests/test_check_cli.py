@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from conftest import BASE_EPOCH, git
-from tracework import register as reg
-from tracework.checks import check_register
+from tracework.drift.check import check_register
 from tracework.hashing import LFS_POINTER_HEADER
+from tracework.register import store as reg
 
 # -- helpers -------------------------------------------------------------------------
 

@@ -12,9 +12,9 @@ import itertools
 import pytest
 
 from conftest import git
-from tracework import register as reg
-from tracework.blobs import Mirror, check_commit_text
 from tracework.errors import CommitNotFound, UnsafeInput
+from tracework.git.mirror import Mirror, check_commit_text
+from tracework.register import store as reg
 
 FIXED = {"GIT_AUTHOR_DATE": "@1767400000 +0000", "GIT_COMMITTER_DATE": "@1767400000 +0000"}
 

@@ -1,4 +1,4 @@
-"""Format only: the one rule (``tracework.content``) and every output that derives from it.
+"""Format only: the one rule (``tracework.drift.content``) and every output that derives from it.
 
 The rule's examples are the README's; the property test builds real histories of
 formatting and content edits and asserts that the drift check, the first-change
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tracework.content import Content, holds_in
+from tracework.drift.content import Content, holds_in
 
 QUOTE = '''def build_prompt(user, notes):
     """Assemble the system prompt.
@@ -148,10 +148,10 @@ def test_format_only_never_contradicts_itself(tmp_path_factory, monkeypatch, edi
     from click.testing import CliRunner
 
     from conftest import Repo, git
-    from tracework import register as reg
     from tracework.cli import main
-    from tracework.history import drift_summary
-    from tracework.rendering import drift_html
+    from tracework.register import store as reg
+    from tracework.render.export import drift_html
+    from tracework.render.history import drift_summary
     from tracework.workspace import Workspace
 
     root = tmp_path_factory.mktemp("formats")

@@ -16,9 +16,15 @@ import nbformat
 import pytest
 
 from conftest import PathStub, RouteStub, needs_chromium, render_store_report
-from tracework.diagrams import DiagramError, from_authority_paths, from_routes, label, parse
-from tracework.highlight import visible
-from tracework.rendering import report_js
+from tracework.notebook.diagrams import (
+    DiagramError,
+    from_authority_paths,
+    from_routes,
+    label,
+    parse,
+)
+from tracework.render.export import report_js
+from tracework.text import visible
 
 RLO, ESC = "\u202e", "\x1b"
 HIDDEN = f"Evil {RLO}gnp.exe {ESC}[31mred \u2066x\u2069 \u200b"

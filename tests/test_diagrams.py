@@ -9,7 +9,7 @@ import pytest
 
 import tracework
 from conftest import PathStub, RouteStub
-from tracework.diagrams import (
+from tracework.notebook.diagrams import (
     DiagramError,
     from_authority_paths,
     from_routes,

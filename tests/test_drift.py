@@ -14,8 +14,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tracework.blobs import Changes, Mirror
-from tracework.drift import Target, _elsewhere, map_range
+from tracework.drift.relocate import Target, _elsewhere, map_range
+from tracework.git.mirror import Changes, Mirror
 from tracework.hashing import Lines
 
 CONTRACT = (

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tracework import register as reg
 from tracework.errors import RegisterError
+from tracework.register import store as reg
 
 TRACEWORK = str(Path(sys.executable).parent / "tracework")
 REGISTER = Path("registers/demo.yaml")
@@ -26,7 +26,7 @@ def one_record_report(pinned, tw, workspace):
     """Register ``demo`` with one quote and a notebook declaring one record citing it."""
     repo = pinned({"pkg/a.py": "def f():\n    return 1\n"})
     assert tw("quote", "demo", "SRC-1", "pkg/a.py", "--symbol", "f").exit_code == 0
-    from tracework.scaffold import notebook_for
+    from tracework.notebook.scaffold import notebook_for
 
     nb = notebook_for("demo")
     nb.cells.insert(
@@ -131,7 +131,7 @@ def pinned_once(pinned, tw):
 
 WRITER = """
 import sys
-from tracework.evidence import QuoteRequest, add_quote
+from tracework.register.evidence import QuoteRequest, add_quote
 from tracework.workspace import Workspace
 ws = Workspace.find()
 n = 0

@@ -31,8 +31,8 @@ from typing import Any, Literal
 import pytest
 
 from conftest import Repo, git
-from tracework.blobs import Mirror
-from tracework.gitenv import hardened_env
+from tracework.git.env import hardened_env
+from tracework.git.mirror import Mirror
 from tracework.workspace import Workspace
 
 Transport = Literal["local", "ssh", "https"]
@@ -547,7 +547,7 @@ def test_a_mirror_that_borrows_objects_is_refused_by_fetch_and_readers(make_arme
 
 
 def test_a_urls_quotes_and_backslashes_cannot_break_out_of_the_config(tmp_path):
-    from tracework.subjects import mirror_config
+    from tracework.git.subjects import mirror_config
 
     for url in (
         '/srv/a "b" \\c; #d [remote "x"]',

@@ -26,11 +26,11 @@ import pytest
 from ruamel.yaml import YAML
 
 from conftest import Repo, git
-from tracework import register as reg
-from tracework.checks import CheckItem
+from tracework.drift.check import CheckItem
 from tracework.hashing import LFS_POINTER_HEADER, is_lfs_pointer
-from tracework.highlight import terminal_lines, visible_name
-from tracework.views import QuoteInfo, code_block, quote_html
+from tracework.notebook.views import QuoteInfo, code_block, quote_html
+from tracework.register import store as reg
+from tracework.text import terminal_lines, visible_name
 
 REGISTER = Path("registers/demo.yaml")
 
@@ -692,8 +692,8 @@ UNESCAPED_OPTIONS = ("title", "cssfile", "classprefix", "filename", "lineanchors
 
 
 def test_subject_text_never_reaches_unescaped_formatter_options(pinned, tw, monkeypatch):
-    import tracework.highlight
-    import tracework.views
+    import tracework.notebook.views
+    import tracework.text
 
     seen: list[dict[str, Any]] = []
 
@@ -705,10 +705,10 @@ def test_subject_text_never_reaches_unescaped_formatter_options(pinned, tw, monk
 
         return Spy
 
-    monkeypatch.setattr(tracework.views, "HtmlFormatter", spy(tracework.views.HtmlFormatter))
     monkeypatch.setattr(
-        tracework.highlight, "TerminalFormatter", spy(tracework.highlight.TerminalFormatter)
+        tracework.notebook.views, "HtmlFormatter", spy(tracework.notebook.views.HtmlFormatter)
     )
+    monkeypatch.setattr(tracework.text, "TerminalFormatter", spy(tracework.text.TerminalFormatter))
     name = "<script>alert(1)</script>.py"
     repo = pinned({name: "a = 1\nb = 2\n"})
     ok(tw("quote", "demo", "SRC-1", "--lines", "2-2", "--id", "Q-s", "--", name))
@@ -762,7 +762,7 @@ def test_one_render_shows_every_hostile_case_safely(pinned, tw, workspace):
     ]
     for path, n, qid in spec:
         ok(tw("quote", "demo", "SRC-1", "--lines", f"1-{n}", "--id", qid, "--", path))
-    from tracework.scaffold import notebook_for
+    from tracework.notebook.scaffold import notebook_for
 
     nb = notebook_for("demo")
     nb.cells.insert(3, nbformat.v4.new_code_cell(f"QUOTES = {spec!r}\n" + RENDER_BODY))

@@ -46,7 +46,7 @@ def test_same_text_as_the_standard_library(data: Any, indent: bool) -> None:
 
 
 def test_subclasses_and_named_tuples_are_encoded_as_the_standard_library_does() -> None:
-    from tracework.checks import CheckItem
+    from tracework.drift.check import CheckItem
 
     item = CheckItem("quote", "Q-1", "SRC-1", "a.py", "verified", (1, 2))
     reordered = OrderedDict(a=1, b=2)

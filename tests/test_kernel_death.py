@@ -20,7 +20,7 @@ import nbformat
 import pytest
 
 from conftest import pids_in
-from tracework import kernel_host, kernels
+from tracework.batch import kernel_host, kernels
 
 CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
 wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q]);"""
@@ -111,7 +111,7 @@ def test_a_batch_with_a_dying_kernel_finishes_and_renders_the_rest(reports, work
 def test_a_dying_kernel_started_the_usual_way_also_says_how_it_ended(reports, workspace):
     """Without a kernel host (not Linux), the kernel is jupyter_client's own child."""
     pin = reports
-    prelude = "import tracework.kernels as k\nk.HOSTED = False"
+    prelude = "import tracework.batch.kernels as k\nk.HOSTED = False"
     result = _run(
         workspace, "rerender", "--all", "--commit", pin, "-j", "1", "--json", prelude=prelude
     )

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from conftest import git
-from tracework.blobs import Mirror
 from tracework.errors import CommitNotFound, GitError
+from tracework.git.mirror import Mirror
 
 REGISTER = Path("registers/demo.yaml")
 FIXED = {"GIT_AUTHOR_DATE": "@1767500000 +0000", "GIT_COMMITTER_DATE": "@1767500000 +0000"}

@@ -8,7 +8,7 @@ import pytest
 
 import tracework
 from tracework.errors import RecordError
-from tracework.rubrics import RubricError, load_rubric
+from tracework.notebook.rubrics import RubricError, load_rubric
 
 RUBRIC = """\
 # hand-written, with a comment
@@ -161,7 +161,8 @@ def test_marks_after_records_still_get_their_anchors(wb, monkeypatch):
     order of records() and mark() in the notebook."""
     shown: list[str] = []
     monkeypatch.setattr(
-        "tracework.notebook.display", lambda obj, **kw: shown.append(getattr(obj, "markup", ""))
+        "tracework.notebook.workbench.display",
+        lambda obj, **kw: shown.append(getattr(obj, "markup", "")),
     )
     wb.absence("RT-ABS-log", statement="No logging.", scope=["pkg/*.py"], patterns=["logging"])
     wb.records()

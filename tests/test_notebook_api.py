@@ -208,7 +208,7 @@ def test_records_cite_records_and_whole_files_and_drift_propagates(
 ):
     repo = pinned({"pkg/store.py": STORE, "pkg/util.py": "def helper():\n    return 1\n"})
     # one JupyterLab cell, re-run: the only way a record can be declared again
-    monkeypatch.setattr("tracework.declare.cell_id", lambda: "cell-1")
+    monkeypatch.setattr("tracework.notebook.declare.cell_id", lambda: "cell-1")
     wb = tracework.open("demo")
     src = wb.source("SRC-1")
     whole = src.file("pkg/util.py")  # registered at the pin by author mode
@@ -246,7 +246,7 @@ def test_records_cite_records_and_whole_files_and_drift_propagates(
     assert drifted["RT-CMP-util"] == ["SRC-1:pkg/util.py"]
     assert drifted["RT-CMP-store"] == ["RT-ABS-disk"]  # the broken absence it cites
     assert drifted["RT-CLM-safe"] == ["RT-CMP-store", "RT-CMP-util"]  # transitively
-    from tracework.views import records_section
+    from tracework.notebook.views import records_section
 
     page = records_section(at._records.values(), at._quotes, at._absences, drifted, at._files)
     assert 'id="SRC-1:pkg/util.py"' in page and "Files cited whole" in page  # a file card
@@ -302,8 +302,8 @@ def test_asserted_hashes_reach_the_report_and_fail_it_only_when_required(pinned,
     assert "1 differ" in summary["checks"]["assertions"]["detail"]
     [asserted] = wb.records_json()["assertions"]
     assert asserted["state"] == "differs"
-    from tracework import register as reg
-    from tracework.rendering import assertions_html
+    from tracework.register import store as reg
+    from tracework.render.export import assertions_html
 
     page = assertions_html([asserted], reg.load(workspace.register_file("demo")))
     assert "dossier.md" in page and "0" * 64 in page and "differs" in page

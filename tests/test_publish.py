@@ -28,12 +28,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tracework import publish as publish_module
 from tracework.cli import main
 from tracework.errors import TraceworkError
-from tracework.highlight import visible
-from tracework.publish import write_site
-from tracework.site import gather
+from tracework.site import publish as publish_module
+from tracework.site.publish import write_site
+from tracework.site.read import gather
+from tracework.text import visible
 from tracework.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -297,7 +297,7 @@ def test_a_register_edited_during_publish_is_shown_as_one_version(demo, tmp_path
     edit landing in between must not give a page that mixes two versions."""
     from ruamel.yaml import YAML
 
-    from tracework import register as register_module
+    from tracework.register import store as register_module
 
     ws, _ = demo
     monkeypatch.chdir(ws.root)
@@ -686,7 +686,7 @@ def test_an_unmarked_mechanism_and_a_hostile_rubric_publish_safely(demo, tmp_pat
 
 
 def test_the_newest_render_is_at_the_current_pin_then_by_time():
-    from tracework.site import Render
+    from tracework.site.read import Render
 
     def render(commit: str, pin: str, date: str, since: int) -> Render:
         records = {"commit": commit, "pin": pin, "commit_date": date}

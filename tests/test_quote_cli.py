@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from tracework.highlight import terminal_lines, visible
+from tracework.text import terminal_lines, visible
 
 REGISTER = Path("registers/demo.yaml")
 

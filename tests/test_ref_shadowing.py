@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from conftest import Repo, git
-from tracework.batch import targets
-from tracework.blobs import Mirror
+from tracework.batch.rerender import targets
+from tracework.drift.first_change import commits_between
 from tracework.errors import SubjectError
-from tracework.history import commits_between
-from tracework.subjects import load_subject, tracked_commit
+from tracework.git.mirror import Mirror
+from tracework.git.subjects import load_subject, tracked_commit
 from tracework.workspace import Workspace
 
 

@@ -24,9 +24,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from tracework import fsio
-from tracework import register as reg
 from tracework.errors import RegisterError
-from tracework.models import (
+from tracework.register import store as reg
+from tracework.register.models import (
     Anchor,
     CheckEntry,
     DocumentSource,
@@ -35,7 +35,7 @@ from tracework.models import (
     Quote,
     Register,
 )
-from tracework.schema import register_schema_text
+from tracework.register.schema import register_schema_text
 
 REGISTER = Path("registers/demo.yaml")
 PROJECT = Path(__file__).resolve().parents[1]
@@ -526,7 +526,7 @@ WORKER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from tracework.evidence import QuoteRequest, add_quote
+    from tracework.register.evidence import QuoteRequest, add_quote
     from tracework.workspace import Workspace
 
     name, count, go = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
@@ -802,7 +802,7 @@ def test_the_check_reads_the_copy_it_trusts_without_pydantic(pinned, tw):
     assert data.quotes["Q-f"].lines == (1, 2) and data.quotes["Q-f"].anchor is not None
     assert data.sources["SRC-1"].files["a.py"].kind == "file"
     probe = (
-        "import sys\nfrom pathlib import Path\nfrom tracework import register as reg\n"
+        "import sys\nfrom pathlib import Path\nfrom tracework.register import store as reg\n"
         "data = reg.load_data(Path(sys.argv[1]))\n"
         "print(data.name, sorted(data.quotes), 'pydantic' in sys.modules)\n"
     )
@@ -898,8 +898,8 @@ def test_load_validates_even_a_sealed_copy_and_load_data_trusts_it(pinned, tw):
 
 
 def test_the_committed_register_data_module_is_current():
-    from tracework import register_data
-    from tracework.datagen import COMMAND, data_source
+    from tracework.register import data as register_data
+    from tracework.register.datagen import COMMAND, data_source
 
     committed = Path(register_data.__file__).read_text(encoding="utf-8")
     assert committed == data_source(), f"the models changed: run `{COMMAND}`"

@@ -14,7 +14,8 @@ import time
 import nbformat
 import pytest
 
-from tracework import fsio, rendering
+from tracework import fsio
+from tracework.render import export as rendering
 
 HOSTILE = 'BANNER = "</pre><script>alert(1)</script>"\n'
 SUBJECT = {
@@ -286,7 +287,7 @@ def test_the_manifest_records_the_inputs_that_ran_not_edits_made_meanwhile(repor
     """An analyst saves the notebook and the register while the render runs (here a cell
     does, after the notebook read the register): the manifest hashes what was executed
     and read, and the next rerender sees the edits instead of skipping a stale report."""
-    from tracework.batch import up_to_date
+    from tracework.batch.rerender import up_to_date
 
     _, first = report
     path = workspace.notebooks / "demo.ipynb"

@@ -29,10 +29,10 @@ from click.testing import CliRunner
 
 from conftest import BASE_EPOCH, git, pids_in
 from tracework import fsio
-from tracework.absences import compile_pattern
 from tracework.cli import main
 from tracework.errors import RecordError
-from tracework.execution import capped, cut_html, cut_text
+from tracework.notebook.absences import compile_pattern
+from tracework.render.execution import capped, cut_html, cut_text
 
 ROOT = Path(__file__).resolve().parents[1]
 HANG_GUARD = 300  # seconds: only a render stuck for good comes near it

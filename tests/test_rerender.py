@@ -19,12 +19,13 @@ import nbformat
 import pytest
 
 from conftest import pids_in
-from tracework import kernel_host, kernels, rendering
-from tracework.batch import render_one
-from tracework.blobs import Mirror
-from tracework.history import Graph, first_change
-from tracework.register import load
-from tracework.views import summary_html
+from tracework.batch import kernel_host, kernels
+from tracework.batch.rerender import render_one
+from tracework.drift.first_change import Graph, first_change
+from tracework.git.mirror import Mirror
+from tracework.notebook.views import summary_html
+from tracework.register.store import load
+from tracework.render import export as rendering
 
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
 CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
@@ -315,7 +316,7 @@ print(json.dumps({
                 (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE)},
     "streams": [type(sys.stdout).__name__, type(sys.stderr).__name__],
     "flags": str(sys.flags),
-    "tracework_loaded": "tracework.notebook" in sys.modules,
+    "tracework_loaded": "tracework.notebook.workbench" in sys.modules,
     "nbformat_loaded": "nbformat" in sys.modules,
 }, sort_keys=True))
 """
@@ -453,7 +454,7 @@ def test_rerender_runs_on_a_dask_cluster(reports, tw, workspace):
 
 
 def test_a_rubric_change_is_an_input_of_every_render_but_a_comment_is_not(workspace):
-    from tracework.pipeline import inputs_key
+    from tracework.render.pipeline import inputs_key
 
     commit = "a" * 40
     before = inputs_key(workspace, "good", commit)

@@ -28,13 +28,14 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from conftest import render_store_report
-from tracework import readers, spans
+from tracework import readers
 from tracework.cli import main
 from tracework.errors import PathNotFound
-from tracework.evidence import glob_regex, match_paths, matchable
 from tracework.hashing import Lines
 from tracework.readers import MAX_DEPTH, TOO_DEEP, DataError, check_depth
-from tracework.spans import NotPython, by_symbol, find_symbol
+from tracework.register import spans
+from tracework.register.evidence import glob_regex, match_paths, matchable
+from tracework.register.spans import NotPython, by_symbol, find_symbol
 from tracework.workspace import Workspace
 
 DEEPLY = [MAX_DEPTH + 1, 100_000]  # just past the limit (the parsers manage), and far past
@@ -314,7 +315,7 @@ def test_publish_skips_json_holding_an_integer_too_long_to_convert(ws):
 def test_rerender_renders_again_over_json_nested_too_deeply(ws, name):
     """A render whose files cannot be read is no good render: the batch renders the
     report again (it decides before any kernel starts, by reading these files)."""
-    from tracework.batch import up_to_date
+    from tracework.batch.rerender import up_to_date
 
     folder = render_folder(ws)
     records = json.loads((folder / "records.json").read_text())

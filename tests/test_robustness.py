@@ -8,10 +8,10 @@ import subprocess
 import nbformat
 import pytest
 
-from tracework.blobs import Mirror
 from tracework.errors import GitError
-from tracework.highlight import visible
-from tracework.views import markdown
+from tracework.git.mirror import Mirror
+from tracework.notebook.views import markdown
+from tracework.text import visible
 
 
 def test_a_missing_object_among_many_is_reported_not_waited_on(make_repo):
@@ -105,7 +105,7 @@ def test_crlf_line_ends_are_not_shown_as_hidden_characters():
 def notebook(pinned, tw, workspace):
     repo = pinned({"a.py": "x = 1\n"})
     path = workspace.notebooks / "demo.ipynb"
-    from tracework.scaffold import notebook_for
+    from tracework.notebook.scaffold import notebook_for
 
     nb = notebook_for("demo")
     nbformat.write(nb, path)

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import tracework
-from tracework.views import screen_html
+from tracework.notebook.views import screen_html
 
 SUBJECT = {
     ".devcontainer/devcontainer.json": '{"postCreateCommand": "make setup"}\n',
@@ -632,8 +632,8 @@ def test_the_page_section_escapes_findings_and_lists_the_cooldown(pinned, tw):
             ".github/workflows/ci.yml": "jobs:\n  x:\n    steps:\n      - run: make install\n",
         }
     )
+    from tracework.git.subjects import open_mirror
     from tracework.screen import screen
-    from tracework.subjects import open_mirror
     from tracework.workspace import Workspace
 
     result = screen(open_mirror(Workspace.find(), "toy"), repo.commits[0])

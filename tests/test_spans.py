@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 
 from tracework.errors import SpanError
 from tracework.hashing import Lines
-from tracework.spans import (
+from tracework.register.spans import (
     NotPython,
     Span,
     by_lines,

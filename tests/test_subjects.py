@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from tracework.blobs import Mirror
 from tracework.errors import UnsafeInput
-from tracework.gitenv import SAFE_CONFIG, hardened_env, run_git
-from tracework.subjects import check_ref, classify_url
+from tracework.git.env import SAFE_CONFIG, hardened_env, run_git
+from tracework.git.mirror import Mirror
+from tracework.git.subjects import check_ref, classify_url
 from tracework.workspace import Workspace
 
 # -- helpers -------------------------------------------------------------------------
@@ -1091,7 +1091,7 @@ SSH_TAIL = (
     ],
 )
 def test_a_failed_fetch_names_its_cause_and_its_own_remedy(workspace, stderr, cause, words):
-    from tracework.subjects import fetch_failure
+    from tracework.git.subjects import fetch_failure
 
     for has_mirror in (True, False):
         failure = fetch_failure(stderr.encode(), workspace, "lantern", has_mirror=has_mirror)

@@ -10,11 +10,11 @@ from html.parser import HTMLParser
 import nbformat
 import pytest
 
-from tracework.forge import upstream_url
-from tracework.highlight import visible_markup
-from tracework.pagesafety import NONCE_SLOT, clean_html, seal
-from tracework.rendering import reader_notebook
-from tracework.views import code_block, esc, markdown
+from tracework.git.forge import upstream_url
+from tracework.notebook.views import code_block, esc, markdown
+from tracework.render.export import reader_notebook
+from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
+from tracework.text import visible_markup
 
 C = "0123456789abcdef0123456789abcdef01234567"
 
@@ -64,9 +64,9 @@ def test_esc_covers_attributes_and_bidi_controls():
 
 
 def test_an_ambiguous_quote_names_the_file_of_each_candidate_escaped():
-    from tracework.checks import CheckItem
-    from tracework.models import Quote
-    from tracework.views import QuoteInfo, quote_html
+    from tracework.drift.check import CheckItem
+    from tracework.notebook.views import QuoteInfo, quote_html
+    from tracework.register.models import Quote
 
     text = "def whistle():\n    return 1\n"
     quote = Quote(
@@ -93,9 +93,9 @@ def test_an_ambiguous_quote_names_the_file_of_each_candidate_escaped():
 
 
 def test_a_moved_quote_links_its_pinned_lines_and_where_it_is_now():
-    from tracework.checks import CheckItem
-    from tracework.models import Quote
-    from tracework.views import QuoteInfo, quote_html
+    from tracework.drift.check import CheckItem
+    from tracework.notebook.views import QuoteInfo, quote_html
+    from tracework.register.models import Quote
 
     text = "def whistle():\n    return 1\n"
     quote = Quote(

@@ -1,10 +1,12 @@
 """tracework: evidence-backed reports about other people's code.
 
-The library behind the ``tracework`` command.  Stages, in pipeline order:
-:mod:`~tracework.subjects` (subjects and mirrors), :mod:`~tracework.blobs` (reading
-the object store), :mod:`~tracework.register` and :mod:`~tracework.models` (the
-source register), :mod:`~tracework.evidence` (adding files and quotes),
-:mod:`~tracework.drift` (relocating quotes) and :mod:`~tracework.checks`.
+The library behind the ``tracework`` command, one package per stage of the pipeline:
+:mod:`~tracework.git` (subjects, mirrors, reading blobs), :mod:`~tracework.register`
+(the source register and the evidence added to it), :mod:`~tracework.drift` (what still
+holds at another commit, and ``check``), :mod:`~tracework.notebook` (the workbench an
+analyst writes in), :mod:`~tracework.render` (one report at one commit),
+:mod:`~tracework.batch` (many), :mod:`~tracework.site` (the published site),
+:mod:`~tracework.screen` and :mod:`~tracework.capture` (the runtime half).
 """
 
 #: The single source of the version (pyproject.toml reads it from here).
@@ -14,7 +16,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> object:
     """``tw.open`` and friends, imported on first use so the CLI starts fast."""
     if name in ("open", "Workbench"):
-        from . import notebook
+        import tracework.notebook.workbench as notebook
 
         return getattr(notebook, name)
     raise AttributeError(f"module 'tracework' has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """``python -m tracework``: the same CLI as the ``tracework`` command."""
 
-from .cli import main
+from tracework.cli import main
 
 main()

@@ -18,8 +18,8 @@ from typing import Any, NoReturn
 
 import click
 
-from . import __version__
-from .errors import TraceworkError
+from tracework import __version__
+from tracework.errors import TraceworkError
 
 
 class Cli(click.Group):
@@ -40,7 +40,7 @@ class Cli(click.Group):
 
 
 def _fail(exc: TraceworkError) -> NoReturn:
-    from .highlight import visible
+    from tracework.text import visible
 
     click.echo(f"tracework: error: {visible(str(exc))}", err=True)
     sys.exit(exc.exit_code)
@@ -59,7 +59,7 @@ def _os_error(exc: OSError) -> TraceworkError:
 
 def _json(data: Any) -> None:
     """One JSON object on stdout: indented for a person, compact for a pipe."""
-    from .jsonout import dumps
+    from tracework.jsonout import dumps
 
     click.echo(dumps(data, indent=sys.stdout.isatty()))
 
@@ -80,7 +80,7 @@ def _naming(ws: Any, register_path: Path, source_id: str | None = None) -> Itera
 
 
 def _workspace() -> Any:
-    from .workspace import Workspace
+    from tracework.workspace import Workspace
 
     return Workspace.find()
 
@@ -101,7 +101,7 @@ def main() -> None:
 @click.argument("directory", required=False, default=".", type=click.Path(file_okay=False))
 def init(directory: str) -> None:
     """Make DIR (default: here) a workspace: tracework.toml and its four folders."""
-    from .workspace import Workspace
+    from tracework.workspace import Workspace
 
     ws = Workspace.init(Path(directory))
     click.echo(f"workspace ready at {ws.root}")
@@ -126,7 +126,7 @@ def subject() -> None:
 )
 def subject_add(name: str, url: str, track: str) -> None:
     """Write sources/NAME.toml for the repository at URL (https, ssh or a local path)."""
-    from .subjects import add_subject
+    from tracework.git.subjects import add_subject
 
     ws = _workspace()
     subj = add_subject(ws, name, url, track)
@@ -138,7 +138,7 @@ def subject_add(name: str, url: str, track: str) -> None:
 @click.argument("name")
 def fetch(name: str) -> None:
     """Create or update the bare mirror of subject NAME (the only command using the network)."""
-    from .subjects import fetch as do_fetch
+    from tracework.git.subjects import fetch as do_fetch
 
     ws = _workspace()
     result = do_fetch(ws, name)
@@ -146,7 +146,7 @@ def fetch(name: str) -> None:
     head = f", {result.head[:12]} at its tracked ref" if result.head else ""
     click.echo(f"mirror {verb}: {result.mirror.relative_to(ws.root)}{head}")
     if result.removed_config:
-        from .highlight import visible_name
+        from tracework.text import visible_name
 
         keys = ", ".join(visible_name(key) for key in result.removed_config)
         click.echo(f"mirror config rewritten; removed keys tracework never sets: {keys}")
@@ -164,8 +164,8 @@ def register() -> None:
 @click.argument("register_name", metavar="REGISTER")
 def register_new(register_name: str) -> None:
     """Create registers/REGISTER.yaml, empty."""
-    from . import register as reg
-    from .workspace import check_name
+    import tracework.register.store as reg
+    from tracework.workspace import check_name
 
     ws = _workspace()
     path = ws.register_file(register_name)
@@ -180,7 +180,7 @@ def register_new(register_name: str) -> None:
 @click.option("--commit", required=True, help="Commit id or unique prefix (hex only).")
 def register_add_source(register_name: str, source_id: str, subject_name: str, commit: str) -> None:
     """Pin subject NAME at COMMIT as source SRC-ID."""
-    from .evidence import add_source
+    from tracework.register.evidence import add_source
 
     ws = _workspace()
     path = ws.register_file(register_name)
@@ -196,9 +196,9 @@ def register_add_source(register_name: str, source_id: str, subject_name: str, c
 def register_add_capture(register_name: str, name: str, commit: str | None) -> None:
     """Register runtime capture NAME (its files and their SHA-256) as a source, as a
     notebook's wb.capture(NAME) does in author mode."""
-    from . import register as reg
-    from .evidence import add_capture_source
-    from .models import GitSource
+    import tracework.register.store as reg
+    from tracework.register.evidence import add_capture_source
+    from tracework.register.models import GitSource
 
     ws = _workspace()
     path = ws.register_file(register_name)
@@ -223,8 +223,8 @@ def register_add_document(
 ) -> None:
     """Register a document cited as evidence: a file in the workspace (hashed now) or an
     https URL with --sha256 (never fetched)."""
-    from .evidence import add_document
-    from .highlight import visible_name
+    from tracework.register.evidence import add_document
+    from tracework.text import visible_name
 
     ws = _workspace()
     path = ws.register_file(register_name)
@@ -242,8 +242,8 @@ def register_add_file(
     register_name: str, source_id: str, paths: tuple[str, ...], expect_sha256: str | None
 ) -> None:
     """Register files (paths, folders or globs over the tree) with their SHA-256."""
-    from .evidence import add_files
-    from .highlight import visible_name
+    from tracework.register.evidence import add_files
+    from tracework.text import visible_name
 
     ws = _workspace()
     path = ws.register_file(register_name)
@@ -299,8 +299,8 @@ def register_assert(
 ) -> None:
     """Record that a document (--by) asserts PATH of SRC-ID has SHA256; check says whether
     it holds (a differing assertion is a finding, and fails only with --required)."""
-    from .evidence import add_assertion
-    from .highlight import visible_name
+    from tracework.register.evidence import add_assertion
+    from tracework.text import visible_name
 
     ws = _workspace()
     register_path = ws.register_file(register_name)
@@ -363,9 +363,9 @@ def quote(
     The same span is always the same quote. --replace points an existing --id at a new
     span; --remove ID takes a quote out of the register unless a notebook cites it.
     """
-    from . import register as reg
-    from .evidence import QuoteRequest, add_quote, remove_quote
-    from .highlight import terminal_lines, visible_name
+    import tracework.register.store as reg
+    from tracework.register.evidence import QuoteRequest, add_quote, remove_quote
+    from tracework.text import terminal_lines, visible_name
 
     ws = _workspace()
     register_path = ws.register_file(register_name)
@@ -426,8 +426,8 @@ def check(
     if date is not None and not record:
         raise click.UsageError("--date goes with --record (the date of the recorded check)")
     with _collector_paused():
-        from . import register as reg
-        from .checks import check_register, record_check
+        import tracework.register.store as reg
+        from tracework.drift.check import check_register, record_check
 
         ws = _workspace()
         path = ws.register_file(register_name)
@@ -474,7 +474,7 @@ def _print_check(report: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .highlight import visible, visible_name
+    from tracework.text import visible, visible_name
 
     console = _console()
     for src in report.sources:
@@ -543,11 +543,11 @@ def _print_check(report: Any) -> None:
 @click.option("--write", is_flag=True, help="Write schemas/register.schema.json in the workspace.")
 def schema(write: bool) -> None:
     """Print (or write) the register's JSON Schema, generated from the models."""
-    from .schema import register_schema_text
+    from tracework.register.schema import register_schema_text
 
     text = register_schema_text()
     if write:
-        from .fsio import write_atomic
+        from tracework.fsio import write_atomic
 
         target = _workspace().root / "schemas" / "register.schema.json"
         write_atomic(target, text)
@@ -565,7 +565,7 @@ def schema(write: bool) -> None:
 @click.option("--commit", required=True, help="Commit to pin (hex id or unique prefix).")
 def new(name: str, subject_name: str, commit: str) -> None:
     """Create notebooks/NAME.ipynb (clean, with a parameters cell) and registers/NAME.yaml."""
-    from .scaffold import new_report
+    from tracework.notebook.scaffold import new_report
 
     ws = _workspace()
     notebook, register_path = new_report(ws, name, subject_name, commit)
@@ -585,7 +585,7 @@ def new(name: str, subject_name: str, commit: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def render(name: str, commit: str | None, analysis_date: str | None, as_json: bool) -> None:
     """Execute notebooks/NAME.ipynb with papermill and export reports/NAME/<commit12>/."""
-    from .pipeline import render as do_render
+    from tracework.render.pipeline import render as do_render
 
     ws = _workspace()
     result = do_render(ws, name, commit, analysis_date)
@@ -606,7 +606,7 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
         mark = "holds" if check["ok"] else "FAILS"
         click.echo(f"  {check_name_:<9} {mark:<6} {check['detail']}")
     for problem in summary["problems"][:20]:
-        from .highlight import visible
+        from tracework.text import visible
 
         click.echo(f"  - {visible(problem)}")
 
@@ -666,8 +666,8 @@ def rerender(
     as_json: bool,
 ) -> None:
     """Re-render reports at a new commit: drift, first-changed commits, history."""
-    from .batch import report_names, targets
-    from .batch import rerender as do_rerender
+    from tracework.batch.rerender import report_names, targets
+    from tracework.batch.rerender import rerender as do_rerender
 
     if (executor == "dask") != (scheduler is not None):
         raise click.UsageError("--executor dask and --scheduler ADDRESS go together")
@@ -734,7 +734,7 @@ def _print_rerender(results: list[dict[str, Any]]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .highlight import visible
+    from tracework.text import visible
 
     console = _console()
     table = Table(title="rerender", title_justify="left")
@@ -772,7 +772,7 @@ def _print_rerender(results: list[dict[str, Any]]) -> None:
 def publish(out: str | None, as_json: bool) -> None:
     """Publish the static site: an index of every report, their renders, the registers
     and one matrix per rubric.  Opens from disk; makes no outside request."""
-    from .publish import publish as do_publish
+    from tracework.site.publish import publish as do_publish
 
     ws = _workspace()
     result = do_publish(ws, Path(out) if out else None)
@@ -819,9 +819,9 @@ def publish(out: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def screen(subject_name: str, commit: str, cooldown_days: int | None, as_json: bool) -> None:
     """Screen a subject at a commit without running anything: what would run or instruct."""
-    from .screen import DEFAULT_DAYS
-    from .screen import screen as do_screen
-    from .subjects import open_mirror
+    from tracework.git.subjects import open_mirror
+    from tracework.screen import DEFAULT_DAYS
+    from tracework.screen import screen as do_screen
 
     ws = _workspace()
     days = cooldown_days or ws.cooldown_days or DEFAULT_DAYS
@@ -840,7 +840,7 @@ def _print_screen(subject_name: str, result: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .highlight import visible, visible_name
+    from tracework.text import visible, visible_name
 
     def where(path: str, line: int) -> str:
         return f"{visible_name(path)}:{line}"
@@ -931,8 +931,8 @@ def capture() -> None:
 def capture_run(name: str, commit: str | None, repeat: int, as_json: bool) -> None:
     """Run capture NAME in isolation and write captures/NAME/<commit12>/ (exit 0 whatever
     its statuses; 1 when the harness failed or two runs differ)."""
-    from .capture.errors import HarnessFailed, NotDeterministic
-    from .capture.pipeline import capture as do_capture
+    from tracework.capture.errors import HarnessFailed, NotDeterministic
+    from tracework.capture.pipeline import capture as do_capture
 
     ws = _workspace()
     try:
@@ -979,7 +979,7 @@ def _print_capture(outcome: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .highlight import visible
+    from tracework.text import visible
 
     cap = outcome.capture
     runs = "1 run" if outcome.runs == 1 else f"{outcome.runs} runs, byte-identical"
@@ -1019,7 +1019,7 @@ def _print_capture(outcome: Any) -> None:
 def capture_env(name: str, commit: str | None, as_json: bool) -> None:
     """Build (or find built) the environment of capture NAME: the only step of a capture
     that may use the network (the package registry)."""
-    from .capture.pipeline import environment
+    from tracework.capture.pipeline import environment
 
     ws = _workspace()
     if not as_json:

@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import RegisterError, TraceworkError, WorkspaceNotFound
-from .fsio import write_atomic
-from .readers import DataError, load_toml
+from tracework.errors import RegisterError, TraceworkError, WorkspaceNotFound
+from tracework.fsio import write_atomic
+from tracework.readers import DataError, load_toml
 
 MARKER = "tracework.toml"
 FOLDERS = ("sources", "registers", "notebooks", "reports")

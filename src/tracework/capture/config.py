@@ -25,9 +25,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import TraceworkError, validation_problem
-from ..workspace import Workspace, check_name
-from .errors import CaptureConfigError
+from tracework.capture.errors import CaptureConfigError
+from tracework.errors import TraceworkError, validation_problem
+from tracework.workspace import Workspace, check_name
 
 #: A requirement pinned exactly and with at least one hash, as ``uv pip install
 #: --require-hashes`` takes it: ``name==1.2.3 --hash=sha256:<64 hex>``.

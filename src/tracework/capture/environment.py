@@ -36,11 +36,11 @@ from email.parser import HeaderParser
 from functools import cache
 from pathlib import Path
 
-from ..fsio import locked, write_atomic
-from ..hashing import sha256_hex
-from .cache import cache_folder
-from .config import CaptureConfig
-from .errors import CaptureConfigError, EnvironmentBuildFailed, EnvironmentMissing
+from tracework.capture.cache import cache_folder
+from tracework.capture.config import CaptureConfig
+from tracework.capture.errors import CaptureConfigError, EnvironmentBuildFailed, EnvironmentMissing
+from tracework.fsio import locked, write_atomic
+from tracework.hashing import sha256_hex
 
 #: Bump when the way environments are built changes: every key changes with it.
 FORMAT = 1

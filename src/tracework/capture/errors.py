@@ -8,7 +8,7 @@ attempted and its failure is a result the analyst has to look at.
 
 from __future__ import annotations
 
-from ..errors import TraceworkError
+from tracework.errors import TraceworkError
 
 
 class CaptureError(TraceworkError):

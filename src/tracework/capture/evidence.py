@@ -21,10 +21,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import TraceworkError
-from ..hashing import sha256_hex
-from ..views import badge, code_block, esc
-from .store import Capture, CaseResult, canonical
+from tracework.capture.store import Capture, CaseResult, canonical
+from tracework.errors import TraceworkError
+from tracework.hashing import sha256_hex
+from tracework.notebook.views import badge, code_block, esc
 
 EvidenceState = Literal["verified", "changed", "stale"]
 

@@ -36,7 +36,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from .errors import IsolationUnavailable
+from tracework.capture.errors import IsolationUnavailable
 
 log = logging.getLogger(__name__)
 

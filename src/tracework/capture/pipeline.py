@@ -27,20 +27,16 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import __version__
-from ..fsio import held, locked, replace_dir, staging_dir, sweep_staging, write_atomic
-from ..hashing import sha256_hex
-from ..subjects import open_mirror
-from ..workspace import Workspace
-from . import isolation
-from .config import CaptureConfig, capture_name, load_config
-from .environment import Environment, build_environment, cached_environment
-from .errors import CaptureConfigError, HarnessFailed, NotDeterministic
-from .normalise import BUILT_IN, HarnessRule, NormaliseProblem, Normaliser
-from .preflight import verify_registered
-from .process import Run, run_sandboxed
-from .protocol import ProtocolProblem, RawCapture, RawCase, parse
-from .store import (
+import tracework.capture.isolation as isolation
+from tracework import __version__
+from tracework.capture.config import CaptureConfig, capture_name, load_config
+from tracework.capture.environment import Environment, build_environment, cached_environment
+from tracework.capture.errors import CaptureConfigError, HarnessFailed, NotDeterministic
+from tracework.capture.normalise import BUILT_IN, HarnessRule, NormaliseProblem, Normaliser
+from tracework.capture.preflight import verify_registered
+from tracework.capture.process import Run, run_sandboxed
+from tracework.capture.protocol import ProtocolProblem, RawCapture, RawCase, parse
+from tracework.capture.store import (
     Capture,
     CaptureManifest,
     CaptureResults,
@@ -53,7 +49,11 @@ from .store import (
     load_capture,
     manifest_files,
 )
-from .tree import export_tree
+from tracework.capture.tree import export_tree
+from tracework.fsio import held, locked, replace_dir, staging_dir, sweep_staging, write_atomic
+from tracework.git.subjects import open_mirror
+from tracework.hashing import sha256_hex
+from tracework.workspace import Workspace
 
 #: The harness API and its runner, put on the harness's path (package data).
 HARNESS_LIB = Path(__file__).with_name("harness")

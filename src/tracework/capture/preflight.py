@@ -17,13 +17,13 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from .. import register as reg
-from ..blobs import Mirror, TreeEntry
-from ..hashing import sha256_file, sha256_hex
-from ..register_data import GitSourceData
-from ..workspace import Workspace
-from .config import CaptureConfig
-from .errors import CaptureConfigError, EvidenceMismatch
+import tracework.register.store as reg
+from tracework.capture.config import CaptureConfig
+from tracework.capture.errors import CaptureConfigError, EvidenceMismatch
+from tracework.git.mirror import Mirror, TreeEntry
+from tracework.hashing import sha256_file, sha256_hex
+from tracework.register.data import GitSourceData
+from tracework.workspace import Workspace
 
 
 class Preflight(NamedTuple):

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ..errors import validation_problem
+from tracework.errors import validation_problem
 
 PROTOCOL = 1
 CaseId = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9._-]{0,63}$")]

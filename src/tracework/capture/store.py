@@ -22,11 +22,11 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import validation_problem
-from ..hashing import sha256_file, sha256_hex
-from ..workspace import Workspace
-from .config import capture_name
-from .errors import CaptureDamaged, CaptureError, CaptureMissing
+from tracework.capture.config import capture_name
+from tracework.capture.errors import CaptureDamaged, CaptureError, CaptureMissing
+from tracework.errors import validation_problem
+from tracework.hashing import sha256_file, sha256_hex
+from tracework.workspace import Workspace
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 Arm = Literal["scripted", "model-driven"]

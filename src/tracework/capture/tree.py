@@ -25,12 +25,12 @@ import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
 
-from ..blobs import Mirror, TreeEntry
-from ..errors import GitError
-from ..fsio import locked, write_atomic
-from ..gitenv import git_message, hardened_env, run_git
-from .cache import cache_folder
-from .errors import CaptureError
+from tracework.capture.cache import cache_folder
+from tracework.capture.errors import CaptureError
+from tracework.errors import GitError
+from tracework.fsio import locked, write_atomic
+from tracework.git.env import git_message, hardened_env, run_git
+from tracework.git.mirror import Mirror, TreeEntry
 
 #: Every attribute that could make ``git archive``'s bytes differ from the blobs.
 NEUTRAL_ATTRIBUTES = (

@@ -24,11 +24,15 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..blobs import Mirror
-from . import ci, cooldown, platforms, surfaces, tasks
-from .cooldown import DEFAULT_DAYS, Cooldown
-from .documents import Budget, lines_of
-from .model import CATEGORIES, Finding, Found, folder_of, name_of, shown
+import tracework.screen.ci as ci
+import tracework.screen.cooldown as cooldown
+import tracework.screen.platforms as platforms
+import tracework.screen.surfaces as surfaces
+import tracework.screen.tasks as tasks
+from tracework.git.mirror import Mirror
+from tracework.screen.cooldown import DEFAULT_DAYS, Cooldown
+from tracework.screen.documents import Budget, lines_of
+from tracework.screen.model import CATEGORIES, Finding, Found, folder_of, name_of, shown
 
 __all__ = ["CATEGORIES", "DEFAULT_DAYS", "Cooldown", "Finding", "Screen", "screen"]
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import re2
 
-from . import documents as docs
-from .commands import Piece, command_findings, risky_lines, scalar_pieces
-from .model import Finding, Found, shown
+import tracework.screen.documents as docs
+from tracework.screen.commands import Piece, command_findings, risky_lines, scalar_pieces
+from tracework.screen.model import Finding, Found, shown
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from typing import Any
 
 import re2
 
-from . import documents as docs
-from .model import Command, Finding, Found, shown
+import tracework.screen.documents as docs
+from tracework.screen.model import Command, Finding, Found, shown
 
 _FETCH = r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)"
 _SHELL = (

@@ -29,8 +29,8 @@ from typing import Any, Literal
 
 import re2
 
-from .documents import lines_of
-from .model import name_of
+from tracework.screen.documents import lines_of
+from tracework.screen.model import name_of
 
 DEFAULT_DAYS = 7
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import re2
 
-from ..hashing import display_text, is_binary
+from tracework.hashing import display_text, is_binary
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,15 @@ from typing import Any
 
 import re2
 
-from . import documents as docs
-from .commands import Piece, argv_pieces, command_findings, risky_lines, scalar_pieces
-from .model import Finding, Found, name_of, shown
+import tracework.screen.documents as docs
+from tracework.screen.commands import (
+    Piece,
+    argv_pieces,
+    command_findings,
+    risky_lines,
+    scalar_pieces,
+)
+from tracework.screen.model import Finding, Found, name_of, shown
 
 Reader = Callable[[str, bytes | None, int, docs.Budget], Found]
 

@@ -13,8 +13,8 @@ import json
 import posixpath
 import re
 
-from .documents import clean
-from .model import Command, Finding, Found, name_of, shown
+from tracework.screen.documents import clean
+from tracework.screen.model import Command, Finding, Found, name_of, shown
 
 AGENT_NAMES = frozenset(
     {

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import re2
 
-from .model import Command, Finding, name_of, shown
+from tracework.screen.model import Command, Finding, name_of, shown
 
 MAKEFILES = ("GNUmakefile", "makefile", "Makefile")  # the order GNU make looks in
 JUSTFILES = ("justfile", "Justfile", ".justfile")

@@ -1,0 +1,445 @@
+"""``tracework rerender``: re-render many reports at a new commit, in parallel.
+
+Each report renders in its own worker process (its own kernel, no shared state), at
+``--commit`` or at the head of its subject's tracked ref (``--latest``).  A report is
+skipped when its notebook, register, target commit and tracework version are what its
+last good render used (content hashes, not times).  A failure in one report never
+stops the others, and its previous good output stays in place.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.util
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tracework.batch.kernels import next_kernel, prestart, release, shutdown
+from tracework.drift.first_change import STATES
+from tracework.errors import TraceworkError, check_iso_date
+from tracework.fsio import locked
+from tracework.git.subjects import fetch, load_subject, open_mirror, tracked_commit
+from tracework.readers import DataError, load_json
+from tracework.register.models import GitSource
+from tracework.register.store import load
+from tracework.render.execution import load_nbformat
+from tracework.render.pipeline import inputs_key, render
+from tracework.workspace import Workspace, check_name
+
+Status = Literal["rendered", "skipped", "failed"]
+
+
+@dataclass
+class Outcome:
+    """One report's result, in the shape of the ``--json`` contract."""
+
+    name: str
+    commit: str
+    status: Status
+    counts: dict[str, int] = field(default_factory=dict)
+    first_changed: dict[str, str] = field(default_factory=dict)
+    first_content_change: dict[str, str] = field(default_factory=dict)
+    format_only: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "commit": self.commit,
+            "status": self.status,
+            "counts": self.counts,
+            "first_changed": self.first_changed,
+            "first_content_change": self.first_content_change,
+            "format_only": self.format_only,
+            "error": self.error,
+        }
+
+
+def report_names(ws: Workspace, names: Sequence[str], every: bool) -> list[str]:
+    """The reports to re-render: those named, or with ``--all`` every notebook with a register."""
+    known = known_reports(ws)
+    if every:
+        if not known:
+            raise TraceworkError(
+                "no reports in this workspace (notebooks/NAME.ipynb + registers/NAME.yaml)"
+            )
+        return known
+    if not names:
+        raise TraceworkError("name the reports to re-render, or give --all")
+    chosen = [check_name(n, "report") for n in names]
+    unknown = [n for n in chosen if n not in known]
+    if unknown:
+        listed = ", ".join(unknown)
+        shown = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
+        raise TraceworkError(
+            f"no report{'s' if len(unknown) > 1 else ''} {listed} in this workspace "
+            "(a report is notebooks/NAME.ipynb + registers/NAME.yaml)",
+            hint=f"the reports here: {shown}"
+            if known
+            else "there are none yet: create one with `tracework new NAME --subject S --commit C`",
+        )
+    return chosen
+
+
+def known_reports(ws: Workspace) -> list[str]:
+    """Every report of the workspace: a notebook with a register of the same name."""
+    return sorted(
+        p.stem for p in ws.notebooks.glob("*.ipynb") if (ws.registers / f"{p.stem}.yaml").is_file()
+    )
+
+
+def targets(
+    ws: Workspace, names: list[str], commit: str | None, latest: bool, do_fetch: bool
+) -> dict[str, str]:
+    """Each report's target commit (full id), validated before anything renders."""
+    if (commit is None) == (not latest):
+        raise TraceworkError("give exactly one of --commit COMMIT or --latest")
+    subjects: dict[str, str] = {}
+    for name in names:
+        register = load(ws.registers / f"{name}.yaml")
+        gits = [s for s in register.sources.values() if isinstance(s, GitSource)]
+        if not gits:
+            raise TraceworkError(f"register {name} has no git source")
+        subjects[name] = gits[0].subject
+    if do_fetch:
+        for subject in sorted(set(subjects.values())):
+            fetch(ws, subject)
+    resolved: dict[str, str] = {}  # one git lookup per subject, not per report
+    for subject in sorted(set(subjects.values())):
+        mirror = open_mirror(ws, subject)
+        if commit is not None:
+            resolved[subject] = mirror.resolve_commit(commit)
+        else:
+            head = tracked_commit(ws, load_subject(ws, subject), mirror)
+            if head is None:
+                raise TraceworkError(
+                    f"subject {subject} has no commit yet, so no newest one to render",
+                    hint=f"run `tracework fetch {subject}` once the subject has commits",
+                )
+            resolved[subject] = head
+    return {name: resolved[subject] for name, subject in subjects.items()}
+
+
+def up_to_date(ws: Workspace, name: str, commit: str, analysis_date: str | None = None) -> bool:
+    """Whether the last good render at ``commit`` used exactly today's inputs.
+
+    A manifest or records.json that cannot be read, or is not a JSON object, is not
+    a good render: the report renders again.
+    """
+    folder = ws.reports / name / commit[:12]
+    manifest, records = (
+        _json_object(folder / "manifest.json"),
+        _json_object(folder / "records.json"),
+    )
+    if manifest is None or records is None:
+        return False
+    recorded = manifest.get("inputs_sha256")
+    return isinstance(recorded, str) and recorded == inputs_key(ws, name, commit, analysis_date)
+
+
+def _json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is missing, unreadable or not an object."""
+    try:
+        data = load_json(path.read_bytes())
+    except (OSError, DataError):  # not UTF-8, not JSON, nested too deeply
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def recapture(
+    ws: Workspace, plan: dict[str, str], on_update: Callable[[str, str], None]
+) -> dict[str, str]:
+    """Make each capture the planned reports cite again at their target commits (the
+    environment built or reused first: rebuilt when the subject's lock changed); returns
+    the reports whose capture failed, with why."""
+    from tracework.capture.pipeline import capture, environment
+    from tracework.register.models import CaptureSource
+
+    wanted: dict[tuple[str, str], list[str]] = {}
+    for name, commit in plan.items():
+        for source in load(ws.registers / f"{name}.yaml").sources.values():
+            if isinstance(source, CaptureSource):
+                wanted.setdefault((source.capture, commit), []).append(name)
+    failed: dict[str, str] = {}
+    for (capture_name, commit), names in sorted(wanted.items()):
+        for name in names:
+            on_update(name, "capturing")
+        try:
+            environment(ws, capture_name, commit)
+            capture(ws, capture_name, commit)
+        except TraceworkError as exc:
+            for name in names:
+                failed[name] = f"capture {capture_name} at {commit[:12]}: {exc.message}"
+    return failed
+
+
+def render_one(
+    root: str, name: str, commit: str, warm: bool = True, analysis_date: str | None = None
+) -> dict[str, Any]:
+    """Render one report in this (worker) process; never raises for a report's failure.
+
+    With ``warm``, the report runs in a kernel booted while the previous one rendered
+    (see :mod:`tracework.batch.kernels`).
+    """
+    ws = Workspace(Path(root))
+    km = None
+    try:
+        with locked(ws.reports / name / f"{commit[:12]}.render", timeout=3600):
+            km = next_kernel(ws.root) if warm else None
+            result = render(ws, name, commit, analysis_date, km=km)
+        return _outcome(name, commit, "rendered", result.directory / "records.json")
+    except TraceworkError as exc:
+        return Outcome(name, commit, "failed", error=exc.message).as_json()
+    except Exception as exc:  # a worker must report, not die: the batch goes on
+        return Outcome(name, commit, "failed", error=f"{type(exc).__name__}: {exc}").as_json()
+    finally:
+        if km is not None:
+            shutdown(km)
+
+
+def start_pool_worker(root: str, parent: int) -> None:
+    """A pool worker's start: :func:`start_worker`, and leave when the batch is gone.
+
+    Ctrl-C is the batch's to handle: a worker ignores SIGINT (it started with SIGINT
+    blocked, see :func:`_sigint_blocked`, so a Ctrl-C during its start left it alone
+    too) and so do the kernel hosts it starts; the batch stops its workers itself.
+    A batch killed outright (SIGKILL, or SIGTERM from a scheduler) runs no clean-up,
+    so each worker watches for its parent's exit and then stops its kernel host (whose
+    kernels die with it) and itself.
+    """
+    with suppress(ValueError, OSError, AttributeError):  # not the main thread; not POSIX
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a pending Ctrl-C is dropped too
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        with suppress(Exception):
+            release()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="tracework-parent-watch", daemon=True).start()
+    # the last of a worker's exit handlers: leave without tearing down the interpreter
+    # (a spawned worker ends in sys.exit, which unloads nbconvert, papermill and the
+    # rest for a quarter of a second that the batch would wait for)
+    multiprocessing.util.Finalize(None, _leave_now, exitpriority=-100)
+    start_worker(root)
+
+
+def _leave_now() -> None:
+    """End this worker at once, after its exit handlers ran (see above)."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):
+            stream.flush()
+    os._exit(0)
+
+
+def start_worker(root: str) -> None:
+    """Ready a worker before its first report: its first kernel starts booting, then
+    papermill and nbconvert load and the report template compiles, side by side.
+
+    Never raises: whatever fails here fails again, and is reported, in the render.
+    """
+    with suppress(Exception):
+        load_nbformat()  # before any thread: it swaps modules in sys.modules
+        prestart(Path(root))
+        import papermill  # noqa: F401  (its import is most of a worker's start)
+
+        from tracework.render.export import html_exporter
+
+        html_exporter().template  # noqa: B018  (loads and compiles the templates)
+
+
+def skipped(ws: Workspace, name: str, commit: str) -> dict[str, Any]:
+    """The outcome of a report whose last render is current, read from its records.json."""
+    return _outcome(name, commit, "skipped", ws.reports / name / commit[:12] / "records.json")
+
+
+def _outcome(name: str, commit: str, status: Status, records_json: Path) -> dict[str, Any]:
+    """A rendered or skipped report's outcome, from the drift in its records.json."""
+    records = _json_object(records_json) or {}
+    drift = records.get("drift")
+    drift = drift if isinstance(drift, dict) else {}
+    return Outcome(
+        name,
+        commit,
+        status,
+        counts={s: drift.get("counts", {}).get(s, 0) for s in STATES},
+        first_changed=drift.get("first_changed", {}),
+        first_content_change=drift.get("first_content_change", {}),
+        format_only=drift.get("format_only", []),
+    ).as_json()
+
+
+def rerender(
+    ws: Workspace,
+    plan: dict[str, str],
+    *,
+    jobs: int | None = None,
+    force: bool = False,
+    scheduler: str | None = None,
+    analysis_date: str | None = None,
+    capture: bool = False,
+    on_update: Callable[[str, str], None] = lambda name, state: None,
+) -> list[dict[str, Any]]:
+    """Render every report of ``plan`` (name → commit); results in the plan's order.
+
+    ``analysis_date`` (YYYY-MM-DD) overrides each notebook's parameter of that name: the
+    date the evidence was checked, shown on the report and the site.  With ``capture``,
+    the runtime captures each report's register cites are made again at its target first
+    (the only way a batch runs subject code: asked for by name); a report whose capture
+    fails is failed, and the others go on.
+    """
+    if analysis_date is not None:
+        check_iso_date(analysis_date, "--analysis-date")
+    results: dict[str, dict[str, Any]] = {}
+    if capture:
+        for name, error in recapture(ws, plan, on_update).items():
+            results[name] = Outcome(name, plan[name], "failed", error=error).as_json()
+            on_update(name, "failed")
+    todo = []
+    for name, commit in plan.items():
+        if name in results:
+            continue
+        if not force and up_to_date(ws, name, commit, analysis_date):
+            results[name] = skipped(ws, name, commit)
+            on_update(name, "skipped")
+        else:
+            todo.append(name)
+            on_update(name, "queued")
+    # a worker keeps under one core busy (its kernel runs while it waits on kernel output)
+    default = os.cpu_count() or 1
+    workers = max(1, min(jobs or default, len(todo) or 1))
+    if todo and scheduler is not None:
+        results.update(_on_dask(ws, plan, todo, scheduler, analysis_date, on_update))
+    elif todo and workers == 1:
+        start_worker(str(ws.root))
+        try:
+            for name in todo:
+                on_update(name, "rendering")
+                results[name] = render_one(str(ws.root), name, plan[name], True, analysis_date)
+                on_update(name, results[name]["status"])
+        finally:
+            release()  # the kernel booted for a next report, and the kernel host
+    elif todo:
+        results.update(_in_pool(ws, plan, todo, workers, analysis_date, on_update))
+    return [results[name] for name in plan]
+
+
+def _in_pool(
+    ws: Workspace,
+    plan: dict[str, str],
+    todo: list[str],
+    workers: int,
+    analysis_date: str | None,
+    on_update: Callable[[str, str], None],
+) -> dict[str, dict[str, Any]]:
+    """Render ``todo`` in a pool of worker processes.
+
+    On Ctrl-C (KeyboardInterrupt here; the workers ignore SIGINT) the workers are
+    stopped at once rather than left to finish their renders: each one's kernel host
+    and kernels die with it, and what an unfinished render staged is swept by that
+    report's next render.
+    """
+    results: dict[str, dict[str, Any]] = {}
+    # spawned, not forked: a worker must not inherit the parent's threads and loops
+    spawn = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=spawn,
+        initializer=start_pool_worker,
+        initargs=(str(ws.root), os.getpid()),
+    )
+    try:
+        with _sigint_blocked():  # workers are spawned as jobs are submitted
+            futures: dict[Future[dict[str, Any]], str] = {}
+            for name in todo:
+                job = pool.submit(render_one, str(ws.root), name, plan[name], True, analysis_date)
+                futures[job] = name
+                on_update(name, "rendering")
+        for future in as_completed(futures):
+            name = futures[future]
+            results[name] = future.result()
+            on_update(name, results[name]["status"])
+    except KeyboardInterrupt:
+        for process in list((pool._processes or {}).values()):
+            with suppress(OSError, ValueError):  # gone already
+                process.terminate()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return results
+
+
+@contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in this thread while worker processes start, so that they start with
+    it blocked (a blocked signal stays blocked across fork and exec) until they ignore
+    it: a Ctrl-C then never interrupts a worker's interpreter start-up or initializer,
+    which printed tracebacks ("init_sys_streams", "Exception in initializer").  A Ctrl-C
+    meanwhile is not lost: it is delivered here when the block ends (or at once to
+    another of this process's threads)."""
+    if not hasattr(signal, "pthread_sigmask"):  # not POSIX: nothing to block
+        yield
+        return
+    # multiprocessing's resource tracker unblocks SIGINT in this thread when it starts:
+    # start it first (spawned workers need it anyway)
+    with suppress(Exception):
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _on_dask(
+    ws: Workspace,
+    plan: dict[str, str],
+    todo: list[str],
+    scheduler: str,
+    analysis_date: str | None,
+    on_update: Callable[[str, str], None],
+) -> dict[str, dict[str, Any]]:
+    """Run the renders on a Dask distributed cluster (``tracework[dask]``).
+
+    The workers must see this workspace at the same path (a shared file system) and
+    have tracework installed; each render is the same function as locally, without
+    warm kernels (a Dask worker may be stopped without running exit handlers).
+    """
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise TraceworkError(
+            "--executor dask needs the dask extra", hint="install tracework[dask]"
+        ) from None
+    try:
+        client = Client(scheduler, timeout=30)
+    except (OSError, TimeoutError) as exc:
+        raise TraceworkError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+    results: dict[str, dict[str, Any]] = {}
+    with client:
+        futures = {
+            client.submit(
+                render_one, str(ws.root), name, plan[name], False, analysis_date, pure=False
+            ): name
+            for name in todo
+        }
+        for name in todo:
+            on_update(name, "rendering")
+        for future in as_completed(futures):
+            name = futures[future]
+            results[name] = future.result()
+            on_update(name, results[name]["status"])
+    return results

@@ -1,0 +1,613 @@
+"""``tracework check``: verify a register at its pin, or report drift at another commit.
+
+Reads each source's tree once and all needed blobs in one batch, so a register of
+thousands of files and quotes checks in about the time git takes to read them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from tracework.drift.relocate import QuoteDrift, Target, readable_lines, relocate
+from tracework.errors import RegisterError, TraceworkError, check_iso_date
+from tracework.git.mirror import Blob, BlobStream, Changes, Mirror, TreeEntry, registered_kind
+from tracework.git.subjects import open_mirror
+from tracework.hashing import (
+    Lines,
+    is_document_url,
+    span_bytes,
+    workspace_file_sha256,
+)
+from tracework.register.data import (
+    CaptureSourceData,
+    DocumentSourceData,
+    FileEntryData,
+    GitSourceData,
+    QuoteData,
+    RegisterData,
+)
+from tracework.register.store import data_of
+from tracework.workspace import Workspace
+
+if TYPE_CHECKING:
+    from tracework.register.models import Register
+
+FileState = Literal["verified", "moved", "changed", "missing"]
+
+
+class CheckItem(NamedTuple):
+    """One checked file or quote (the JSON contract's item).
+
+    A named tuple, not a frozen dataclass: as immutable and typed, and three times
+    cheaper to build, which counts when a check makes one per file and per quote.
+    """
+
+    kind: Literal["file", "quote"]
+    id: str
+    source: str
+    path: str
+    state: str
+    lines: tuple[int, int] | None = None
+    new_lines: tuple[int, int] | None = None
+    new_path: str | None = None
+    candidates: tuple[tuple[int, int], ...] | None = None
+    diff: str | None = None
+    detail: str = ""
+    format_only: bool = False
+    candidate_paths: tuple[str, ...] | None = None  # the file of each candidate
+    sha256: str | None = None  # what the register holds, in full
+    sha256_at_commit: str | None = None  # what the checked commit holds, None if nothing
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "source": self.source,
+            "path": self.path,
+            "state": self.state,
+            "lines": list(self.lines) if self.lines else None,
+            "new_lines": list(self.new_lines) if self.new_lines else None,
+            "new_path": self.new_path,
+            "candidates": [list(c) for c in self.candidates] if self.candidates else None,
+            "candidate_paths": list(self.candidate_paths) if self.candidate_paths else None,
+            "diff": self.diff,
+            "format_only": self.format_only,
+            "detail": self.detail,
+            "sha256": self.sha256,
+            "sha256_at_commit": self.sha256_at_commit,
+        }
+
+
+class AssertionCheck(NamedTuple):
+    """One asserted hash, checked: does the file hold what its asserter says?"""
+
+    source: str
+    path: str
+    by: str | None  # a document source; None: the analyst's own --expect-sha256
+    commit: str  # the commit the hash was taken at: the assertion's own, or the checked
+    state: Literal["holds", "differs", "missing"]
+    sha256: str  # asserted
+    sha256_at_commit: str | None  # the file's hash there; None when the file is not there
+    required: bool = False
+
+    @property
+    def fails(self) -> bool:
+        """A required assertion that does not hold fails the check; others are findings."""
+        return self.required and self.state != "holds"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "path": self.path,
+            "by": self.by,
+            "commit": self.commit,
+            "state": self.state,
+            "sha256": self.sha256,
+            "sha256_at_commit": self.sha256_at_commit,
+            "required": self.required,
+        }
+
+
+@dataclass
+class SourceCheck:
+    source: str
+    subject: str
+    pin: str
+    commit: str
+    items: list[CheckItem] = field(default_factory=list)
+    assertions: list[AssertionCheck] = field(default_factory=list)
+
+
+@dataclass
+class CheckReport:
+    """The result of checking a register at its pins or at another commit."""
+
+    register: str
+    at: str | None
+    sources: list[SourceCheck]
+    #: document sources kept as files in the workspace, and the files of capture sources,
+    #: hashed again (not bound to the commit checked)
+    documents: list[CheckItem] = field(default_factory=list)
+    #: document sources by URL: never fetched, so not checked (their ids)
+    unchecked: list[str] = field(default_factory=list)
+    document_sources: dict[str, DocumentSourceData] = field(default_factory=dict)
+    capture_sources: dict[str, CaptureSourceData] = field(default_factory=dict)
+
+    @property
+    def items(self) -> list[CheckItem]:
+        return [item for src in self.sources for item in src.items] + self.documents
+
+    @property
+    def commit(self) -> str:
+        return self.sources[0].commit if self.sources else ""
+
+    @property
+    def assertions(self) -> list[AssertionCheck]:
+        return [a for src in self.sources for a in src.assertions]
+
+    @property
+    def ok(self) -> bool:
+        allowed = {"verified", "moved"} if self.at else {"verified"}
+        return (
+            bool(self.items)
+            and all(i.state in allowed for i in self.items)
+            and not any(a.fails for a in self.assertions)
+        )
+
+    def counts(self, kind: str | None = None) -> dict[str, int]:
+        return dict(Counter(i.state for i in self.items if kind is None or i.kind == kind))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "register": self.register,
+            "commit": self.commit,
+            "sources": [
+                {
+                    "id": s.source,
+                    "kind": "git",
+                    "subject": s.subject,
+                    "pin": s.pin,
+                    "commit": s.commit,
+                }
+                for s in self.sources
+            ]
+            + [
+                {"id": sid, "kind": "document", "location": d.location, "sha256": d.sha256}
+                for sid, d in self.document_sources.items()
+            ]
+            + [
+                {"id": sid, "kind": "capture", "capture": c.capture, "commit": c.commit}
+                for sid, c in self.capture_sources.items()
+            ],
+            "items": [i.as_json() for i in self.items],
+            "assertions": [a.as_json() for a in self.assertions],
+            "unchecked": list(self.unchecked),
+        }
+
+
+class BlobCache:
+    """Blobs of one commit's tree, kept for the check's duration.
+
+    :meth:`prefetch` starts reading paths in the order given and :meth:`blob` takes
+    each one as it is needed, so the check works on the first files while git still
+    reads the next ones.  Close the cache (it is a context manager) to end git early.
+    """
+
+    def __init__(self, mirror: Mirror, tree: dict[str, TreeEntry]) -> None:
+        self.mirror, self.tree = mirror, tree
+        self.blobs: dict[str, Blob] = {}
+        self._stream: BlobStream | None = None
+        self._lines: dict[str, Lines | None] = {}
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Start reading the blobs of ``paths`` (in this order) that are not read yet."""
+        oids = dict.fromkeys(
+            self.tree[p].oid for p in paths if p in self.tree and self.tree[p].kind != "submodule"
+        )
+        self._finish_stream()
+        wanted = [oid for oid in oids if oid not in self.blobs]
+        if wanted:
+            self._stream = self.mirror.stream_blobs(wanted)
+
+    def blob(self, path: str) -> Blob | None:
+        entry = self.tree.get(path)
+        if entry is None or entry.kind == "submodule":
+            return None
+        oid = entry.oid
+        if oid not in self.blobs:
+            if self._stream is None or oid not in self._stream:
+                self.prefetch([path])
+            assert self._stream is not None
+            self.blobs[oid] = self._stream.get(oid)
+        return self.blobs[oid]
+
+    def lines(self, path: str) -> Lines | None:
+        try:
+            return self._lines[path]
+        except KeyError:  # once per path
+            blob = self.blob(path)
+            found = readable_lines(self.tree.get(path), blob.data if blob else None)
+            self._lines[path] = found
+            return found
+
+    def close(self) -> None:
+        """End a read still running (the blobs read so far stay)."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def __enter__(self) -> BlobCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _finish_stream(self) -> None:
+        """Keep every blob the running read was asked for, then end it."""
+        if self._stream is not None:
+            self.blobs.update(self._stream.read_all())
+            self.close()
+
+
+def check_register(
+    ws: Workspace,
+    register: Register | RegisterData,
+    *,
+    at: str | None = None,
+    only: str | None = None,
+) -> CheckReport:
+    """Check every git source (or only ``only``) at its pin, or at commit ``at``.
+
+    The register is read as plain data (see :func:`tracework.register.store.load_data`),
+    so a check run from the command line never imports pydantic.
+    """
+    if not isinstance(register, RegisterData):
+        register = data_of(register)
+    sources = {sid: s for sid, s in register.sources.items() if isinstance(s, GitSourceData)}
+    documents = [sid for sid, s in register.sources.items() if isinstance(s, DocumentSourceData)]
+    captures = [sid for sid, s in register.sources.items() if isinstance(s, CaptureSourceData)]
+    if only is not None:
+        if only in documents or only in captures:
+            report = CheckReport(register.name, at, [])
+            check_documents(ws, register, report, [only] if only in documents else [])
+            check_captures(ws, register, report, [only] if only in captures else [])
+            return report
+        sources = {only: _git_source(register, only)}
+    if not sources and not documents and not captures:
+        raise RegisterError(
+            f"register {register.name} has no source to check",
+            hint="add one with `tracework register add-source` or `add-document`",
+        )
+    if at is not None and len({s.subject for s in sources.values()}) > 1:
+        raise RegisterError(
+            "--at needs one subject, but this register pins several",
+            hint="choose one with --source SRC-ID",
+        )
+    results = []
+    for sid, source in sources.items():
+        mirror = open_mirror(ws, source.subject)
+        mirror.resolve_commit(source.commit)
+        commit = mirror.resolve_commit(at) if at is not None else source.commit
+        results.append(_check_source(mirror, register, sid, source, commit))
+    report = CheckReport(register.name, at, results)
+    if only is None:
+        check_documents(ws, register, report, documents)
+        check_captures(ws, register, report, captures)
+    return report
+
+
+def check_captures(
+    ws: Workspace, register: RegisterData, report: CheckReport, ids: list[str]
+) -> None:
+    """Hash the files of each capture source again: a transcript edited by hand, a file
+    gone or added, is caught (a capture is not bound to the commit checked: it is what
+    ran at its own commit)."""
+    from tracework.hashing import sha256_file
+
+    for sid in ids:
+        src = register.sources[sid]
+        assert isinstance(src, CaptureSourceData)
+        report.capture_sources[sid] = src
+        folder = ws.captures / src.capture / src.commit[:12]
+        for rel, expected in sorted(src.files.items()):
+            path = folder / rel
+            shown = f"captures/{src.capture}/{src.commit[:12]}/{rel}"
+            found = sha256_file(path) if path.is_file() and not path.is_symlink() else None
+            state = "missing" if found is None else "verified" if found == expected else "changed"
+            detail = "capture" if state == "verified" else f"capture: {state}"
+            report.documents.append(
+                CheckItem(
+                    "file",
+                    shown,
+                    sid,
+                    shown,
+                    state,
+                    detail=detail,
+                    sha256=expected,
+                    sha256_at_commit=found,
+                )
+            )
+
+
+def check_documents(
+    ws: Workspace, register: RegisterData, report: CheckReport, ids: list[str]
+) -> None:
+    """Hash the document sources ``ids`` kept in the workspace again (regular files inside
+    it only); a URL is never fetched, so it is listed as unchecked."""
+    for sid in ids:
+        src = register.sources[sid]
+        assert isinstance(src, DocumentSourceData)
+        report.document_sources[sid] = src
+        if is_document_url(src.location):
+            report.unchecked.append(sid)
+            continue
+        try:
+            digest = workspace_file_sha256(ws.root, src.location)
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            state, detail = "missing", f"document: {reason or 'cannot be read'}"
+        else:
+            state = "verified" if digest == src.sha256 else "changed"
+            detail = "document" if state == "verified" else f"document: sha256 {digest}"
+        report.documents.append(
+            CheckItem(
+                "file",
+                src.location,
+                sid,
+                src.location,
+                state,
+                detail=detail,
+                sha256=src.sha256,
+                sha256_at_commit=None if state == "missing" else digest,
+            )
+        )
+
+
+def _git_source(register: RegisterData, sid: str) -> GitSourceData:
+    src = register.sources.get(sid)
+    if not isinstance(src, GitSourceData):
+        known = ", ".join(k for k, v in register.sources.items() if isinstance(v, GitSourceData))
+        raise RegisterError(
+            f"register {register.name} has no git source {sid}",
+            hint=f"git sources: {known or 'none'}; add one with `tracework register add-source`",
+        )
+    return src
+
+
+def _check_source(
+    mirror: Mirror, register: RegisterData, sid: str, source: GitSourceData, commit: str
+) -> SourceCheck:
+    result = SourceCheck(sid, source.subject, source.commit, commit)
+    quotes = {qid: q for qid, q in register.quotes.items() if q.source == sid}
+    tree = mirror.tree(commit)
+    pin_tree = mirror.tree(source.commit) if quotes and commit != source.commit else tree
+    changes = (
+        mirror.changes(source.commit, commit)
+        if commit != source.commit
+        else Changes({}, frozenset())
+    )
+    # The paths in the order the loops below first ask for them: files, then quotes
+    # (each followed by its new name when renamed).
+    registered = dict.fromkeys([*source.files, *(q.path for q in quotes.values())])
+    wanted = dict.fromkeys(p for path in registered for p in (path, changes.renamed.get(path)) if p)
+    with BlobCache(mirror, tree) as cache, BlobCache(mirror, pin_tree) as pin_cache:
+        cache.prefetch(wanted)
+        for path, expected in source.files.items():
+            result.items.append(_check_file(sid, path, expected, tree, cache, changes))
+
+        touched_read = False
+
+        def lines_of(path: str) -> Lines | None:
+            nonlocal touched_read
+            if path not in wanted and not touched_read:
+                cache.prefetch(sorted(changes.touched))  # the order drift asks for them
+                touched_read = True
+            return cache.lines(path)
+
+        batch: dict[str, list[tuple[int, int, int, int]]] | None = None
+
+        def hunks(old_path: str, new_path: str) -> list[tuple[int, int, int, int]]:
+            nonlocal batch
+            old, new = pin_tree.get(old_path), tree.get(new_path)
+            if old is None or new is None or old.oid == new.oid:
+                return []
+            if batch is None:  # one git diff, and one blob read, for every edited quoted file
+                edited = sorted(  # quoted files whose blob differs at the target
+                    {
+                        q.path
+                        for q in quotes.values()
+                        if q.path in pin_tree
+                        and q.path in tree
+                        and pin_tree[q.path].oid != tree[q.path].oid
+                    }
+                )
+                batch = mirror.line_hunks_many(source.commit, commit, edited)
+                pin_cache.prefetch(edited)
+            if old_path == new_path and old_path in batch:
+                return batch[old_path]
+            return mirror.line_hunks(old.oid, new.oid)
+
+        target = Target(
+            commit,
+            tree,
+            changes,
+            lines_of if changes.touched else cache.lines,  # nothing else to read: skip the check
+            hunks,
+            pin=source.commit,
+            pin_lines_of=pin_cache.lines,
+        )
+        at_pin = commit == source.commit
+        for qid, quote in quotes.items():
+            if at_pin:  # the common case, without relocate's machinery: same bytes, same lines
+                lines = cache.lines(quote.path)
+                needle = span_bytes(quote.text, quote.raw_b64)
+                if lines is not None and lines.holds_at(quote.lines[0], needle):
+                    result.items.append(_verified(sid, qid, quote))
+                    continue
+            drift = relocate(qid, quote, target)
+            result.items.append(_quote_item(sid, quote, drift))
+        result.assertions = _check_assertions(mirror, register, sid, source, commit, cache, changes)
+    return result
+
+
+def _check_assertions(
+    mirror: Mirror,
+    register: RegisterData,
+    sid: str,
+    source: GitSourceData,
+    commit: str,
+    cache: BlobCache,
+    changes: Changes,
+) -> list[AssertionCheck]:
+    """The hashes others assert of this source's files (and the analyst's own
+    ``--expect-sha256``), each at its own commit or at the commit checked (where a
+    renamed file is followed to its new name, as the file check follows it)."""
+    asserted = [
+        (path, None, entry.expect_sha256, None, False)
+        for path, entry in source.files.items()
+        if entry.expect_sha256
+    ] + [
+        (a.path, a.by, a.sha256, a.at_commit, a.required)
+        for a in register.assertions
+        if a.source == sid
+    ]
+    out = []
+    for path, by, sha256, at_commit, required in asserted:
+        where = at_commit or commit
+        found = None
+        try:
+            if where == commit:
+                now = path if path in cache.tree else changes.renamed.get(path, path)
+                entry = cache.tree.get(now)
+                blob = cache.blob(now) if entry is not None else None
+            else:
+                entry = mirror.tree(mirror.resolve_commit(where)).get(path)
+                blob = mirror.read_blob(entry.oid) if entry is not None else None
+        except TraceworkError:  # the assertion's commit is not in the mirror
+            entry = None
+        if entry is not None:
+            found = registered_kind(entry, blob)[1]
+        state: Literal["holds", "differs", "missing"] = (
+            "missing" if found is None else "holds" if found == sha256 else "differs"
+        )
+        out.append(AssertionCheck(sid, path, by, where, state, sha256, found, required))
+    return out
+
+
+def _verified(sid: str, qid: str, quote: QuoteData) -> CheckItem:
+    """What :func:`_quote_item` makes of relocate's verdict "verified, same lines"."""
+    return CheckItem(
+        "quote",
+        qid,
+        sid,
+        quote.path,
+        "verified",
+        quote.lines,
+        None,
+        None,
+        None,
+        None,
+        "same lines",
+        False,
+        None,
+        quote.sha256,
+        quote.sha256,
+    )
+
+
+def _check_file(
+    sid: str,
+    path: str,
+    expected: FileEntryData,
+    tree: dict[str, TreeEntry],
+    cache: BlobCache,
+    changes: Changes,
+) -> CheckItem:
+    new_path = None
+    entry = tree.get(path)
+    if entry is None and path in changes.renamed:
+        new_path = changes.renamed[path]
+        entry = tree.get(new_path)
+    registered = expected.sha256
+    if entry is None:
+        return CheckItem(
+            "file", path, sid, path, "missing", detail="not in the tree", sha256=registered
+        )
+    kind, sha256 = registered_kind(entry, cache.blob(new_path or path))
+    if sha256 != expected.sha256 or kind != expected.kind:
+        detail = f"sha256 {sha256} (registered {expected.sha256})"
+        if kind != expected.kind:
+            detail = f"now a {kind} (registered as a {expected.kind})"
+        return CheckItem(
+            "file",
+            path,
+            sid,
+            path,
+            "changed",
+            new_path=new_path,
+            detail=detail,
+            sha256=registered,
+            sha256_at_commit=sha256,
+        )
+    if new_path:
+        return CheckItem(
+            "file",
+            path,
+            sid,
+            path,
+            "moved",
+            new_path=new_path,
+            detail="renamed",
+            sha256=registered,
+            sha256_at_commit=sha256,
+        )
+    return CheckItem(
+        "file", path, sid, path, "verified", sha256=registered, sha256_at_commit=sha256
+    )
+
+
+def _quote_item(sid: str, quote: QuoteData, drift: QuoteDrift) -> CheckItem:
+    holds = drift.state in ("verified", "moved")  # the same bytes: the same hash
+    return CheckItem(  # positional, in field order: built once per quote
+        "quote",
+        drift.quote_id,
+        sid,
+        quote.path,
+        drift.state,
+        quote.lines,
+        drift.new_lines if drift.state != "verified" else None,
+        drift.new_path,
+        drift.candidates,
+        drift.diff,
+        drift.how,
+        drift.format_only,
+        drift.candidate_paths,
+        quote.sha256,
+        quote.sha256 if holds else drift.new_sha256,
+    )
+
+
+def record_check(path: Path, report: CheckReport, date: str | None = None) -> None:
+    """Append one dated history entry per checked source to the register."""
+    if date is not None:
+        day = check_iso_date(date, "--date")
+    else:
+        day = dt.datetime.now(dt.UTC).date().isoformat()  # an explicit --record action
+    import tracework.register.edits as regy
+    from tracework.register.models import CheckEntry
+
+    with regy.edit(path) as doc:
+        history = regy.section(doc, "checks", regy.CommentedSeq)
+        for src in report.sources:
+            counts = dict(Counter(i.state for i in src.items))
+            history.append(
+                regy.check_node(
+                    CheckEntry(date=day, source=src.source, commit=src.commit, counts=counts)
+                )
+            )

@@ -1,0 +1,3 @@
+"""Subjects and their mirrors: the hardened git every command runs (:mod:`.env`), subject
+definitions and ``fetch`` (:mod:`.subjects`), the mirror's object store read without a
+checkout (:mod:`.mirror`), and links to forges (:mod:`.forge`)."""

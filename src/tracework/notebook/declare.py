@@ -1,0 +1,498 @@
+"""Declaring records in a notebook: one method per record kind, checked as declared.
+
+A mix-in of :class:`~tracework.notebook.workbench.Workbench`.  Each method validates the id's
+prefix, the statuses against their vocabularies, the evidence against the register
+and every reference against the records declared above it, and raises one
+:class:`~tracework.errors.RecordError` naming the record and the field otherwise.
+Re-running the same JupyterLab cell may re-declare a record; another cell may not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import ValidationError
+
+from tracework.capture.evidence import CaseInfo, ExcerptInfo
+from tracework.errors import RecordError, TraceworkError, validation_problem
+from tracework.git.subjects import open_mirror
+from tracework.notebook.absences import AbsenceResult, search
+from tracework.notebook.jupyter import CaseView, ExcerptView, FileView, Html, QuoteView, cell_id
+from tracework.notebook.marks import Mark, mark_html
+from tracework.notebook.records import (
+    DRIFT_STATES,
+    VOCABULARIES,
+    Absence,
+    Annotation,
+    AuthorityPath,
+    Claim,
+    Component,
+    Guarantee,
+    OperativeObject,
+    Record,
+    ReviewStamp,
+    Route,
+    kind_of,
+)
+from tracework.notebook.rubrics import Rubric, RubricError, load_rubric
+from tracework.notebook.views import FileInfo, QuoteInfo, record_html
+from tracework.register.models import GitSource
+
+if TYPE_CHECKING:
+    from tracework.git.subjects import Subject
+    from tracework.register.models import Register
+    from tracework.workspace import Workspace
+
+R = TypeVar("R", bound=Record)
+
+
+class RecordDeclarations:
+    """The record-declaring half of the Workbench."""
+
+    ws: Workspace
+    register: Register
+    subject: Subject
+    pin: str
+    commit: str
+    _records: dict[str, Record]
+    _cells: dict[str, str | None]
+    _quotes: dict[str, QuoteInfo]
+    _files: dict[str, FileInfo]
+    _capture_evidence: dict[str, CaseInfo | ExcerptInfo]
+    _absences: dict[str, AbsenceResult]
+    _marks: dict[str, Mark]
+    _rubrics: dict[str, tuple[Rubric, str]]
+    # provided by the Workbench: a quote's state at the commit, and the drifted evidence
+    _info: Callable[[str], QuoteInfo]
+    _file_info: Callable[[str, str], FileInfo]
+    _drifted: Callable[[], dict[str, list[str]]]
+
+    def _evidence(self, refs: Iterable[Any], record_id: str) -> tuple[str, ...]:
+        """The ids of what a record cites: quotes, whole files (``src.file(path)``, or
+        ``"SRC-n:path"``), records declared above it (never itself, never in a cycle),
+        and sources (``"SRC-n"``)."""
+        out: list[str] = []
+        for ref in refs:
+            if isinstance(ref, QuoteView | FileView | CaseView | ExcerptView):
+                out.append(ref.id)
+                continue
+            if isinstance(ref, Record):
+                ref = ref.id
+            if not isinstance(ref, str):
+                raise RecordError(
+                    f"{record_id}: evidence must be quotes, files, records, their ids or SRC ids"
+                )
+            if re.fullmatch(r"SRC-[0-9]+", ref):
+                if ref not in self.register.sources:
+                    raise RecordError(
+                        f"{record_id}: evidence {ref} is not a source of the register"
+                    )
+            elif ref in self.register.quotes:
+                self._quotes.setdefault(ref, self._info(ref))
+            elif ref in self._records:
+                self._refuse_cycle(record_id, ref)
+            elif ref in self._capture_evidence:
+                pass  # cited through cap.case(...) or cap.transcript(...) above
+            elif re.match(r"SRC-[0-9]+:", ref):
+                sid, path = ref.split(":", 1)
+                source = self.register.sources.get(sid)
+                if not isinstance(source, GitSource) or path not in source.files:
+                    raise RecordError(
+                        f"{record_id}: evidence {ref!r} is not a file registered in {sid}",
+                        hint=f'cite it as wb.source("{sid}").file("{path}") (author mode '
+                        "registers it)",
+                    )
+                self._files.setdefault(ref, self._file_info(sid, path))
+            else:
+                raise RecordError(
+                    f"{record_id}: evidence {ref!r} is not a quote in register "
+                    f"{self.register.name}, nor a record declared above",
+                    hint="quote it first with wb.source(...).quote(...), or declare the "
+                    "record it names before this one",
+                )
+            out.append(ref)
+        return tuple(out)
+
+    def _refuse_cycle(self, record_id: str, cited: str) -> None:
+        """A record may cite a record, never itself, directly or through others: the
+        re-review of one would wait on the other for ever."""
+        seen, todo = set(), [cited]
+        while todo:
+            current = todo.pop()
+            if current == record_id:
+                raise RecordError(
+                    f"{record_id}: citing {cited} makes a cycle ({cited} cites {record_id}"
+                    + (" through other records)" if current != cited else ")"),
+                    hint="cite the quotes or files behind it instead",
+                )
+            if current not in seen and current in self._records:
+                seen.add(current)
+                todo.extend(e for e in self._records[current].evidence if e in self._records)
+
+    def _declare(
+        self,
+        cls: type[R],
+        record_id: str,
+        evidence: Sequence[Any],
+        reviewed: Any,
+        fields: dict[str, Any],
+    ) -> R:
+        expected = kind_of(record_id)
+        if expected is not cls:
+            raise RecordError(
+                f"{record_id!r} is not a {cls.kind} id",
+                hint=f"{cls.kind} ids start with {cls.prefix}",
+            )
+        cell = cell_id()
+        if record_id in self._records and (cell is None or self._cells.get(record_id) != cell):
+            raise RecordError(
+                f"{record_id} is declared twice", hint="every record id must be unique in a report"
+            )
+        for key in ("implementation", "operation", "strength"):
+            value = fields.get(key)
+            if value is not None and value not in VOCABULARIES[key]:
+                raise RecordError(
+                    f"{record_id}: {key} status {value!r} is not one of "
+                    + ", ".join(VOCABULARIES[key])
+                )
+        cited = self._evidence(evidence, record_id)
+        if fields.get("operation") == "observed" and not any(
+            e in self._capture_evidence for e in cited
+        ):
+            raise RecordError(
+                f'{record_id}: operation="observed" needs evidence of it running: a case or '
+                "a transcript excerpt of a runtime capture",
+                hint='cite cap.case("ID") or cap.transcript("ID", "path") of cap = '
+                'wb.capture("NAME"); or say "uninspected" or "reported"',
+            )
+        try:
+            record = cls(
+                id=record_id,
+                evidence=cited,
+                reviewed_at=self._stamp(reviewed, record_id),
+                **fields,
+            )
+        except ValidationError as exc:
+            raise RecordError(f"{record_id}: {validation_problem(exc)}") from None
+        for field_name, ref in record.references().items():
+            if ref not in self._records or ref == record_id:
+                raise RecordError(
+                    f"{record_id}: {field_name} names {ref!r}, which is not declared above",
+                    hint="declare the record it refers to first",
+                )
+        self._records[record_id] = record
+        self._cells[record_id] = cell
+        return record
+
+    def _stamp(self, reviewed: Any, record_id: str) -> ReviewStamp | None:
+        if reviewed is None:
+            return None
+        try:
+            if isinstance(reviewed, str):
+                return ReviewStamp(commit=self.pin, date=reviewed)
+            if isinstance(reviewed, dict):
+                return ReviewStamp(**reviewed)
+            commit, date = reviewed
+            full = open_mirror(self.ws, self.subject.name).resolve_commit(commit)
+            return ReviewStamp(commit=full, date=date)
+        except ValidationError as exc:
+            raise RecordError(
+                f"{record_id}: reviewed=: {validation_problem(exc)}",
+                hint="reviewed= takes a date 'YYYY-MM-DD' (against the pin) or (commit, date)",
+            ) from None
+        except (TypeError, ValueError):
+            raise RecordError(
+                f"{record_id}: reviewed= takes a date 'YYYY-MM-DD' (against the pin) or "
+                "(commit, date)"
+            ) from None
+
+    def _view(self, record: Record) -> Html:
+        titles = {r.id: r.label for r in self._records.values()}
+        absence = self._absences.get(record.id)
+        markup = record_html(
+            record,
+            self._quotes,
+            titles,
+            absence=absence,
+            drifted=self._drifted().get(record.id, ()),
+        )
+        return Html(markup, f"<{record.kind} {record.id}: {record.label}>")
+
+    def component(
+        self,
+        id: str,
+        *,
+        label: str,
+        identity: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a component (``RT-CMP-…``): a part with a source-native identity."""
+        return self._view(
+            self._declare(
+                Component, id, evidence, reviewed, dict(label=label, identity=identity, **fields)
+            )
+        )
+
+    def operative_object(
+        self,
+        id: str,
+        *,
+        label: str,
+        description: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare an operative object (``RT-OBJ-…``): retained material code acts on."""
+        return self._view(
+            self._declare(
+                OperativeObject,
+                id,
+                evidence,
+                reviewed,
+                dict(label=label, description=description, **fields),
+            )
+        )
+
+    def route(
+        self,
+        id: str,
+        *,
+        label: str,
+        progression: str,
+        implementation: str,
+        operation: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a route (``RT-RTE-…``) with its implementation and operation statuses."""
+        return self._view(
+            self._declare(
+                Route,
+                id,
+                evidence,
+                reviewed,
+                dict(
+                    label=label,
+                    progression=progression,
+                    implementation=implementation,
+                    operation=operation,
+                    **fields,
+                ),
+            )
+        )
+
+    def claim(
+        self,
+        id: str,
+        *,
+        label: str,
+        claim: str,
+        assessment: str,
+        operation: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a claim (``RT-CLM-…``): what the subject says and what the source shows."""
+        return self._view(
+            self._declare(
+                Claim,
+                id,
+                evidence,
+                reviewed,
+                dict(
+                    label=label, claim=claim, assessment=assessment, operation=operation, **fields
+                ),
+            )
+        )
+
+    def absence(
+        self,
+        id: str,
+        *,
+        statement: str,
+        scope: Sequence[str],
+        patterns: Sequence[str],
+        label: str = "",
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare an evidenced absence (``RT-ABS-…``) and search the scope for the patterns."""
+        record = self._declare(
+            Absence,
+            id,
+            evidence,
+            reviewed,
+            dict(
+                label=label or statement.split(".")[0][:80],
+                statement=statement,
+                scope=tuple(scope),
+                patterns=tuple(patterns),
+                **fields,
+            ),
+        )
+        mirror = open_mirror(self.ws, self.subject.name)
+        try:
+            self._absences[id] = search(mirror, self.commit, record.scope, record.patterns)
+        except TraceworkError:
+            del self._records[id]
+            raise
+        return self._view(record)
+
+    def authority_path(
+        self,
+        id: str,
+        *,
+        consumer: str,
+        channel: str,
+        force: str,
+        horizon: str,
+        label: str = "",
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a behavioural-authority path (``RT-BAP-…``) from material to a consumer."""
+        return self._view(
+            self._declare(
+                AuthorityPath,
+                id,
+                evidence,
+                reviewed,
+                dict(
+                    label=label or consumer.split(".")[0][:80],
+                    consumer=consumer,
+                    channel=channel,
+                    force=force,
+                    horizon=horizon,
+                    **fields,
+                ),
+            )
+        )
+
+    def guarantee(
+        self,
+        id: str,
+        *,
+        owner: str,
+        enforcement_point: str,
+        strength: str,
+        covered_path: str,
+        label: str = "",
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Declare a guarantee (``RT-GRT-…``): who enforces what, where and how strongly."""
+        return self._view(
+            self._declare(
+                Guarantee,
+                id,
+                evidence,
+                reviewed,
+                dict(
+                    label=label or covered_path.split(".")[0][:80],
+                    owner=owner,
+                    enforcement_point=enforcement_point,
+                    strength=strength,
+                    covered_path=covered_path,
+                    **fields,
+                ),
+            )
+        )
+
+    def annotate(
+        self,
+        id: str,
+        *,
+        on: str,
+        text: str,
+        evidence: Sequence[Any] = (),
+        reviewed: Any = None,
+        **fields: Any,
+    ) -> Html:
+        """Attach an annotation (``RT-ANN-…``) to a declared record."""
+        return self._view(
+            self._declare(Annotation, id, evidence, reviewed, dict(on=on, text=text, **fields))
+        )
+
+    # -- rubric marks --------------------------------------------------------------------
+
+    def mark(
+        self,
+        rubric: str,
+        mechanism: str,
+        *,
+        present: bool,
+        evidence: Sequence[Any] = (),
+        note: str | None = None,
+    ) -> Html:
+        """Mark a mechanism of ``registers/rubrics/RUBRIC.yaml`` as present or absent.
+
+        *present* needs evidence: quotes, quote ids or records declared above; *absent*
+        may cite an evidenced absence (``RT-ABS-…``).  Re-running the same cell may
+        re-mark a mechanism; another cell may not.
+        """
+        if not isinstance(present, bool):
+            raise RecordError(f"mark {rubric}/{mechanism}: present= takes True or False")
+        if note is not None and not isinstance(note, str):
+            raise RecordError(f"mark {rubric}/{mechanism}: note= takes text (Markdown)")
+        if rubric not in self._rubrics:
+            self._rubrics[rubric] = load_rubric(self.ws, rubric)
+        definition, _ = self._rubrics[rubric]
+        if definition.mechanism(mechanism) is None:
+            raise RubricError(
+                f"rubric {rubric} has no mechanism {mechanism!r}",
+                hint="its mechanisms: " + ", ".join(m.id for m in definition.mechanisms),
+            )
+        where = f"mark {rubric}/{mechanism}"
+        refs: list[str] = []
+        for ref in evidence:
+            if not isinstance(ref, str | QuoteView):
+                raise RecordError(
+                    f"{where}: evidence must be quotes, quote ids, record ids or SRC ids",
+                    hint='cite a record by its id, e.g. evidence=["RT-CMP-store"]',
+                )
+            if isinstance(ref, str) and ref.startswith("RT-"):
+                if ref not in self._records:
+                    raise RecordError(
+                        f"{where}: evidence {ref} is not a record declared above",
+                        hint="declare the record before marking with it",
+                    )
+                refs.append(ref)
+            else:
+                refs += self._evidence([ref], where)
+        if present and not refs:
+            raise RecordError(
+                f"{where}: a mechanism marked present needs evidence",
+                hint="cite the quotes or records that show it",
+            )
+        made = Mark(rubric, mechanism, present, tuple(refs), note)
+        cell = cell_id()
+        key = made.anchor
+        if key in self._marks and (cell is None or self._cells.get(key) != cell):
+            raise RecordError(f"{where} is marked twice", hint="mark each mechanism once")
+        self._marks[key], self._cells[key] = made, cell
+        markup = mark_html(made, definition, self._marks_drifted().get(key, ()))
+        return Html(markup, f"<mark {rubric}/{mechanism}: {'present' if present else 'absent'}>")
+
+    def _marks_drifted(self) -> dict[str, list[str]]:
+        """Per mark (by anchor), the cited evidence that no longer holds at the commit."""
+        records = self._drifted()
+        out: dict[str, list[str]] = {}
+        for key, mark in self._marks.items():
+            bad = [
+                e
+                for e in mark.evidence
+                if e in records or (e in self._quotes and self._quotes[e].state in DRIFT_STATES)
+            ]
+            if bad:
+                out[key] = bad
+        return out

@@ -1,0 +1,498 @@
+"""Mermaid flowcharts: drawn from records or by hand, parsed, escaped and checked.
+
+Generated diagrams come from :func:`from_routes` and :func:`from_authority_paths`;
+every label they write goes through :func:`label`, so no text — the analyst's or the
+subject's — can close a label, open a directive or inject markup.  Every diagram,
+generated or hand-written, is parsed by :func:`parse` (the flowchart subset tracework
+uses) and checked by :func:`check`: bound nodes name records, and each
+`` `identifier` `` written in a label is found in the registered files at the commit.
+
+The parser refuses what it cannot vouch for, since Mermaid would act on it: a
+``%%{`` directive anywhere (Mermaid reads one on any line, even inside a label or a
+comment, and it can change the configuration: ``themeCSS`` with ``url(…)`` made the
+browser fetch), ``click``/``call``, HTML tags in labels other than ``<br>`` (Mermaid's
+strict mode keeps ``<img>``, which fetches), style values other than plain colours and
+widths, and control, bidi and invisible characters, raw or as entity codes (they would
+reorder or hide what the diagram shows; generated labels show them as ``<U+202E>``, as
+record cards do).
+mermaid-py is deliberately not used: its display renders through mermaid.ink, a
+third-party service, and it neither escapes labels nor keeps record ids as node ids.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Protocol
+
+from tracework.errors import TraceworkError
+from tracework.text import visible
+
+DIRECTIONS = ("TB", "TD", "BT", "RL", "LR")
+
+
+class DiagramError(TraceworkError):
+    """A diagram that does not parse, or asks for something tracework refuses."""
+
+
+# -- escaping ---------------------------------------------------------------------------
+
+#: Characters that could end a label, start a directive or become markup, as Mermaid
+#: entity codes (``#35;`` is ``#``).  Newlines become spaces.
+_ENTITY = {ch: f"#{ord(ch)};" for ch in '"[](){}|<>&#%`;:'}
+
+
+def label(text: str) -> str:
+    """A quoted Mermaid label showing ``text`` literally, whatever it contains.
+
+    Control, bidi and invisible characters are first made visible (``<U+202E>``) by
+    :func:`tracework.text.visible`, as on record cards, so no override reorders
+    the drawn diagram; then the text is folded to one line and escaped.
+    """
+    flat = " ".join(visible(str(text)).split())
+    return '"' + "".join(_ENTITY.get(ch, ch) for ch in flat) + '"'
+
+
+def unescape(text: str) -> str:
+    """A label as a reader sees it: entity codes decoded, surrounding quotes removed."""
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1]
+    names = {"quot": '"', "amp": "&", "lt": "<", "gt": ">", "nbsp": " "}
+
+    def decode(m: re.Match[str]) -> str:
+        code = m.group(1)
+        if code.isdigit():
+            return chr(int(code)) if int(code) < 0x110000 else m.group(0)
+        return names.get(code, m.group(0))
+
+    return re.sub(r"#([a-z]+|\d+);", decode, text)
+
+
+def node_id(record_id: str) -> str:
+    """Record ids are valid node ids as they are (letters, digits, ``-``, ``_``, ``.``)."""
+    if not _ID.fullmatch(record_id):
+        raise DiagramError(f"{record_id!r} cannot be a diagram node id")
+    return record_id
+
+
+# -- the parsed form --------------------------------------------------------------------
+
+
+@dataclass
+class Parsed:
+    """What a flowchart declares: nodes with labels, edges, subgraphs and bindings."""
+
+    direction: str
+    nodes: dict[str, str] = field(default_factory=dict)  # id -> label as shown
+    edges: list[tuple[str, str, str]] = field(default_factory=list)  # (from, to, label)
+    subgraphs: dict[str, str] = field(default_factory=dict)
+    bindings: dict[str, str] = field(default_factory=dict)  # node -> record id
+
+    def labels(self) -> list[str]:
+        return [*self.nodes.values(), *self.subgraphs.values(), *(e[2] for e in self.edges)]
+
+
+_ID = re.compile(r"[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*")
+_SHAPES = [  # longest openers first
+    ("(((", ")))"),
+    ("([", "])"),
+    ("[[", "]]"),
+    ("[(", ")]"),
+    ("((", "))"),
+    ("{{", "}}"),
+    ("[/", "/]"),
+    ("[\\", "\\]"),
+    ("[/", "\\]"),
+    ("[\\", "/]"),
+    ("[", "]"),
+    ("(", ")"),
+    ("{", "}"),
+    (">", "]"),
+]
+_ARROW = re.compile(
+    r"\s*(?:"
+    r"(?P<text>--\s+(?P<t1>[^-|][^|]*?)\s+-->|==\s+(?P<t2>[^=|][^|]*?)\s+==>)"
+    r"|(?P<arrow><?(?:-{2,}[->xo]?|-\.+->?|={2,}[=>]?|~~~)[xo>]?)"
+    r")\s*(?:\|(?P<pipe>[^|]*)\|)?\s*"
+)
+
+# -- styles: plain colours and widths only ---------------------------------------------
+#: A style value the check can vouch for: a hex colour, a colour keyword (letters only,
+#: so no ``url(``, ``var(`` or ``;``) or a number of pixels, or a dash pattern of them.
+_NUMBER = r"\d{1,4}(?:\.\d{1,3})?(?:px)?"
+_VALUE = (
+    r"(?:#(?:[0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})|[A-Za-z]{1,30}"
+    rf"|{_NUMBER}(?: {_NUMBER})*)"
+)
+_PROPS = rf"(?:fill|stroke|color|stroke-width|stroke-dasharray)\s*:\s*{_VALUE}"
+_PROPS = rf"{_PROPS}(?:\s*,\s*{_PROPS})*"
+_IDS = r"[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*(?:\s*,\s*[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*)*"
+_STYLING = re.compile(r"(classDef|class|style|linkStyle)\s")
+_STYLES = {
+    "class": re.compile(rf"class\s+{_IDS}\s+[A-Za-z0-9_]+"),
+    "classDef": re.compile(rf"classDef\s+{_IDS}\s+{_PROPS}"),
+    "style": re.compile(rf"style\s+{_ID.pattern}\s+{_PROPS}"),
+    "linkStyle": re.compile(rf"linkStyle\s+(?:default|\d+(?:\s*,\s*\d+)*)\s+{_PROPS}"),
+}
+
+#: HTML in a label becomes markup in the drawing (Mermaid's strict mode keeps ``<img>``,
+#: which makes the browser fetch its ``src``); only a line break is allowed.
+_TAG = re.compile(r"<[A-Za-z/!?]")
+_BREAK = re.compile(r"<br\s*/?>", re.I)
+
+
+def _drawn(text: str) -> str:
+    """Text as the browser draws it: Mermaid entity codes (``#8238;``, ``#rlm;``) become
+    HTML references, then every reference is decoded once, as in Mermaid's labels."""
+
+    def reference(m: re.Match[str]) -> str:
+        code = m.group(1)
+        return f"&#{code};" if code.isdigit() else f"&{code};"
+
+    def decode(m: re.Match[str]) -> str:
+        ref = m.group(1)
+        if ref[0] != "#":
+            return html.unescape(f"&{ref};")
+        code = int(ref[2:], 16) if ref[1] in "xX" else int(ref[1:])
+        return chr(code) if code < 0x110000 else "\ufffd"
+
+    text = re.sub(r"#([A-Za-z0-9_]+);", reference, text)
+    return re.sub(r"&(#[xX][0-9A-Fa-f]{1,8}|#\d{1,9}|[A-Za-z][A-Za-z0-9]{0,31});?", decode, text)
+
+
+def _hidden(text: str) -> list[str]:
+    """The control, bidi and invisible characters in ``text``, as ``<U+XXXX>`` marks."""
+    return sorted({visible(ch) for ch in text if ch not in "\t\n" and visible(ch) != ch})
+
+
+def _refuse_unsafe_lines(text: str) -> None:
+    """Line by line, what no diagram may hold, wherever it is (comments included)."""
+    for n, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")  # a CRLF line ending
+        if "%%{" in line:
+            raise DiagramError(
+                f"line {n}: `%%{{` opens a Mermaid directive, which can change how every "
+                "diagram is drawn; directives are refused"
+            )
+        if re.match(r"\s*%%\s*\{", line):
+            raise DiagramError(f"line {n}: a comment may not start with `{{` (a directive)")
+        raw = _hidden(line)
+        if raw:
+            raise DiagramError(
+                f"line {n}: control, bidi and invisible characters are refused in a diagram "
+                f"({', '.join(raw)}); describe them in words"
+            )
+        coded = _hidden(_drawn(line))
+        if coded:
+            raise DiagramError(
+                f"line {n}: an entity code draws a control, bidi or invisible character "
+                f"({', '.join(coded)}); describe it in words"
+            )
+
+
+def _label_text(raw: str, n: int) -> str:
+    """A label as written (quotes and entity codes as they are) → the text it shows."""
+    bare = _BREAK.sub("", raw)
+    tag = _TAG.search(bare)
+    if tag:
+        raise DiagramError(
+            f"line {n}: HTML in a label ({bare[tag.start() : tag.start() + 12]!r}…) is "
+            "refused, only <br> is allowed; write `<` as #60; to show it"
+        )
+    return unescape(raw)
+
+
+def parse(text: str) -> Parsed:
+    """Parse the flowchart subset; a problem raises :class:`DiagramError` with its line."""
+    _refuse_unsafe_lines(text)
+    statements = [
+        (n, part.strip())
+        for n, line in enumerate(text.split("\n"), start=1)
+        for part in _split_statements(line)
+    ]
+    statements = [(n, s) for n, s in statements if s]
+    if not statements:
+        raise DiagramError("the diagram is empty")
+    n, head = statements[0]
+    m = re.fullmatch(r"(flowchart|graph)\s+(\w+)", head)
+    if not m or m.group(2) not in DIRECTIONS:
+        raise DiagramError(f"line {n}: a diagram starts with `flowchart TB` (or LR, BT, RL)")
+    parsed = Parsed(direction=m.group(2))
+    per_line = Counter(n for n, _ in statements)
+    depth = 0
+    for n, stmt in statements[1:]:
+        if stmt.startswith("%%"):
+            bind = re.fullmatch(r"%%\s*bind\s+(\S+)\s+(\S+)", stmt)
+            if bind:
+                parsed.bindings[bind.group(1)] = bind.group(2)
+            continue
+        if stmt == "end":
+            depth -= 1
+            if depth < 0:
+                raise DiagramError(f"line {n}: `end` without a subgraph")
+            continue
+        if stmt.startswith("subgraph "):
+            depth += 1
+            _subgraph(stmt[9:].strip(), parsed, n)
+            continue
+        if re.fullmatch(r"direction\s+(?:TB|TD|BT|RL|LR)", stmt):
+            continue
+        if re.match(r"(?:click|call|href)\b", stmt) or "javascript:" in stmt:
+            raise DiagramError(f"line {n}: click, call and href directives are refused")
+        styling = _STYLING.match(stmt)
+        if styling:
+            _styling(styling.group(1), stmt, per_line[n], n)
+            continue
+        _chain(stmt, parsed, n)
+    if depth:
+        raise DiagramError("a subgraph is not closed with `end`")
+    for node, _record in parsed.bindings.items():
+        if node not in parsed.nodes:
+            raise DiagramError(f"`%% bind {node} …` names no node of the diagram")
+    return parsed
+
+
+def _styling(kind: str, stmt: str, on_line: int, n: int) -> None:
+    """``class``, and ``classDef``/``style``/``linkStyle`` with plain colours and widths."""
+    if not _STYLES[kind].fullmatch(stmt):
+        raise DiagramError(
+            f"line {n}: `{kind}` may set only fill, stroke, color, stroke-width and "
+            "stroke-dasharray to a colour (#f00, red) or a width (2px)"
+        )
+    if on_line > 1:  # Mermaid drops the last `;` of a style line, joining what follows
+        raise DiagramError(f"line {n}: put `{kind}` on a line of its own")
+
+
+def _split_statements(line: str) -> list[str]:
+    if line.strip().startswith("%%"):
+        return [line]
+    parts: list[str] = []
+    buf: list[str] = []
+    quoted = False
+    for ch in line:
+        if ch == '"':
+            quoted = not quoted
+        if ch == ";" and not quoted:
+            parts.append("".join(buf))
+            buf = []
+        else:
+            buf.append(ch)
+    parts.append("".join(buf))
+    return parts
+
+
+def _subgraph(rest: str, parsed: Parsed, n: int) -> None:
+    m = _ID.match(rest)
+    if not m:
+        raise DiagramError(f"line {n}: a subgraph needs an id")
+    sid, tail = m.group(0), rest[m.end() :].strip()
+    if tail:
+        if not (tail.startswith("[") and tail.endswith("]")):
+            raise DiagramError(f"line {n}: a subgraph title goes in [brackets]")
+        parsed.subgraphs[sid] = _label_text(tail[1:-1].strip(), n)
+    else:
+        parsed.subgraphs[sid] = sid
+
+
+def _chain(stmt: str, parsed: Parsed, n: int) -> None:
+    """``A[label] --> B & C -->|text| D``: nodes joined by arrows."""
+    pos, previous, edge_label = 0, None, ""
+    while True:
+        group, pos = _node_group(stmt, pos, parsed, n)
+        if previous is not None:
+            parsed.edges.extend((a, b, edge_label) for a in previous for b in group)
+        if pos >= len(stmt):
+            return
+        m = _ARROW.match(stmt, pos)
+        if not m or m.end() == pos:
+            raise DiagramError(f"line {n}: cannot read {stmt[pos : pos + 30]!r}")
+        edge_label = _label_text(
+            (m.group("t1") or m.group("t2") or m.group("pipe") or "").strip(), n
+        )
+        previous, pos = group, m.end()
+
+
+def _node_group(stmt: str, pos: int, parsed: Parsed, n: int) -> tuple[list[str], int]:
+    group = []
+    while True:
+        pos = _skip_spaces(stmt, pos)
+        m = _ID.match(stmt, pos)
+        if not m:
+            raise DiagramError(f"line {n}: expected a node id at {stmt[pos : pos + 30]!r}")
+        nid, pos = m.group(0), m.end()
+        shown, pos = _shape(stmt, pos, n)
+        if shown is not None:
+            parsed.nodes[nid] = shown
+        else:
+            parsed.nodes.setdefault(nid, nid)
+        if stmt.startswith(":::", pos):
+            cls = _ID.match(stmt, pos + 3)
+            pos = cls.end() if cls else pos + 3
+        group.append(nid)
+        after = _skip_spaces(stmt, pos)
+        if after < len(stmt) and stmt[after] == "&":
+            pos = after + 1
+            continue
+        return group, pos
+
+
+def _shape(stmt: str, pos: int, n: int) -> tuple[str | None, int]:
+    for opener, closer in _SHAPES:
+        if stmt.startswith(opener, pos):
+            start = pos + len(opener)
+            if stmt.startswith('"', start):
+                end_quote = stmt.find('"', start + 1)
+                if end_quote == -1 or not stmt.startswith(closer, end_quote + 1):
+                    continue
+                inner = stmt[start + 1 : end_quote]
+                if inner.startswith("`") and not (len(inner) > 1 and inner.endswith("`")):
+                    raise DiagramError(
+                        f"line {n}: a label starting with a backtick is a Mermaid markdown "
+                        "string and must end with one; put other text first"
+                    )
+                return _label_text(stmt[start : end_quote + 1], n), end_quote + 1 + len(closer)
+            end = stmt.find(closer, start)
+            if end == -1:
+                continue
+            return _label_text(stmt[start:end].strip(), n), end + len(closer)
+    if pos < len(stmt) and stmt[pos] in "[({>":
+        raise DiagramError(f"line {n}: a node label is not closed")
+    return None, pos
+
+
+def _skip_spaces(stmt: str, pos: int) -> int:
+    while pos < len(stmt) and stmt[pos] in " \t":
+        pos += 1
+    return pos
+
+
+# -- generating from records -------------------------------------------------------------
+
+
+def from_routes(routes: Iterable[RouteLike], titles: Mapping[str, str], direction: str) -> str:
+    """Each route's progression as a chain through the records it passes through."""
+    lines = [f"flowchart {direction}"]
+    declared: set[str] = set()
+    for route in routes:
+        chain = list(route.passes_through)
+        if not chain:
+            raise DiagramError(f"{route.id} names no records in passes_through to draw")
+        for rid in chain:
+            if rid not in declared:
+                lines.append(f"  {node_id(rid)}[{label(titles.get(rid, rid))}]")
+                declared.add(rid)
+        text = label(route.label or route.id)
+        for a, b in pairwise(chain):
+            lines.append(f"  {node_id(a)} -->|{text}| {node_id(b)}")
+    return "\n".join(lines) + "\n"
+
+
+def from_authority_paths(
+    paths: Iterable[AuthorityLike], titles: Mapping[str, str], direction: str
+) -> str:
+    """Retained material to the consumers it reaches, one edge per authority path."""
+    lines = [f"flowchart {direction}"]
+    declared: set[str] = set()
+    for path in paths:
+        if not path.source_material:
+            raise DiagramError(f"{path.id} names no source_material to draw from")
+        source = path.source_material
+        if source not in declared:
+            lines.append(f"  {node_id(source)}[{label(titles.get(source, source))}]")
+            declared.add(source)
+        lines.append(f"  {node_id(path.id)}([{label(path.consumer)}])")
+        lines.append(f"  {node_id(source)} -->|{label(path.channel)}| {node_id(path.id)}")
+    return "\n".join(lines) + "\n"
+
+
+class RouteLike(Protocol):
+    """What :func:`from_routes` reads from a route record."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def passes_through(self) -> tuple[str, ...]: ...
+
+
+class AuthorityLike(Protocol):
+    """What :func:`from_authority_paths` reads from an authority path record."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def source_material(self) -> str | None: ...
+    @property
+    def consumer(self) -> str: ...
+    @property
+    def channel(self) -> str: ...
+
+
+# -- checking --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiagramCheck:
+    """A diagram's check at one commit."""
+
+    name: str
+    bindings: dict[str, str]
+    unknown_records: tuple[str, ...]
+    identifiers: dict[str, bool]  # identifier -> found at the commit
+
+    @property
+    def vanished(self) -> tuple[str, ...]:
+        return tuple(i for i, found in self.identifiers.items() if not found)
+
+    @property
+    def ok(self) -> bool:
+        return not self.unknown_records and not self.vanished
+
+
+def identifiers(parsed: Parsed) -> list[str]:
+    """Every `` `code` `` span written in a label, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for text in parsed.labels():
+        for m in re.finditer(r"`([^`\n]+)`", text):
+            seen.setdefault(m.group(1).strip(), None)
+    return list(seen)
+
+
+def bound_records(parsed: Parsed, is_record: Callable[[str], bool]) -> dict[str, str]:
+    """Node → record: explicit ``%% bind`` lines, and nodes whose id is a record id."""
+    bound = {nid: nid for nid in parsed.nodes if is_record(nid)}
+    bound.update(parsed.bindings)
+    return bound
+
+
+def check(
+    name: str,
+    parsed: Parsed,
+    records: Mapping[str, object],
+    defined: Callable[[str], bool],
+) -> DiagramCheck:
+    """Bound nodes must name declared records; code identifiers must exist at the commit."""
+    looks_like_record = re.compile(r"RT-[A-Z]+-")
+    bound = bound_records(parsed, lambda nid: bool(looks_like_record.match(nid)))
+    unknown = tuple(sorted({r for r in bound.values() if r not in records}))
+    found = {ident: defined(ident) for ident in identifiers(parsed)}
+    return DiagramCheck(name, bound, unknown, found)
+
+
+def name_pattern(identifier: str) -> re.Pattern[bytes] | None:
+    """The regex that finds ``identifier`` (its last dotted part) defined or called."""
+    last = identifier.rstrip("()").split(".")[-1]
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", last):
+        return None
+    word = re.escape(last.encode())
+    return re.compile(
+        rb"(?:\b(?:def|class|function|fn|func|struct|interface|type)\s+" + word + rb"\b)"
+        rb"|(?:\b" + word + rb"\s*\()"
+        rb"|(?:^\s*(?:self\.)?" + word + rb"\s*[:=])",
+        re.M,
+    )

@@ -1,0 +1,179 @@
+"""Living in JupyterLab: rich display objects, the running cell, short error messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tracework.capture.evidence import CaseInfo, ExcerptInfo, case_html, excerpt_html
+from tracework.errors import TraceworkError
+from tracework.notebook.views import FileInfo, QuoteInfo, esc, file_html, quote_html
+from tracework.register.models import Quote
+from tracework.text import visible_name
+
+
+class Html:
+    """An object that JupyterLab shows as HTML (and a terminal as its text)."""
+
+    def __init__(self, markup: str, text: str) -> None:
+        self.markup, self.text = markup, text
+
+    def _repr_html_(self) -> str:
+        return self.markup
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class QuoteView:
+    """A quote as the notebook sees it: register entry, state at the commit, display."""
+
+    id: str
+    info: QuoteInfo
+    replaced: Quote | None = None  # what replace=True pointed this id away from
+
+    @property
+    def state(self) -> str:
+        return self.info.state
+
+    @property
+    def text(self) -> str:
+        return self.info.quote.text
+
+    @property
+    def sha256(self) -> str:
+        return self.info.quote.sha256
+
+    def _repr_html_(self) -> str:
+        if self.replaced is None:
+            return quote_html(self.info)
+        old = self.replaced
+        note = (
+            f'<p class="tw-note">Replaced {esc(self.id)}: was '
+            f"{esc(visible_name(old.path))}:{old.lines[0]}–{old.lines[1]}, sha256 "
+            f"{esc(old.sha256[:12])}.</p>"
+        )
+        return note + quote_html(self.info)
+
+    def __repr__(self) -> str:
+        return f"<quote {self.id} {self.info.location()} @ {self.info.pin[:12]} {self.state}>"
+
+
+@dataclass(frozen=True)
+class FileView:
+    """A whole file cited as evidence, as the notebook sees it: ``evidence=[f]``."""
+
+    info: FileInfo
+
+    @property
+    def id(self) -> str:
+        return self.info.key
+
+    @property
+    def state(self) -> str:
+        return self.info.state
+
+    @property
+    def sha256(self) -> str:
+        return self.info.entry.sha256
+
+    def _repr_html_(self) -> str:
+        return file_html(self.info)
+
+    def __repr__(self) -> str:
+        return f"<file {self.id} @ {self.info.pin[:12]} {self.state}>"
+
+
+class CaseView:
+    """A case of a capture, cited as evidence: ``evidence=[cap.case("F-01")]``."""
+
+    def __init__(self, info: CaseInfo) -> None:
+        self.info = info
+
+    @property
+    def id(self) -> str:
+        return self.info.key
+
+    @property
+    def status(self) -> str | None:
+        return self.info.case.status
+
+    @property
+    def state(self) -> str:
+        return self.info.state
+
+    def _repr_html_(self) -> str:
+        return case_html(self.info)
+
+    def __repr__(self) -> str:
+        return f"<case {self.id} {self.status or 'model-driven'} {self.state}>"
+
+
+class ExcerptView:
+    """A value from a case's transcript, cited as evidence (hashed: its canonical JSON)."""
+
+    def __init__(self, info: ExcerptInfo) -> None:
+        self.info = info
+
+    @property
+    def id(self) -> str:
+        return self.info.key
+
+    @property
+    def value(self) -> Any:
+        return self.info.value
+
+    @property
+    def sha256(self) -> str:
+        return self.info.sha256
+
+    def _repr_html_(self) -> str:
+        return excerpt_html(self.info)
+
+    def __repr__(self) -> str:
+        return f"<excerpt {self.id} sha256 {self.sha256[:12]} {self.info.state}>"
+
+
+def display(obj: Any, metadata: dict[str, Any] | None = None, raw: bool = False) -> None:
+    try:
+        from IPython.display import display
+    except ImportError:  # plain Python: print the text form
+        print(obj.get("text/plain") if raw else repr(obj))
+        return
+    display(obj, metadata=metadata, raw=raw)
+
+
+def cell_id() -> str | None:
+    """The id of the JupyterLab cell running now, so re-running a cell may re-declare."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "get_parent"):
+        return None
+    parent = shell.get_parent() or {}
+    cell = parent.get("metadata", {}).get("cellId")
+    return str(cell) if cell else None
+
+
+def install_error_display() -> None:
+    """Show a TraceworkError in a cell as its message, not a stack of library frames."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def handler(
+        shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None
+    ) -> list[str]:
+        # IPython does not show what a custom handler returns; publish it ourselves
+        stb = [f"\x1b[31m{etype.__name__}\x1b[0m: {value}"]
+        shell._showtraceback(etype, value, stb)
+        return stb
+
+    shell.set_custom_exc((TraceworkError,), handler)

@@ -1,0 +1,148 @@
+"""Rubric marks: "this system carries mechanism X" (or not), with the evidence.
+
+``wb.mark(rubric, mechanism, present=..., evidence=[...], note=...)`` declares one.
+A mark of *present* needs evidence (quotes or records); *absent* may cite an
+evidenced absence.  Marks are checked like records: their evidence must exist, and
+a mark whose evidence drifted at the commit needs re-review.  They appear in the
+report header ("carries N of M"), in their own section, and in ``records.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tracework.notebook.rubrics import Rubric, RubricError
+from tracework.notebook.views import QuoteInfo, badge, esc, markdown, quote_html
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One mechanism of one rubric, marked present or absent, with its evidence."""
+
+    rubric: str
+    mechanism: str
+    present: bool
+    evidence: tuple[str, ...]
+    note: str | None
+
+    @property
+    def anchor(self) -> str:
+        """The HTML id of the mark's card in the report (the site links to it)."""
+        return mark_anchor(self.rubric, self.mechanism)
+
+
+def mark_anchor(rubric: str, mechanism: str) -> str:
+    """``mark/RUBRIC/MECHANISM``: unique, since neither part may hold a ``/``, and never a
+    record or quote id, which may not either."""
+    return f"mark/{rubric}/{mechanism}"
+
+
+def rubric_anchor(rubric: str) -> str:
+    return f"rubric/{rubric}"
+
+
+def mark_html(
+    mark: Mark, rubric: Rubric, drifted: Sequence[str] = (), *, anchor: bool = False
+) -> str:
+    """A mark's card: the mechanism, present or absent, evidence and note."""
+    mechanism = rubric.mechanism(mark.mechanism)
+    if mechanism is None:
+        raise RubricError(f"rubric {mark.rubric} has no mechanism {mark.mechanism!r}")
+    ident = f' id="{esc(mark.anchor)}"' if anchor else ""
+    verdict = "present" if mark.present else "absent"
+    head = (
+        f'<header><a class="tw-record-id" href="#{esc(mark.anchor)}">'
+        f"{esc(mark.rubric)} · {esc(mark.mechanism)}</a>"
+        f'<span class="tw-kind">rubric mark</span>{badge(verdict)}'
+        + (badge("needs re-review") if drifted else "")
+        + "</header>"
+    )
+    body = f'<p class="tw-label">{esc(mechanism.name)}</p>'
+    if mark.evidence:
+        refs = ", ".join(f'<a class="tw-ref" href="#{esc(e)}">{esc(e)}</a>' for e in mark.evidence)
+        body += f'<p class="tw-evidence">Evidence: {refs}</p>'
+    else:
+        body += '<p class="tw-evidence">No evidence cited.</p>'
+    if drifted:
+        body += f"<p>Drifted evidence: {', '.join(f'<code>{esc(d)}</code>' for d in drifted)}</p>"
+    if mark.note:
+        body += f'<div class="tw-notes">{markdown(mark.note)}</div>'
+    return f'<article class="tw-record tw-mark"{ident}>{head}{body}</article>'
+
+
+def marks_section(
+    marks: Iterable[Mark],
+    rubrics: Mapping[str, Rubric],
+    drifted: Mapping[str, list[str]],
+    quotes: Sequence[QuoteInfo] = (),
+) -> str:
+    """The "Rubric marks" section: per rubric, every mechanism marked or not; then the
+    cards of ``quotes`` (cited by marks, not shown with the records)."""
+    by_rubric: dict[str, dict[str, Mark]] = {}
+    for mark in marks:
+        by_rubric.setdefault(mark.rubric, {})[mark.mechanism] = mark
+    if not by_rubric:
+        return ""
+    out = ['<section class="tw-marks"><h2 id="rubric-marks">Rubric marks</h2>']
+    for name in sorted(by_rubric):
+        rubric, marked = rubrics[name], by_rubric[name]
+        carried = sum(m.present for m in marked.values())
+        out.append(
+            f'<h3 id="{esc(rubric_anchor(name))}">{esc(rubric.title)}: carries {carried} of '
+            f"{len(rubric.mechanisms)}</h3>"
+        )
+        for mechanism in rubric.mechanisms:
+            found = marked.get(mechanism.id)
+            if found is None:
+                out.append(
+                    f'<p class="tw-none">{esc(mechanism.id)} ({esc(mechanism.name)}): '
+                    "not marked</p>"
+                )
+            else:
+                out.append(mark_html(found, rubric, drifted.get(found.anchor, ()), anchor=True))
+    if quotes:
+        out.append('<h3 id="marks-quoted-evidence">Quoted evidence of the marks</h3>')
+        out += [quote_html(info, anchor=True) for info in quotes]
+    out.append("</section>")
+    return "".join(out)
+
+
+def marks_json(
+    marks: Iterable[Mark],
+    rubrics: Mapping[str, tuple[Rubric, str]],
+    drifted: Mapping[str, list[str]],
+) -> dict[str, Any]:
+    """records.json "marks": per rubric, its hash, size, count carried and each mark."""
+    out: dict[str, Any] = {}
+    for mark in marks:
+        rubric, digest = rubrics[mark.rubric]
+        entry = out.setdefault(
+            mark.rubric,
+            {
+                "title": rubric.title,
+                "sha256": digest,
+                "mechanisms": len(rubric.mechanisms),
+                "carries": 0,
+                "marks": {},
+            },
+        )
+        entry["carries"] += mark.present
+        entry["marks"][mark.mechanism] = {
+            "present": mark.present,
+            "evidence": list(mark.evidence),
+            "note": mark.note,
+            "needs_review": list(drifted.get(mark.anchor, [])),
+        }
+    return {name: out[name] for name in sorted(out)}
+
+
+def carries_html(marks: Mapping[str, Any]) -> str:
+    """The header's line per rubric, from records.json "marks": "<title>: carries N of M",
+    linking the report's section on it."""
+    return "<br>".join(
+        f'<a href="#{esc(rubric_anchor(name))}">{esc(entry["title"])}</a>: carries '
+        f"{int(entry['carries'])} of {int(entry['mechanisms'])}"
+        for name, entry in marks.items()
+    )

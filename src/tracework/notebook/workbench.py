@@ -1,0 +1,869 @@
+"""The notebook API: ``wb = tw.open(register)``, quotes, records, ``wb.done()``.
+
+One :class:`Workbench` per report.  In ``author`` mode (the default when a notebook
+is opened by hand) a new quote is added to the register at the pin; in ``render``
+mode (what ``tracework render`` passes through papermill) the register is never
+written and a quote it does not hold is an error.  Every mistake raises one
+:class:`~tracework.errors.TraceworkError` in the cell that made it, shown as a
+short message rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import tracework.register.store as reg
+from tracework import __version__
+from tracework.capture.errors import CaptureMissing
+from tracework.capture.evidence import (
+    CapturedAt,
+    CaseInfo,
+    ExcerptInfo,
+    capture_html,
+    case_info,
+    excerpt_info,
+    transcripts_html,
+)
+from tracework.drift.check import CheckItem, CheckReport, check_documents, check_register
+from tracework.errors import (
+    ChecksFailed,
+    QuoteNotInRegister,
+    RegisterError,
+    TraceworkError,
+    check_iso_date,
+)
+from tracework.fsio import write_atomic
+from tracework.git.subjects import load_subject, open_mirror
+from tracework.hashing import sha256_hex
+from tracework.notebook.absences import AbsenceResult
+from tracework.notebook.declare import RecordDeclarations
+from tracework.notebook.diagrams import (
+    DIRECTIONS,
+    DiagramError,
+    from_authority_paths,
+    from_routes,
+    name_pattern,
+    parse,
+)
+from tracework.notebook.diagrams import check as check_diagram
+from tracework.notebook.jupyter import (
+    CaseView,
+    ExcerptView,
+    FileView,
+    Html,
+    QuoteView,
+    cell_id,
+    display,
+    install_error_display,
+)
+from tracework.notebook.marks import Mark, marks_json, marks_section
+from tracework.notebook.records import DRIFT_STATES, KINDS, AuthorityPath, Record, Route
+from tracework.notebook.rubrics import Rubric
+from tracework.notebook.views import (
+    Diagram,
+    FileInfo,
+    QuoteInfo,
+    diagram_note_html,
+    file_key,
+    records_section,
+    screen_html,
+    summary_html,
+)
+from tracework.register.evidence import (
+    QuoteRequest,
+    add_capture_source,
+    add_files,
+    add_quote,
+    make_quote,
+    quotable_lines,
+    same_evidence,
+)
+from tracework.register.models import CaptureSource, DocumentSource, GitSource, Register
+from tracework.render.execution import RECORDS_MIME
+from tracework.screen import Screen
+from tracework.workspace import Workspace
+
+Mode = Literal["author", "render"]
+
+
+class SourceHandle:
+    """A git source of the register, for quoting: ``wb.source("SRC-1").quote(...)``."""
+
+    def __init__(self, wb: Workbench, sid: str) -> None:
+        self.wb, self.id = wb, sid
+
+    def quote(
+        self,
+        path: str,
+        lines: tuple[int, int] | None = None,
+        *,
+        symbol: str | None = None,
+        match: str | None = None,
+        context: int = 0,
+        id: str | None = None,
+        replace: bool = False,
+    ) -> QuoteView:
+        """Quote a span at the pin by lines, ``symbol=`` or ``match=`` (with ``context=``).
+
+        The same span is always the same quote: without ``id=`` it keeps the id the
+        register gives it.  ``replace=True`` (author mode, with ``id=``) points an
+        existing id at this span on purpose; the display says what it replaced.
+        """
+        span = (int(lines[0]), int(lines[1])) if lines else None
+        request = QuoteRequest(span, symbol, match, context)
+        return self.wb._quote(self.id, path, request, id, replace)
+
+    def file(self, path: str) -> FileView:
+        """Cite a whole file of this source by its hash (a file card, not a quote).
+
+        In author mode a file not yet registered is registered at the pin; render mode
+        needs it in the register already.  A file that changes at the commit puts the
+        records citing it up for re-review.
+        """
+        return self.wb._file(self.id, path)
+
+    def __repr__(self) -> str:
+        src = self.wb.register.git_source(self.id)
+        return f"<source {self.id}: {src.subject} @ {src.commit[:12]}>"
+
+
+class CaptureView:
+    """A runtime capture cited by the report (``cap = wb.capture("NAME")``): its cases and
+    transcript excerpts are evidence; shown, it is the report's "Runtime capture" section."""
+
+    def __init__(self, wb: Workbench, at: CapturedAt) -> None:
+        self.wb, self.at = wb, at
+
+    @property
+    def source(self) -> str:
+        """The register's source id for this capture (SRC-n)."""
+        return self.at.source
+
+    @property
+    def stale(self) -> bool:
+        """Whether the commit rendered has no capture of its own (the evidence is older)."""
+        return self.at.stale
+
+    def case(self, case_id: str) -> CaseView:
+        """A case as evidence: its status, computed by the harness from what it recorded."""
+        return CaseView(self.wb._cite_case(self.at, case_id))
+
+    def transcript(self, case_id: str, path: str) -> ExcerptView:
+        """A value a case recorded, as evidence: ``path`` starts with the recorded name
+        (``"model requests[0].prompt"``); it is hashed as canonical JSON."""
+        return ExcerptView(self.wb._cite_excerpt(self.at, case_id, path))
+
+    def _repr_html_(self) -> str:
+        self.wb._captures_shown.add(self.at.source)
+        return self.wb._capture_section(self.at)
+
+    def __repr__(self) -> str:
+        shown = self.at.shown
+        stale = f", stale (captured at {self.at.baseline.commit[:12]})" if self.stale else ""
+        return f"<capture {shown.name} {self.source} at {shown.commit[:12]}{stale}>"
+
+
+class Workbench(RecordDeclarations):
+    """One report's register, opened at a commit, collecting records and checking them."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        register_path: Path,
+        *,
+        commit: str | None,
+        mode: Mode,
+        analysis_date: str | None,
+        output_dir: Path | None,
+        title: str | None = None,
+        kind: str = "runtime report",
+    ) -> None:
+        self.ws, self.register_path, self.mode = ws, register_path, mode
+        self.analysis_date = analysis_date
+        self.title, self.kind = title, kind
+        self._read_register()
+        gits = [(sid, s) for sid, s in self.register.sources.items() if isinstance(s, GitSource)]
+        if not gits:
+            raise RegisterError(
+                f"register {self.register.name} has no git source",
+                hint="add one with `tracework register add-source`",
+            )
+        self.primary, source = gits[0]
+        self.subject = load_subject(ws, source.subject)
+        self.pin = source.commit
+        mirror = open_mirror(ws, source.subject)
+        self.commit = mirror.resolve_commit(commit) if commit else self.pin
+        self.commit_info = mirror.commit_info(self.commit)
+        self.pin_info = mirror.commit_info(self.pin)
+        self.output_dir = output_dir or ws.reports / self.register.name / "draft"
+        self._records: dict[str, Record] = {}
+        self._cells: dict[str, str | None] = {}
+        self._quotes: dict[str, QuoteInfo] = {}
+        self._files: dict[str, FileInfo] = {}  # whole files cited, by "SRC-n:path"
+        self._captures: dict[str, CapturedAt] = {}  # captures cited, by source id
+        self._captures_shown: set[str] = set()
+        self._capture_evidence: dict[str, CaseInfo | ExcerptInfo] = {}
+        self._absences: dict[str, AbsenceResult] = {}
+        self._marks: dict[str, Mark] = {}
+        self._rubrics: dict[str, tuple[Rubric, str]] = {}
+        self._checks: dict[str, CheckReport] = {}
+        self._records_shown = False
+        self._quotes_shown: set[str] = set()
+        self._diagrams: dict[str, Diagram] = {}
+        self._texts: list[bytes] | None = None
+        self._screen: Screen | None = None
+        install_error_display()
+
+    def _read_register(self) -> None:
+        """Load the register, keeping the SHA-256 of the very bytes read: records.json
+        carries it, so that a render can tell that the register it hashed before the
+        kernel started is the one the notebook read (an edit meanwhile fails the render
+        instead of being recorded as what ran)."""
+        try:
+            raw = self.register_path.read_bytes()
+        except FileNotFoundError:
+            reg.load(self.register_path)  # says there is no register, and how to make one
+            raise
+        self.register: Register = reg.load(self.register_path, raw)
+        self.register_sha256 = sha256_hex(raw)
+
+    # -- sources and quotes ------------------------------------------------------------
+
+    @property
+    def at_pin(self) -> bool:
+        return self.commit == self.pin
+
+    def source(self, sid: str) -> SourceHandle:
+        """A git source of the register by id (``SRC-1``)."""
+        self.register.git_source(sid)
+        return SourceHandle(self, sid)
+
+    def _commit_for(self, sid: str) -> str:
+        src = self.register.git_source(sid)
+        return self.commit if src.subject == self.subject.name else src.commit
+
+    def _check(self, sid: str) -> CheckReport:
+        if sid not in self._checks:
+            commit = self._commit_for(sid)
+            at = commit if commit != self.register.git_source(sid).commit else None
+            self._checks[sid] = check_register(self.ws, self.register, at=at, only=sid)
+        return self._checks[sid]
+
+    def _info(self, qid: str) -> QuoteInfo:
+        quote = self.register.quotes[qid]
+        items = {i.id: i for i in self._check(quote.source).items if i.kind == "quote"}
+        return QuoteInfo(
+            qid,
+            quote,
+            self.register.git_source(quote.source).commit,
+            self._commit_for(quote.source),
+            self._url(quote.source),
+            items.get(qid),
+        )
+
+    def _file(self, sid: str, path: str) -> FileView:
+        source = self.register.git_source(sid)
+        if path not in source.files:
+            if self.mode != "author":
+                raise QuoteNotInRegister(
+                    f"file {path} of {sid} is not in register {self.register.name}",
+                    hint="open the notebook in author mode (JupyterLab) to register it; "
+                    "render mode never writes to the register",
+                )
+            add_files(self.ws, self.register_path, sid, [path])
+            self.register = reg.load(self.register_path)
+            self._checks.clear()
+        info = self._file_info(sid, path)
+        self._files[info.key] = info
+        return FileView(info)
+
+    def _file_info(self, sid: str, path: str) -> FileInfo:
+        source = self.register.git_source(sid)
+        items = {i.id: i for i in self._check(sid).items if i.kind == "file"}
+        check = items.get(path)
+        return FileInfo(
+            file_key(sid, path),
+            sid,
+            path,
+            source.files[path],
+            source.commit,
+            self._commit_for(sid),
+            self._url(sid),
+            check if check is not None and check.state != "verified" else None,
+        )
+
+    # -- runtime captures ---------------------------------------------------------------
+
+    def capture(self, name: str) -> CaptureView:
+        """Cite runtime capture NAME (``tracework capture NAME``): its cases and transcript
+        excerpts become evidence, and ``operation="observed"`` needs such evidence.
+
+        The register keeps the capture as a source with every file's hash (author mode
+        adds it; render mode needs it there).  At another commit than the one captured,
+        the capture made at that commit is cited when there is one (its cases compared
+        with the register's), otherwise the register's, marked stale.
+        """
+        from tracework.capture.store import load_capture
+
+        sources = [
+            (sid, s)
+            for sid, s in self.register.sources.items()
+            if isinstance(s, CaptureSource) and s.capture == name
+        ]
+        if not sources and self.mode == "author":
+            add_capture_source(self.ws, self.register_path, name, self.commit)
+            self.register = reg.load(self.register_path)
+            self._checks.clear()
+            return self.capture(name)
+        if not sources:
+            raise QuoteNotInRegister(
+                f"capture {name} is not in register {self.register.name}",
+                hint="open the notebook in author mode (JupyterLab) to register it; render "
+                "mode never writes to the register",
+            )
+        sid, source = sources[-1]
+        baseline = load_capture(self.ws, name, source.commit)
+        subject_commit = self.commit if source.subject == self.subject.name else source.commit
+        current = None
+        if subject_commit != source.commit:
+            try:
+                current = load_capture(self.ws, name, subject_commit)
+            except CaptureMissing:
+                current = None  # none made here: the register's, stale
+        at = CapturedAt(sid, baseline, current, subject_commit)
+        self._captures[sid] = at
+        return CaptureView(self, at)
+
+    def _cite_case(self, at: CapturedAt, case_id: str) -> CaseInfo:
+        info = case_info(at, case_id)
+        self._capture_evidence[info.key] = info
+        return info
+
+    def _cite_excerpt(self, at: CapturedAt, case_id: str, path: str) -> ExcerptInfo:
+        info = excerpt_info(self.ws.root, at, case_id, path)
+        self._capture_evidence[info.key] = info
+        return info
+
+    def _capture_section(self, at: CapturedAt) -> str:
+        cited = [e for e in self._capture_evidence.values() if e.capture.source == at.source]
+        return capture_html(
+            at,
+            [e for e in cited if isinstance(e, CaseInfo)],
+            [e for e in cited if isinstance(e, ExcerptInfo)],
+            transcripts_html(self.ws.root, at),
+        )
+
+    def _url(self, sid: str) -> str:
+        subject = self.register.git_source(sid).subject
+        return (
+            self.subject.url if subject == self.subject.name else load_subject(self.ws, subject).url
+        )
+
+    def _quote(
+        self, sid: str, path: str, request: QuoteRequest, qid: str | None, replace: bool
+    ) -> QuoteView:
+        replaced = None
+        if self.mode == "author":
+            added = add_quote(
+                self.ws,
+                self.register_path,
+                sid,
+                path,
+                request,
+                qid,
+                replace=replace,
+                interface="notebook",
+            )
+            qid, replaced = added.quote_id, added.replaced
+            self._read_register()
+            self._checks.clear()
+        else:
+            qid = self._find_in_register(sid, path, request, qid)
+        info = self._info(qid)
+        self._quotes[qid] = info
+        return QuoteView(qid, info, replaced)
+
+    def _find_in_register(self, sid: str, path: str, request: QuoteRequest, qid: str | None) -> str:
+        src = self.register.git_source(sid)
+        mirror = open_mirror(self.ws, src.subject)
+        data = quotable_lines(mirror, mirror.entry(src.commit, path), path)
+        span, anchor = request.locate(data, path)
+        wanted = make_quote(sid, path, data, span, anchor)
+        candidates = [qid] if qid else list(self.register.quotes)
+        for cid in candidates:
+            have = self.register.quotes.get(cid)
+            if have is not None and same_evidence(have, wanted):
+                return cid
+        where = f"{path}:{span.first}-{span.last}"
+        have = self.register.quotes.get(qid) if qid else None
+        now = f"; {qid} is {have.path}:{have.lines[0]}-{have.lines[1]}" if have else ""
+        raise QuoteNotInRegister(
+            f"{qid or 'the quote'} ({where} at {src.commit[:12]}) is not in register "
+            f"{self.register.name}{now}",
+            hint="open the notebook in author mode (JupyterLab) to add it"
+            + (" (with replace=True to point the id at this span)" if have else "")
+            + "; render mode never writes to the register",
+        )
+
+    # -- sections and the end ----------------------------------------------------------
+
+    def _drifted(self) -> dict[str, list[str]]:
+        """Per record, the cited evidence that no longer holds at the commit: a drifted
+        quote, a changed or missing file, its own broken absence, or a cited record that
+        needs re-review itself — transitively (records cite only records declared
+        before them, and cycles are refused, so one pass in order suffices)."""
+        out: dict[str, list[str]] = {}
+        for record in self._records.values():
+            bad = []
+            captured = [
+                self._capture_evidence[e] for e in record.evidence if e in self._capture_evidence
+            ]
+            only_stale = bool(captured) and all(c.state == "stale" for c in captured)
+            for e in record.evidence:
+                quote, cited = self._quotes.get(e), self._files.get(e)
+                observed = self._capture_evidence.get(e)
+                if (
+                    (quote is not None and quote.state in DRIFT_STATES)
+                    or (cited is not None and cited.drifted)
+                    or (observed is not None and (observed.state == "changed" or only_stale))
+                    or e in out
+                ):
+                    bad.append(e)
+            if record.id in self._absences and not self._absences[record.id].holds:
+                bad.append(record.id)
+            if bad:
+                out[record.id] = bad
+        return out
+
+    def diagram(
+        self,
+        name: str,
+        source: str | None = None,
+        *,
+        caption: str,
+        routes: Sequence[str] = (),
+        records: Sequence[str] = (),
+        direction: str = "TB",
+    ) -> None:
+        """Draw a Mermaid flowchart: hand-written ``source``, or generated from ``routes``
+        (their progression through components and objects) or from authority-path
+        ``records`` (retained material to consumers).  It is parsed and checked at once:
+        bound nodes must name declared records, `` `identifiers` `` in labels must exist
+        in the registered files at the commit.
+        """
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", name):
+            raise DiagramError(f"{name!r} is not a diagram name (letters, digits, - and _)")
+        cell = cell_id()
+        if name in self._diagrams and (cell is None or self._diagrams[name].cell != cell):
+            raise DiagramError(f"diagram {name} is drawn twice")
+        if direction not in DIRECTIONS:
+            raise DiagramError(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}")
+        if sum(bool(x) for x in (source, routes, records)) != 1:
+            raise DiagramError(f"diagram {name}: give exactly one of source, routes or records")
+        kind = "hand-written" if source else "generated"
+        titles = {rid: r.label or rid for rid, r in self._records.items()}
+        if routes:
+            chosen = [self._record_of(rid, Route, name) for rid in routes]
+            source = from_routes(chosen, titles, direction)
+        elif records:
+            paths = [self._record_of(rid, AuthorityPath, name) for rid in records]
+            source = from_authority_paths(paths, titles, direction)
+        assert source is not None
+        parsed = parse(source)
+        result = check_diagram(name, parsed, self._records, self._defined)
+        drawn = Diagram(name, caption, source, result, kind, cell)
+        self._diagrams[name] = drawn
+        if self.mode == "author":
+            write_atomic(self.output_dir / "diagrams" / f"{name}.mmd", source)
+        meta = {"tracework": {"diagram": name, "caption": caption, "bindings": result.bindings}}
+        display(
+            {"text/vnd.mermaid": source, "text/plain": f"diagram {name}: {caption}"},
+            raw=True,
+            metadata=meta,
+        )
+        display(
+            Html(diagram_note_html(drawn), f"diagram {name}"),
+            metadata={"tracework": "diagram-note"},
+        )
+
+    def _record_of(self, rid: str, kind: type[Record], diagram: str) -> Any:
+        record = self._records.get(rid)
+        if not isinstance(record, kind):
+            raise DiagramError(
+                f"diagram {diagram}: {rid} is not a declared {kind.kind}",
+                hint="declare the record above the diagram",
+            )
+        return record
+
+    def _defined(self, identifier: str) -> bool:
+        """Whether an identifier's last part is defined or called in a registered file."""
+        pattern = name_pattern(identifier)
+        if pattern is None:
+            return False
+        if self._texts is None:
+            self._texts = []
+            for sid, src in self.register.sources.items():
+                if isinstance(src, GitSource):
+                    mirror = open_mirror(self.ws, src.subject)
+                    tree = mirror.tree(self._commit_for(sid))
+                    entries = [tree[p] for p in src.files if p in tree and tree[p].kind == "file"]
+                    blobs = mirror.read_blobs(e.oid for e in entries)
+                    self._texts += [b.data for b in blobs.values() if b.data is not None]
+        return any(pattern.search(text) for text in self._texts)
+
+    def screen(self) -> None:
+        """Show the screen of the subject at the commit (see ``tracework screen``) as a
+        section, and keep its findings for records.json."""
+        from tracework.screen import DEFAULT_DAYS, screen
+
+        self._screen = screen(
+            open_mirror(self.ws, self.subject.name),
+            self.commit,
+            cooldown_days=self.ws.cooldown_days or DEFAULT_DAYS,
+        )
+        display(Html(screen_html(self._screen), f"screen: {self._screen.counts()}"))
+
+    def records(self) -> None:
+        """Display the "Shared records" section: records by kind, then the quoted evidence.
+        (``done()`` shows it when the notebook never does, and then the rubric marks.)"""
+        display(
+            Html(
+                records_section(
+                    self._records.values(),
+                    self._quotes,
+                    self._absences,
+                    self._drifted(),
+                    self._files,
+                ),
+                f"{len(self._records)} records",
+            )
+        )
+        self._records_shown = True
+        self._quotes_shown = set(self._quotes)
+
+    def _show_marks(self) -> None:
+        """The "Rubric marks" section, with the cards of quotes first cited by a mark, so
+        that every link to a mark or its evidence lands on an anchor."""
+        rubrics = {name: rubric for name, (rubric, _) in self._rubrics.items()}
+        late = [self._quotes[q] for q in sorted(set(self._quotes) - self._quotes_shown)]
+        display(
+            Html(
+                marks_section(self._marks.values(), rubrics, self._marks_drifted(), late),
+                f"{len(self._marks)} rubric marks",
+            )
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """Every check on this report at its commit, as data (the records.json "checks")."""
+        problems: list[str] = []
+        reports = [
+            self._check(sid) for sid, s in self.register.sources.items() if isinstance(s, GitSource)
+        ]
+        items = [i for r in reports for i in r.items] + self._document_items()
+        allowed = {"verified"} if self.at_pin else {"verified", "moved"}
+        bad = [
+            i for i in items if i.state not in allowed and not (i.format_only and not self.at_pin)
+        ]
+        problems += [f"{i.kind} {i.id}: {i.state} ({i.detail})" for i in bad]
+        counts = {
+            k: dict(sorted(Counter(i.state for i in items if i.kind == k).items()))
+            for k in ("file", "quote")
+        }
+        if not self._records:
+            problems.append("no records declared")
+        broken = [rid for rid, res in self._absences.items() if not res.holds]
+        problems += [f"absence {rid}: the patterns now match" for rid in broken]
+        uncited = sorted(set(self.register.quotes) - set(self._quotes))
+        bare = sum(
+            1 for r in self._records.values() if not r.evidence and r.id not in self._absences
+        )
+        failing = [d for d in self._diagrams.values() if not d.check.ok]
+        for d in failing:
+            if d.check.unknown_records:
+                problems.append(
+                    f"diagram {d.name}: binds unknown records " + ", ".join(d.check.unknown_records)
+                )
+            if d.check.vanished:
+                problems.append(
+                    f"diagram {d.name}: identifiers not found at "
+                    f"{self.commit[:12]}: " + ", ".join(d.check.vanished)
+                )
+        checks = {
+            "register": {
+                "ok": not bad and bool(items),
+                "detail": "; ".join(
+                    f"{kind}s: " + ", ".join(f"{n} {s}" for s, n in c.items())
+                    for kind, c in counts.items()
+                    if c
+                )
+                or "nothing registered",
+                "counts": counts,
+            },
+            "records": {
+                "ok": bool(self._records),
+                "detail": f"{len(self._records)} records, {bare} citing no evidence; every "
+                f"reference resolves and every cited quote is in the register; "
+                f"{len(uncited)} register quotes not cited",
+                "counts": dict(Counter(r.kind for r in self._records.values())),
+            },
+            "absences": {
+                "ok": not broken,
+                "detail": f"{len(self._absences) - len(broken)} hold, {len(broken)} broken",
+            },
+            "diagrams": {
+                "ok": not failing,
+                "detail": f"{len(self._diagrams)} diagrams, "
+                f"{sum(len(d.check.identifiers) for d in self._diagrams.values())} identifiers "
+                f"checked; {len(failing)} with problems",
+            },
+        }
+        asserted = [a for r in reports for a in r.assertions]
+        if asserted:
+            failing_assertions = [a for a in asserted if a.fails]
+            problems += [
+                f"assertion by {a.by or 'the register'}: {a.path} {a.state} at "
+                f"{a.commit[:12]} (required)"
+                for a in failing_assertions
+            ]
+            findings = sum(1 for a in asserted if a.state != "holds")
+            checks["assertions"] = {
+                "ok": not failing_assertions,
+                "detail": f"{len(asserted) - findings} of {len(asserted)} asserted hashes hold; "
+                f"{findings} differ or are missing ({len(failing_assertions)} required)",
+            }
+        if self._marks:
+            stale = self._marks_drifted()
+            problems += [
+                f"mark {self._marks[key].rubric}/{self._marks[key].mechanism}: evidence "
+                "drifted: " + ", ".join(v)
+                for key, v in stale.items()
+            ]
+            checks["marks"] = {
+                "ok": not stale,
+                "detail": f"{len(self._marks)} marks against {len(self._rubrics)} rubrics; every "
+                f"present mark cites evidence; {len(stale)} need re-review",
+            }
+        ok = all(c["ok"] for c in checks.values())
+        return {
+            "ok": ok,
+            "commit": self.commit,
+            "pin": self.pin,
+            "at_pin": self.at_pin,
+            "checks": checks,
+            "problems": problems,
+        }
+
+    def _document_items(self) -> list[CheckItem]:
+        """The register's document sources kept in the workspace, hashed again."""
+        ids = [sid for sid, s in self.register.sources.items() if isinstance(s, DocumentSource)]
+        if not ids:
+            return []
+        report = CheckReport(self.register.name, None, [])
+        check_documents(self.ws, reg.data_of(self.register), report, ids)
+        return report.items
+
+    def records_json(self) -> dict[str, Any]:
+        """Everything the report declares and checked, for records.json."""
+        drifted = self._drifted()
+        records = []
+        for kind in KINDS:
+            for record in self._records.values():
+                if type(record) is kind:
+                    data = record.model_dump(mode="json", exclude_none=True)
+                    data["kind"] = record.kind
+                    data["needs_review"] = drifted.get(record.id, [])
+                    records.append(data)
+        quotes = {}
+        for qid, info in sorted(self._quotes.items()):
+            q = info.quote
+            d = info.drift
+            quotes[qid] = {
+                "source": q.source,
+                "path": q.path,
+                "lines": list(q.lines),
+                "sha256": q.sha256,
+                "state": info.drift.state if info.drift else "verified",
+                "format_only": bool(info.drift and info.drift.format_only),
+                "new_path": d.new_path if d else None,
+                "new_lines": list(d.new_lines) if d and d.new_lines else None,
+            }
+        files = {
+            key: {
+                "source": info.source,
+                "path": info.path,
+                "sha256": info.entry.sha256,
+                "state": info.state,
+                "new_path": info.check.new_path if info.check else None,
+            }
+            for key, info in sorted(self._files.items())
+        }
+        absences = {
+            rid: {
+                "holds": res.holds,
+                "files": len(res.files),
+                "skipped": list(res.skipped),
+                "matches": [{"path": m.path, "line": m.line, "text": m.text} for m in res.matches],
+            }
+            for rid, res in self._absences.items()
+        }
+        return {
+            "format": "tracework.notebook.records/1",
+            "tracework": __version__,
+            "register": self.register.name,
+            "kind": self.kind,
+            "title": self.title,
+            "register_sha256": self.register_sha256,
+            "subject": self.subject.name,
+            "url": self.subject.url,
+            "pin": self.pin,
+            "pin_date": self.pin_info.date,
+            "commit": self.commit,
+            "commit_date": self.commit_info.date,
+            "analysis_date": self.analysis_date,
+            "mode": self.mode,
+            "records": records,
+            "quotes": quotes,
+            "files": files,
+            "captures": {
+                sid: {
+                    "capture": at.shown.name,
+                    "registered_commit": at.baseline.commit,
+                    "captured_at": at.shown.commit,
+                    "stale": at.stale,
+                    "counts": at.shown.results.counts,
+                    "harness_sha256": at.shown.manifest.harness_sha256,
+                    "environment_sha256": at.shown.manifest.environment.sha256,
+                    "isolation": at.shown.manifest.isolation,
+                }
+                for sid, at in sorted(self._captures.items())
+            },
+            "capture_evidence": {
+                key: {
+                    "kind": "case" if isinstance(info, CaseInfo) else "excerpt",
+                    "source": info.capture.source,
+                    "case": info.case.id if isinstance(info, CaseInfo) else info.case,
+                    "path": None if isinstance(info, CaseInfo) else info.path,
+                    "status": info.case.status if isinstance(info, CaseInfo) else None,
+                    "sha256": None if isinstance(info, CaseInfo) else info.sha256,
+                    "state": info.state,
+                }
+                for key, info in sorted(self._capture_evidence.items())
+            },
+            "assertions": [
+                a.as_json()
+                for sid, s in self.register.sources.items()
+                if isinstance(s, GitSource)
+                for a in self._check(sid).assertions
+            ],
+            "absences": absences,
+            "diagrams": {
+                name: {
+                    "caption": d.caption,
+                    "kind": d.kind,
+                    "source_sha256": sha256_hex(d.source.encode("utf-8")),
+                    "bindings": d.check.bindings,
+                    "unknown_records": list(d.check.unknown_records),
+                    "identifiers": d.check.identifiers,
+                    "vanished": list(d.check.vanished),
+                    "ok": d.check.ok,
+                }
+                for name, d in self._diagrams.items()
+            },
+            "screen": self._screen.as_json() if self._screen else None,
+            "marks": marks_json(self._marks.values(), self._rubrics, self._marks_drifted()),
+            "checks": self.summary(),
+        }
+
+    def done(self) -> None:
+        """Write records.json, run every check and display the summary.
+
+        In render mode at the register's pin, a failing check raises
+        :class:`~tracework.errors.ChecksFailed` so that the render fails.
+        """
+        data = self.records_json()
+        if self.mode == "render":
+            # tracework render takes records.json from this output of the executed notebook
+            display(
+                {RECORDS_MIME: data, "text/plain": f"records.json: {len(self._records)} records"},
+                raw=True,
+            )
+        else:
+            write_atomic(
+                self.output_dir / "records.json",
+                json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+            )
+        if not self._records_shown:
+            self.records()
+        for sid, at in sorted(self._captures.items()):
+            if sid not in self._captures_shown:
+                display(Html(self._capture_section(at), f"capture {at.shown.name}"))
+        if self._marks:
+            self._show_marks()
+        summary = data["checks"]
+        display(
+            Html(summary_html(summary), "checks hold" if summary["ok"] else "checks fail"),
+            metadata={"tracework": "summary"},
+        )
+        if self.mode == "render" and self.at_pin and not summary["ok"]:
+            raise ChecksFailed(
+                "checks fail at the register's pin: " + "; ".join(summary["problems"][:10]),
+                hint="fix the notebook or the register; the previous report is kept",
+            )
+
+
+def open(
+    register: str,
+    commit: str | None = None,
+    mode: str | None = None,
+    *,
+    analysis_date: str | None = None,
+    output_dir: str | None = None,
+    title: str | None = None,
+    kind: str = "runtime report",
+) -> Workbench:
+    """Open a report's register at ``commit`` (None: the register's pin).
+
+    ``mode`` is ``"author"`` (the default by hand: new quotes are added to the register)
+    or ``"render"`` (the register is never written).  ``kind`` names what the report is
+    (``"runtime report"``, ``"atlas report"``, ``"investigation record"`` or words of
+    the analyst's own) and ``title`` its title; the page, the site's index and its
+    search use both (without a title: the notebook's first ``# heading``).
+    """
+    if mode is None:
+        mode = "author"
+    if mode not in ("author", "render"):
+        raise TraceworkError(f"mode {mode!r} is not 'author' or 'render'")
+    if analysis_date is not None:
+        check_iso_date(analysis_date, "analysis_date")
+    for what, value in (("kind", kind), ("title", title)):
+        if value is not None and not _one_line(value):
+            raise TraceworkError(
+                f"{what}= must be one line of 1 to 200 characters, without control characters"
+            )
+    ws = Workspace.find()
+    return Workbench(
+        ws,
+        ws.register_file(register),
+        commit=commit,
+        mode=mode,  # type: ignore[arg-type]
+        analysis_date=analysis_date,
+        output_dir=Path(output_dir) if output_dir else None,
+        title=title,
+        kind=kind,
+    )
+
+
+def _one_line(text: object) -> bool:
+    return (
+        isinstance(text, str)
+        and 0 < len(text.strip()) <= 200
+        and all(ch.isprintable() for ch in text)
+    )
+
+
+__all__ = ["CheckItem", "Html", "QuoteView", "SourceHandle", "Workbench", "open"]

@@ -1,0 +1,253 @@
+"""The write side of source registers: comment-preserving, locked, atomic edits.
+
+Writes happen only inside :func:`edit`: under a file lock, the file is loaded
+round-trip (so the analyst's comments and ordering survive), changed, validated as a
+whole, dumped, re-read and re-validated, and only then replaced atomically.  A
+failed edit leaves the file as it was.  The node builders below give new entries
+the register's house style (flow maps for files, literal blocks for quote text).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import CommentMark
+from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
+from ruamel.yaml.tokens import CommentToken
+
+from tracework.errors import RegisterError
+from tracework.fsio import locked, write_atomic
+from tracework.hashing import sha256_hex
+from tracework.readers import DataError, load_yaml
+from tracework.register.models import (
+    Assertion,
+    CaptureSource,
+    CheckEntry,
+    DocumentSource,
+    FileEntry,
+    GitSource,
+    Quote,
+    Register,
+)
+from tracework.register.store import parse, validate, write_compiled
+
+__all__ = ["CommentedMap", "CommentedSeq", "create", "edit", "section"]
+
+_HEADER = (
+    "# tracework source register: the reviewed baseline for one report.\n"
+    "# It changes only through `tracework register …`, `tracework quote …` or a notebook\n"
+    "# in author mode; every hash can be re-computed with plain git (see README).\n"
+)
+
+
+def _rt_yaml() -> YAML:
+    yaml = YAML()
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    return yaml
+
+
+def create(path: Path, name: str) -> Register:
+    """Write a new, empty register; refuses to replace an existing one."""
+    with locked(path):
+        if path.exists():
+            raise RegisterError(f"{path} already exists", hint="choose another name")
+        doc = CommentedMap(
+            version=1,
+            name=name,
+            sources=CommentedMap(),
+            quotes=CommentedMap(),
+            checks=CommentedSeq(),
+        )
+        return _write(path, doc, header=_HEADER)
+
+
+@contextmanager
+def edit(path: Path) -> Iterator[CommentedMap]:
+    """Change a register under its lock; the change lands only if the result is valid."""
+    with locked(path):
+        if not path.is_file():
+            raise RegisterError(
+                f"no register at {path}", hint="create it with `tracework register new NAME`"
+            )
+        doc = parse(path.read_text(encoding="utf-8"), path, round_trip=True)
+        validate(doc, path)
+        _lift_trailing_comments(doc, None)
+        yield doc
+        _write(path, doc)
+
+
+def _lift_trailing_comments(node: Any, following: tuple[CommentedMap, Any] | None) -> None:
+    """Re-attach comment lines that introduce the next key to that key.
+
+    ruamel hangs the comment lines written above a key (``# no checks yet`` above
+    ``checks:``) on the last value before it, often a nested one; an entry appended
+    there would then land between the comment and the key it introduces.  Moving
+    them to the key they precede keeps them in place; the dump is unchanged.
+    """
+    if isinstance(node, CommentedMap):
+        keys = list(node)
+        for i, key in enumerate(keys):
+            if _is_block(node[key]):
+                _lift_trailing_comments(
+                    node[key], (node, keys[i + 1]) if i + 1 < len(keys) else following
+                )
+        if keys and following is not None:
+            _lift_one(node, keys[-1], 2, following)
+    elif isinstance(node, CommentedSeq) and len(node):
+        for i, child in enumerate(node):
+            if _is_block(child):
+                _lift_trailing_comments(child, following if i == len(node) - 1 else None)
+        if following is not None:
+            _lift_one(node, len(node) - 1, 0, following)
+
+
+def _is_block(value: Any) -> bool:
+    return (
+        isinstance(value, CommentedMap | CommentedSeq)
+        and len(value) > 0
+        and not value.fa.flow_style()
+    )
+
+
+def _lift_one(owner: Any, slot: Any, index: int, following: tuple[CommentedMap, Any]) -> None:
+    entry = owner.ca.items.get(slot)
+    token = entry[index] if entry else None
+    if not isinstance(token, CommentToken):
+        return
+    text, value = token.value, owner[slot]
+    # a comment on the value's own line stays there; the lines after it move
+    eol = (
+        text.startswith("#")
+        and token.column > 0
+        and not isinstance(value, LiteralScalarString | FoldedScalarString)
+    )
+    cut = text.find("\n") + 1 if eol else 0
+    rest = text[cut:]
+    if not eol and rest.startswith("\n"):
+        rest = rest[1:]  # the line break that ends the value itself
+    if (eol and cut == 0) or not rest.strip():
+        return
+    if eol:
+        token.value = text[:cut]
+        lifted = CommentToken(rest, CommentMark(0))
+    else:
+        entry[index] = None
+        shared = getattr(value, "ca", None)
+        if shared is not None and shared.comment and shared.comment[0] is token:
+            shared.comment[0] = None  # a flow collection holds the same token
+        lifted = token if rest == text else CommentToken(rest, CommentMark(token.column))
+    mapping, key = following
+    before = mapping.ca.items.setdefault(key, [None, None, None, None])
+    before[1] = [lifted, *(before[1] or [])]
+
+
+def _write(path: Path, doc: CommentedMap, header: str = "") -> Register:
+    buffer = io.StringIO()
+    _rt_yaml().dump(doc, buffer)
+    text = header + buffer.getvalue()
+    register = validate(parse(text, path), path)
+    write_atomic(path, text)
+    write_compiled(path, sha256_hex(text.encode("utf-8")), register)
+    return register
+
+
+# -- building YAML nodes for new entries ----------------------------------------------
+
+
+def _flow(values: list[Any]) -> CommentedSeq:
+    seq = CommentedSeq(values)
+    seq.fa.set_flow_style()
+    return seq
+
+
+def _block_text(text: str) -> str:
+    """A literal block when it round-trips exactly; otherwise let the emitter quote it.
+
+    Literal blocks keep quoted code readable in the register; YAML folds some
+    characters (CR, NEL, LS, PS, BOM, trailing blanks) inside them, so each text is
+    tried once and kept as a block only if it reads back byte for byte.
+    """
+    if "\n" not in text.rstrip("\n") and not text.endswith("\n"):
+        return text
+    if any(ch in text for ch in "\r\x85\u2028\u2029\ufeff"):
+        return text
+    block = LiteralScalarString(text)
+    buffer = io.StringIO()
+    _rt_yaml().dump({"t": block}, buffer)
+    try:
+        back = load_yaml(buffer.getvalue())
+    except DataError:
+        return text
+    return block if isinstance(back, dict) and back.get("t") == text else text
+
+
+def file_node(entry: FileEntry) -> CommentedMap:
+    node = CommentedMap(
+        (k, v)
+        for k, v in entry.model_dump(exclude_none=True, exclude_defaults=False).items()
+        if not (k == "binary" and v is False)
+    )
+    node.fa.set_flow_style()
+    return node
+
+
+def assertion_node(assertion: Assertion) -> CommentedMap:
+    node = CommentedMap(assertion.model_dump(exclude_none=True, exclude_defaults=True))
+    node["sha256"] = assertion.sha256  # kept whatever the defaults
+    return node
+
+
+def quote_node(quote: Quote) -> CommentedMap:
+    node = CommentedMap()
+    node["source"] = quote.source
+    node["path"] = quote.path
+    node["lines"] = _flow(list(quote.lines))
+    if quote.anchor is not None:
+        anchor = CommentedMap(quote.anchor.model_dump(exclude_none=True, exclude_defaults=True))
+        anchor.fa.set_flow_style()
+        node["anchor"] = anchor
+    node["sha256"] = quote.sha256
+    node["text"] = _block_text(quote.text)
+    if quote.raw_b64:
+        node["raw_b64"] = quote.raw_b64
+    return node
+
+
+def source_node(source: GitSource | DocumentSource | CaptureSource) -> CommentedMap:
+    if isinstance(source, DocumentSource):
+        return CommentedMap(kind="document", location=source.location, sha256=source.sha256)
+    if isinstance(source, CaptureSource):
+        return CommentedMap(
+            kind="capture",
+            capture=source.capture,
+            subject=source.subject,
+            commit=source.commit,
+            files=CommentedMap(sorted(source.files.items())),
+        )
+    return CommentedMap(
+        kind="git",
+        subject=source.subject,
+        commit=source.commit,
+        date=source.date,
+        files=CommentedMap(),
+    )
+
+
+def check_node(entry: CheckEntry) -> CommentedMap:
+    counts = CommentedMap(sorted(entry.counts.items()))
+    counts.fa.set_flow_style()
+    return CommentedMap(date=entry.date, source=entry.source, commit=entry.commit, counts=counts)
+
+
+def section(doc: CommentedMap, key: str, factory: type = CommentedMap) -> Any:
+    """A top-level section, created when a hand-trimmed register lacks it."""
+    if doc.get(key) is None:
+        doc[key] = factory()
+    return doc[key]

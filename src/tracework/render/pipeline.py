@@ -1,0 +1,386 @@
+"""``tracework render``: the stages of one report, in order.
+
+1. validate the inputs before any kernel starts (notebook, register, rubrics, commit,
+   settings), reading and hashing each once;
+2. execute those notebook bytes with papermill in render mode, in a staging folder,
+   within the time limits, keeping each output to its cap;
+3. take records.json from the executed notebook, check that the notebook read the
+   register and rubrics that were hashed; write manifest.json;
+4. export report.html with nbconvert and the tracework template;
+5. replace ``reports/NAME/<commit12>/`` with the staging folder only when all
+   succeeded, so a failed render leaves the previous good report in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from collections.abc import Iterable
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tracework.register.store as reg
+from tracework import __version__
+from tracework.errors import RenderError, TraceworkError, check_iso_date
+from tracework.fsio import held, locked, replace_dir, staging_dir, sweep_staging, write_atomic
+from tracework.git.subjects import load_subject, open_mirror
+from tracework.hashing import sha256_hex
+from tracework.notebook.rubrics import load_rubric, rubric_names, rubrics_key
+from tracework.notebook.views import summary_html
+from tracework.register.models import GitSource, Register
+from tracework.render.execution import (
+    Limits,
+    execute,
+    extract_records,
+    file_sha256,
+    notebook_problems,
+    parse_notebook,
+    read_notebook_bytes,
+)
+from tracework.render.history import drift_summary, read_history, updated_history
+from tracework.workspace import Workspace, check_name
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    """Where a report went and what its checks said."""
+
+    name: str
+    commit: str
+    directory: Path
+    summary: dict[str, Any]
+
+
+def lock_file_sha256(ws: Workspace) -> str | None:
+    """SHA-256 of the lock file pinning the environment (the workspace's, else ours)."""
+    for candidate in (ws.root / "uv.lock", Path(__file__).resolve().parents[3] / "uv.lock"):
+        digest = file_sha256(candidate)
+        if digest:
+            return digest
+    return None
+
+
+def _dump(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a render reads, read and hashed before a kernel starts.
+
+    The kernel executes these notebook bytes; the render's own stages use this register;
+    the manifest records these hashes.  The notebook reads the register (``tw.open``)
+    and the rubrics it marks against itself, and records.json says what it read (the
+    register's SHA-256, each marked rubric's digest): a render whose notebook read other
+    bytes fails (:func:`_check_what_ran`), so an edit saved during a render is never
+    recorded as what ran, and the next ``rerender`` sees it.  (A sealed copy handed to
+    the kernel would need a channel into a kernel booted before the render knew its
+    inputs; the notebook names its register itself.)
+    """
+
+    notebook: Any  # nbformat.NotebookNode, parsed from the hashed bytes
+    notebook_sha256: str
+    register: Register
+    register_sha256: str
+    rubrics: dict[str, str]  # every rubric of the workspace: name → content digest
+    rubrics_key: str
+
+
+def read_inputs(ws: Workspace, name: str) -> Inputs:
+    """Read and validate the report's notebook, register and the workspace's rubrics."""
+    notebook_path = ws.notebooks / f"{name}.ipynb"
+    raw_notebook = read_notebook_bytes(notebook_path)
+    notebook = parse_notebook(raw_notebook, notebook_path)
+    register_path = ws.registers / f"{name}.yaml"
+    try:
+        raw_register = register_path.read_bytes()
+    except FileNotFoundError:
+        reg.load(register_path)  # says there is no register, and how to make one
+        raise
+    register = reg.load(register_path, raw_register)
+    # render inputs all: a broken rubric is named now
+    digests = {rubric: load_rubric(ws, rubric)[1] for rubric in rubric_names(ws)}
+    return Inputs(
+        notebook,
+        sha256_hex(raw_notebook),
+        register,
+        sha256_hex(raw_register),
+        digests,
+        rubrics_key(ws),
+    )
+
+
+def render(
+    ws: Workspace,
+    name: str,
+    commit: str | None = None,
+    analysis_date: str | None = None,
+    km: Any = None,
+) -> RenderResult:
+    """Render report ``name`` at ``commit`` (default: the register's pin)."""
+    # 1. validate everything before a kernel starts, reading each input once
+    check_name(name, "report")
+    notebook = ws.notebooks / f"{name}.ipynb"
+    inputs = read_inputs(ws, name)
+    register = inputs.register
+    sources = [s for s in register.sources.values() if isinstance(s, GitSource)]
+    if not sources:
+        raise TraceworkError(f"register {name} has no git source to render against")
+    subject = load_subject(ws, sources[0].subject)
+    full = open_mirror(ws, subject.name).resolve_commit(commit or sources[0].commit)
+    if analysis_date is not None:
+        check_iso_date(analysis_date, "--analysis-date")
+    problems = notebook_problems(inputs.notebook)
+    if problems:  # bad input, like every problem found before a kernel starts: exit 2
+        raise RenderError(f"{notebook.relative_to(ws.root)}: " + "; ".join(problems))
+    limits = Limits(ws.cell_timeout, ws.render_timeout, ws.output_cap)
+    parameters: dict[str, Any] = {"register": name, "commit": full, "mode": "render"}
+    if analysis_date is not None:
+        parameters["analysis_date"] = analysis_date
+
+    out_root = ws.reports / name
+    read_history(out_root / "history.json")  # a broken history stops us before a kernel does
+    out_root.mkdir(parents=True, exist_ok=True)
+    final = out_root / full[:12]
+    shown = final.relative_to(ws.root).as_posix()
+    sweep_staging(out_root)  # folders a killed render left behind
+    staging = staging_dir(out_root, full[:12])
+    with held(staging):  # until the folder is swapped in, kept or removed
+        try:
+            try:
+                # 2. execute (it writes report.ipynb, also when the notebook fails)
+                executed = execute(
+                    inputs.notebook, staging / "report.ipynb", parameters, ws.root, limits, km
+                )
+                # 3. records and manifest
+                records = extract_records(executed)
+                if records is None:
+                    raise RenderError(
+                        f"{notebook.name} never called wb.done()",
+                        hint="end the notebook with wb.done()",
+                    )
+                _check_what_ran(inputs, records, name)
+                records["drift"] = drift_summary(ws, register, records)
+                from tracework.render.export import (
+                    report_title,  # nbconvert: only once a notebook ran
+                )
+
+                records["title"] = report_title(executed, records)
+                write_atomic(staging / "records.json", _dump(records))
+                history_path = out_root / "history.json"
+                entries = updated_history(read_history(history_path), records)
+                manifest = {
+                    "subject": subject.name,
+                    "url": subject.url,
+                    "commit": full,
+                    "notebook": f"notebooks/{name}.ipynb",
+                    "notebook_sha256": inputs.notebook_sha256,
+                    "register": f"registers/{name}.yaml",
+                    "register_sha256": inputs.register_sha256,
+                    "tracework": __version__,
+                    "lock_sha256": lock_file_sha256(ws),
+                    "parameters": parameters,
+                    "inputs_sha256": _key(inputs, ws, full, analysis_date),
+                }
+                write_atomic(staging / "manifest.json", _dump(manifest))
+                # 4. diagrams, their assets, and the HTML
+                from tracework.render.export import (
+                    diagram_sources,
+                    export_html,
+                    mermaid_js,
+                    report_js,
+                )
+
+                diagrams = diagram_sources(executed)
+                for diagram_name, source in sorted(diagrams.items()):
+                    write_atomic(staging / "diagrams" / f"{diagram_name}.mmd", source)
+                if diagrams:
+                    bundle = mermaid_js(ws.root)
+                    if bundle is None:
+                        raise RenderError(
+                            "the report has diagrams but the pinned Mermaid library is not "
+                            "installed",
+                            hint="run `npm ci` where package.json pins it (make does this)",
+                        )
+                    write_atomic(staging / "assets" / "mermaid.min.js", bundle.read_bytes())
+                    write_atomic(staging / "assets" / "report.js", report_js().read_bytes())
+
+                page = export_html(
+                    executed, records, register, manifest, summary_html(records["checks"]), entries
+                )
+                write_atomic(staging / "report.html", page)
+            except OSError as exc:  # a full disk, say: name the report's file, not a temporary
+                raise _write_failed(exc, staging, shown) from None
+            # 5. publish, then record the render in the report's history
+            with locked(final):
+                replace_dir(staging, final)
+            with locked(history_path):
+                entries = updated_history(read_history(history_path), records)
+                try:
+                    write_atomic(history_path, _dump(entries))
+                except OSError as exc:
+                    raise _write_failed(exc, staging, shown) from None
+        except TraceworkError as exc:
+            kept = _keep_failed(staging, out_root / f"failed-{full[:12]}", ws.root)
+            if kept is not None:
+                where = (
+                    "the previous good report is untouched"
+                    if final.exists()
+                    else "no report written"
+                )
+                exc.hint = "; ".join(h for h in (exc.hint, f"{kept}; {where}") if h)
+            raise
+        except (KeyboardInterrupt, SystemExit):  # stopped, not failed: nothing to diagnose
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        except BaseException:
+            _keep_failed(staging, out_root / f"failed-{full[:12]}", ws.root)
+            raise
+    return RenderResult(name, full, final, records["checks"])
+
+
+def _check_what_ran(inputs: Inputs, records: dict[str, Any], name: str) -> None:
+    """Fail the render when the notebook read a register or rubric other than the one
+    hashed before it started (an edit during the render): the manifest would describe
+    inputs that did not run."""
+    changed = []
+    if records.get("register_sha256") != inputs.register_sha256:
+        changed.append(f"registers/{name}.yaml")
+    marks = records.get("marks")
+    for rubric, entry in sorted(marks.items() if isinstance(marks, dict) else []):
+        if not isinstance(entry, dict) or entry.get("sha256") != inputs.rubrics.get(rubric):
+            changed.append(f"registers/rubrics/{rubric}.yaml")
+    if changed:
+        raise RenderError(
+            f"{' and '.join(changed)} changed while the report rendered: the notebook read "
+            "other bytes than the render hashed before it started",
+            hint="render again once the edit is saved",
+        )
+
+
+def _write_failed(exc: OSError, staging: Path, shown: str) -> RenderError:
+    """A refused write (no space, no permission) as one message naming the report's
+    file (``reports/NAME/<commit12>/report.html``), never the staging folder's name."""
+    target = Path(exc.filename) if exc.filename else None
+    if target is not None and target.is_relative_to(staging):
+        named = f"{shown}/{target.relative_to(staging).as_posix()}"
+    else:
+        named = str(target) if target is not None else shown
+    return RenderError(
+        f"cannot write {named}: {exc.strerror or exc}",
+        hint="free space or grant write access where the reports are, then render again",
+    )
+
+
+def inputs_key(ws: Workspace, name: str, commit: str, analysis_date: str | None = None) -> str:
+    """What a render depends on: notebook, register, the workspace's rubrics (marks are
+    checked against them), commit, an analysis date given instead of the notebook's, and
+    the tracework version.  Read from the files as they are now (a batch asks whether
+    its last render is current); a render takes its own from its :class:`Inputs`."""
+    register_path = ws.registers / f"{name}.yaml"
+    captured = ""
+    with suppress(TraceworkError):  # no register: the render says so; no capture to key
+        captured = captures_key(ws, reg.load_data(register_path).sources.values(), commit)
+    return _hashed_key(
+        file_sha256(ws.notebooks / f"{name}.ipynb") or "",
+        file_sha256(register_path) or "",
+        rubrics_key(ws),
+        commit,
+        analysis_date,
+        captured,
+    )
+
+
+def _key(inputs: Inputs, ws: Workspace, commit: str, analysis_date: str | None) -> str:
+    return _hashed_key(
+        inputs.notebook_sha256,
+        inputs.register_sha256,
+        inputs.rubrics_key,
+        commit,
+        analysis_date,
+        captures_key(ws, inputs.register.sources.values(), commit),
+    )
+
+
+def captures_key(ws: Workspace, sources: Iterable[object], commit: str) -> str:
+    """The captures a render may cite: for each capture source of the register, the
+    manifest of the capture made at ``commit``, if any (a new one changes what the report
+    shows).  Empty for a register without captures, so its key is what it always was."""
+    names = sorted(
+        {getattr(s, "capture", "") for s in sources if getattr(s, "kind", "") == "capture"}
+    )
+    return ";".join(
+        f"{n}={file_sha256(ws.captures / n / commit[:12] / 'manifest.json') or '-'}" for n in names
+    )
+
+
+def _hashed_key(
+    notebook: str,
+    register: str,
+    rubrics: str,
+    commit: str,
+    analysis_date: str | None,
+    captured: str = "",
+) -> str:
+    parts = [notebook, register, commit, __version__, rubrics, analysis_date or ""]
+    if captured:
+        parts.append(captured)
+    return sha256_hex("\n".join(parts).encode())
+
+
+#: What a render writes into its folder: a ``failed-*`` folder holding anything else is
+#: not one tracework kept, and is never replaced.
+RENDER_FILES = frozenset(
+    {"report.ipynb", "records.json", "manifest.json", "report.html", "diagrams", "assets"}
+)
+
+
+def _keep_failed(staging: Path, target: Path, root: Path) -> str | None:
+    """Keep a failed run's notebook for diagnosis in ``target`` (``failed-<commit12>``),
+    beside (never over) the good report; say where, or why it could not be kept (what is
+    in the way).  None when the run left no notebook.
+
+    An earlier failed folder of ours is replaced; anything else at ``target`` — a
+    symbolic link, a file, a folder with other files — is never followed, written
+    through or removed, and the run's own error stays the message.
+    """
+    if not (staging / "report.ipynb").exists():
+        shutil.rmtree(staging, ignore_errors=True)
+        return None
+    shown = target.relative_to(root).as_posix()
+    in_the_way = _not_ours(target)
+    if in_the_way is None:
+        try:
+            if os.path.lexists(target):
+                shutil.rmtree(target)  # refuses a symbolic link put there meanwhile
+            os.replace(staging, target)
+        except OSError as exc:
+            in_the_way = f"in the way ({exc.strerror or exc})"
+    if in_the_way is not None:
+        shutil.rmtree(staging, ignore_errors=True)
+        return (
+            f"the executed notebook could not be kept: {shown} is {in_the_way}; "
+            "move it away to keep the next failure's notebook"
+        )
+    return f"the executed notebook is kept in {shown}/"
+
+
+def _not_ours(target: Path) -> str | None:
+    """What ``target`` is when it is something other than a failed folder tracework kept
+    (None: nothing there, or one of ours)."""
+    try:
+        mode = target.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(mode):
+        return f"a symbolic link (to {os.readlink(target)})"
+    if not stat.S_ISDIR(mode):
+        return "a file, not a folder"
+    others = sorted(set(os.listdir(target)) - RENDER_FILES)
+    if others:
+        return f"a folder tracework did not write (it holds {', '.join(others[:3])})"
+    return None

@@ -1,0 +1,473 @@
+"""``tracework publish``: the static site of every report, its history and the rubrics.
+
+The site is built from what renders left in ``reports/`` (read by :mod:`tracework.site.read`),
+the registers and the rubric files; nothing is re-executed.  Pages come from Jinja
+templates in ``templates/site`` with autoescaping on; each finished page shows hidden
+characters as ``<U+XXXX>`` (one rule for every page,
+:func:`tracework.text.visible_markup`), and so does the search index.  Every link is
+relative, so the site opens from ``file://`` or any static host; pages carry a
+Content-Security-Policy, run only their own scripts (a nonce per page) and make no
+request outside the site.  The output is deterministic (sorted, no clock) and is built
+in a staging folder that replaces the old site only when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markdown_it import MarkdownIt
+
+from tracework import __version__
+from tracework.errors import TraceworkError
+from tracework.fsio import locked, replace_dir, staging_dir
+from tracework.notebook.marks import mark_anchor
+from tracework.notebook.rubrics import Rubric
+from tracework.register.models import CaptureSource, GitSource, Register
+from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
+from tracework.site.read import SITE_MARKER, Report, Site, gather
+from tracework.text import visible, visible_markup, visible_name
+from tracework.workspace import FOLDERS, MARKER, Workspace
+
+#: The site's templates and assets (not imported from rendering: that loads nbformat).
+TEMPLATES = Path(str(files("tracework") / "templates"))
+#: Rubric text is prose inside a page's own sections: no headings, raw HTML or images.
+_RUBRIC_MD = MarkdownIt("js-default", {"typographer": False}).disable(
+    ["image", "heading", "lheading"]
+)
+#: Site pages load only the site's own stylesheet, and run only their own scripts: the
+#: index its two, by the page's nonce; other pages none.
+CSP = (
+    "default-src 'none'; style-src 'self'; script-src {scripts}; img-src 'self' data:; "
+    "connect-src 'none'; base-uri 'none'; form-action 'none'"
+)
+#: The pages that run scripts (the search).
+_SCRIPTED = {"index.html.j2"}
+
+
+@dataclass(frozen=True)
+class Published:
+    """What a publish wrote, for the CLI's summary and ``--json``."""
+
+    out: Path
+    reports: int
+    renders: int
+    rubrics: list[str]
+    pages: int
+    skipped: list[str]
+
+
+def publish(ws: Workspace, out: Path | None = None) -> Published:
+    """Build the site into a staging folder and swap it in for ``out`` when complete.
+
+    ``out`` (default ``reports/site``; relative to the workspace root) is checked by
+    :func:`checked_out` before the build and again, under the lock, before the swap.
+    """
+    out = checked_out(ws, ws.root / out if out else ws.reports / "site")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with locked(out):
+        for stale in out.parent.glob(f".{out.name}.*.staging"):
+            shutil.rmtree(stale, ignore_errors=True)  # left by a publish that was killed
+        staging = staging_dir(out.parent, out.name)
+        try:
+            site = gather(ws, staging)
+            pages = write_site(site, staging)
+            replace_dir(staging, checked_out(ws, out))
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    return Published(
+        out,
+        len(site.reports),
+        sum(len(r.renders) for r in site.reports),
+        list(site.rubrics),
+        pages,
+        site.skipped,
+    )
+
+
+#: The rule for ``--out``, as the README and every refusal state it.
+OUT_RULE = (
+    "publish replaces the whole folder it writes, so --out must be a folder that does not "
+    f"exist yet or a site publish made before (it holds {SITE_MARKER}); inside a workspace "
+    "only reports/site and such sites directly in reports/"
+)
+
+
+def checked_out(ws: Workspace, out: Path) -> Path:
+    """The output folder, refused when replacing it could destroy anything but a site.
+
+    Inside a workspace (this one or any other) the only places are ``reports/site`` and
+    sites published before directly in ``reports/``: never the root, one of its folders
+    or anything within them, however empty (an empty ``registers/`` fills up later, and
+    the next publish would replace it).  Anywhere, a folder that exists must hold the
+    marker of a site, and no folder may contain the workspace or lie inside a site.
+    """
+    out = out.resolve()
+    root = ws.root.resolve()
+    shown = str(out.relative_to(root)) if root in out.parents else str(out)
+
+    def refuse(problem: str) -> TraceworkError:
+        return TraceworkError(f"--out {shown} {problem}", hint=OUT_RULE)
+
+    if out.exists() and not out.is_dir():
+        raise refuse("is a file, not a folder")
+    if out == root or out in root.parents:
+        raise refuse(f"{'is' if out == root else 'contains'} the workspace {root}")
+    marked = (out / SITE_MARKER).is_file()
+    owner = next((p for p in (out, *out.parents) if (p / MARKER).is_file()), None)
+    if owner is not None:
+        place = out.relative_to(owner).parts
+        site = place == ("reports", "site") or (
+            len(place) == 2 and place[0] == "reports" and marked
+        )
+        if not site:
+            raise refuse(_inside_workspace(place, owner, root))
+    inside = next((p for p in out.parents if (p / SITE_MARKER).is_file()), None)
+    if inside is not None:
+        raise refuse(f"lies inside the site {inside}")
+    if out.exists() and not marked:
+        if any(out.iterdir()):
+            raise refuse(f"is a folder publish did not make (no {SITE_MARKER} in it)")
+        raise refuse(
+            f"is an empty folder publish did not make (no {SITE_MARKER} in it): "
+            "remove it first to publish there"
+        )
+    return out
+
+
+def _inside_workspace(place: tuple[str, ...], owner: Path, root: Path) -> str:
+    """Where in a workspace a refused ``--out`` lies, in words."""
+    whose = "the workspace's" if owner == root else f"the workspace {owner}'s"
+    if not place:
+        return f"is the workspace {owner}"
+    if place[0] not in FOLDERS:
+        return f"lies inside the workspace {owner}"
+    if len(place) == 1:
+        return f"is {whose} {place[0]}/ folder"
+    if place[0] == "reports" and len(place) == 2:
+        return f"is a folder of {whose} reports/ that holds no site"
+    return f"lies inside {whose} {place[0]}/{place[1]}/ folder"
+
+
+# -- writing -------------------------------------------------------------------------
+
+
+def _rubric_markdown(text: str) -> str:
+    """Rubric prose: analyst Markdown, so it passes the sanitiser reports use too."""
+    return clean_html(str(_RUBRIC_MD.render(text)))
+
+
+def environment(site: Site) -> Environment:
+    """The Jinja environment of the site's templates: autoescaping on, undefined is an error."""
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES / "site")),
+        autoescape=True,
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["markdown"] = _rubric_markdown
+    env.filters["plural"] = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")
+    env.filters["name"] = visible_name
+    env.filters["short"] = lambda commit: str(commit)[:12]
+    env.globals.update(version=__version__, nonce=NONCE_SLOT, site_title=site.title)
+    env.globals["rubric_links"] = [(n, r.title) for n, (r, _) in site.rubrics.items()]
+    return env
+
+
+def write_site(site: Site, root: Path) -> int:
+    """Write every page and asset of ``site`` under ``root``; returns the page count."""
+    pages, env = 0, environment(site)
+
+    def page(rel: str, template: str, **context: Any) -> None:
+        nonlocal pages
+        scripts = f"'nonce-{NONCE_SLOT}'" if template in _SCRIPTED else "'none'"
+        html = env.get_template(template).render(
+            root="../" * rel.count("/"), csp=CSP.format(scripts=scripts), **context
+        )
+        _write(root / rel, seal(visible_markup(html)))
+        pages += 1
+
+    _write(root / SITE_MARKER, f"published by tracework {__version__}\n")
+    assets = TEMPLATES / "site"
+    for asset in ("site.css", "search.js"):
+        _write(root / "assets" / asset, (assets / asset).read_text(encoding="utf-8"))
+    index = search_index(site)
+    _write(root / "search.json", json.dumps(index, indent=1, sort_keys=True) + "\n")
+    _write(
+        root / "assets" / "search-index.js",
+        "window.TRACEWORK_SEARCH = " + json.dumps(index, sort_keys=True) + ";\n",
+    )
+    rows = [_index_row(site, r) for r in site.reports]
+    page("index.html", "index.html.j2", title="Index", rows=rows, rubrics=_rubric_list(site))
+    for report in site.reports:
+        base = f"reports/{report.name}"
+        page(
+            f"{base}/index.html",
+            "report.html.j2",
+            title=report.title,
+            report=report,
+            row=_index_row(site, report),
+            renders=_render_list(report),
+        )
+        if report.register is not None and report.register_text is not None:
+            _write(root / base / "register.yaml", report.register_text)
+            page(
+                f"{base}/register.html",
+                "register.html.j2",
+                title=f"Register {report.name}",
+                report=report,
+                register=report.register,
+                sources=_sources(report.register),
+            )
+    for name, (rubric, digest) in site.rubrics.items():
+        page(
+            f"rubrics/{name}.html",
+            "rubric.html.j2",
+            title=rubric.title,
+            name=name,
+            rubric=rubric,
+            matrix=rubric_matrix(site, name, rubric, digest),
+        )
+    return pages
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8"))
+
+
+def _index_row(site: Site, report: Report) -> dict[str, Any]:
+    newest = report.newest
+    state, text = newest.status()
+    records = newest.records
+    return {
+        "name": report.name,
+        "title": report.title,
+        "kind": report.kind,
+        "href": f"reports/{report.name}/index.html",
+        "report_href": f"reports/{report.name}/{newest.folder}/report.html",
+        "subject": records["subject"],
+        "pin": records["pin"],
+        "newest": newest.commit,
+        "newest_date": records["commit_date"],
+        "state": state,
+        "status": text,
+        "marks": _marks_of(site, report),
+        "checked": report.last_checked(),
+    }
+
+
+def _render_list(report: Report) -> list[dict[str, Any]]:
+    """The report's renders, newest first, each with its history entry when there is one."""
+    entries = {e["commit"]: e for e in report.history}
+    out = []
+    for render in reversed(report.renders):
+        state, text = render.status()
+        entry = entries.get(render.commit, {})
+        drift = render.records.get("drift") or {}
+        out.append(
+            {
+                "href": f"{render.folder}/report.html",
+                "commit": render.commit,
+                "date": render.records["commit_date"],
+                "since_pin": drift.get("commits_since_pin", 0),
+                "state": state,
+                "status": text,
+                "checked": entry.get("checked"),
+                "changed_in": sorted(
+                    (qid, c["path"], c["commit"], bool(c.get("format_only")))
+                    for qid, c in entry.get("changed_in", {}).items()
+                ),
+            }
+        )
+    kept = {r.commit for r in report.renders}
+    gone = [e for e in reversed(report.history) if e["commit"] not in kept]
+    return out + [
+        {
+            "href": None,
+            "commit": e["commit"],
+            "date": e.get("date", ""),
+            "since_pin": e.get("commits_since_pin", 0),
+            "state": "holds" if e.get("ok") else "drift",
+            "status": "render no longer kept",
+            "checked": e.get("checked"),
+            "changed_in": [],
+        }
+        for e in gone
+    ]
+
+
+def _marks_of(site: Site, report: Report) -> list[dict[str, Any]]:
+    """The newest render's rubric marks: title, carried of total, and whether the rubric
+    has a page (a mark against a rubric file since removed has none)."""
+    return [
+        {
+            "name": name,
+            "title": entry["title"],
+            "carries": entry["carries"],
+            "of": entry["mechanisms"],
+            "linked": name in site.rubrics,
+        }
+        for name, entry in sorted(report.marks().items())
+    ]
+
+
+def _rubric_list(site: Site) -> list[dict[str, Any]]:
+    out = []
+    for name, (rubric, _) in site.rubrics.items():
+        systems = sum(1 for r in site.reports if name in r.marks())
+        out.append(
+            {
+                "name": name,
+                "title": rubric.title,
+                "mechanisms": len(rubric.mechanisms),
+                "systems": systems,
+            }
+        )
+    return out
+
+
+def _sources(register: Register) -> list[dict[str, Any]]:
+    out = []
+    for sid, src in sorted(register.sources.items(), key=lambda kv: int(kv[0].split("-")[1])):
+        if isinstance(src, GitSource):
+            out.append(
+                {
+                    "id": sid,
+                    "kind": "git",
+                    "what": f"{src.subject} @ {src.commit}",
+                    "files": sorted(src.files.items()),
+                }
+            )
+        elif isinstance(src, CaptureSource):
+            what = f"capture {src.capture} of {src.subject} @ {src.commit}"
+            out.append(
+                {"id": sid, "kind": "capture", "what": what, "files": sorted(src.files.items())}
+            )
+        else:
+            what = f"document {src.location} (SHA-256 {src.sha256})"
+            out.append({"id": sid, "kind": "document", "what": what, "files": []})
+    return out
+
+
+def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[str, Any]:
+    """Systems by mechanisms, with per-row and per-column counts and the distribution."""
+    rows = []
+    per_mechanism = Counter[str]()
+    for report in site.reports:
+        entry = report.marks().get(name)
+        if entry is None:
+            continue
+        newest = report.newest
+        base = f"../reports/{report.name}/{newest.folder}/report.html"
+        cells: list[dict[str, Any]] = []
+        carried = 0
+        for mechanism in rubric.mechanisms:
+            mark = entry["marks"].get(mechanism.id)
+            if mark is None:
+                cells.append(
+                    {"state": "unmarked", "text": "not marked", "review": False, "href": None}
+                )
+                continue
+            state = "present" if mark["present"] else "absent"
+            carried += mark["present"]
+            per_mechanism[mechanism.id] += mark["present"]
+            cells.append(
+                {
+                    "state": state,
+                    "text": state,
+                    "review": bool(mark.get("needs_review")),
+                    "href": f"{base}#{mark_anchor(name, mechanism.id)}",
+                }
+            )
+        rows.append(
+            {
+                "name": report.name,
+                "href": f"../reports/{report.name}/index.html",
+                "commit": newest.commit,
+                "cells": cells,
+                "carries": carried,
+                "stale": entry.get("sha256") != digest,
+            }
+        )
+    systems = len(rows)
+    spread = Counter(r["carries"] for r in rows)
+    distribution = [
+        {
+            "carries": k,
+            "systems": spread[k],
+            "share": _percent(spread[k], systems),
+        }
+        for k in range(len(rubric.mechanisms) + 1)
+    ]
+    return {
+        "rows": rows,
+        "systems": systems,
+        "per_mechanism": [per_mechanism[m.id] for m in rubric.mechanisms],
+        "distribution": distribution,
+        "none_or_one": _percent(spread[0] + spread[1], systems),
+    }
+
+
+def _percent(part: int, whole: int) -> int:
+    return round(100 * part / whole) if whole else 0
+
+
+def search_index(site: Site) -> list[dict[str, Any]]:
+    """The client-side search's entries: records, quotes and reports, with their links.
+
+    Its text is shown with ``textContent``, so hidden characters are made visible here,
+    by the rule every page follows.
+    """
+    out: list[dict[str, Any]] = []
+    for report in site.reports:
+        newest = report.newest
+        base = f"reports/{report.name}/{newest.folder}/report.html"
+        quotes = newest.records.get("quotes", {})
+        out.append(
+            {
+                "kind": report.kind,
+                "id": report.name,
+                "label": f"{report.title} · {newest.records['subject']} at {newest.commit[:12]}",
+                "report": report.name,
+                "paths": [],
+                "href": f"reports/{report.name}/index.html",
+            }
+        )
+        for record in newest.records.get("records", []):
+            paths = sorted({quotes[e]["path"] for e in record.get("evidence", []) if e in quotes})
+            out.append(
+                {
+                    "kind": record["kind"],
+                    "id": record["id"],
+                    "label": record.get("label", ""),
+                    "report": report.name,
+                    "paths": paths,
+                    "href": f"{base}#{record['id']}",
+                }
+            )
+        for qid, quote in sorted(quotes.items()):
+            first, last = quote["lines"]
+            out.append(
+                {
+                    "kind": "quote",
+                    "id": qid,
+                    "label": f"{quote['path']}:{first}-{last}",
+                    "report": report.name,
+                    "paths": [quote["path"]],
+                    "href": f"{base}#{qid}",
+                }
+            )
+    return [
+        {k: [visible_name(p) for p in v] if k == "paths" else visible(v) for k, v in e.items()}
+        for e in out
+    ]
