@@ -3,7 +3,7 @@
 # then `uv sync --frozen` installs exactly what uv.lock pins into .venv/.
 
 PYTHON ?= python3
-UV_VERSION := 0.13.8
+UV_VERSION := 0.13.9
 UV := .tools/bin/uv
 VENV := .venv
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
@@ -42,7 +42,7 @@ test: setup
 bench: setup
 	$(VENV)/bin/python benchmarks/bench_check.py
 
-# after changing src/tracework/models.py: the JSON Schema and the check's generated data module
+# after changing src/tracework/register/models.py: the JSON Schema and the check's generated data module
 schema: $(VENV)/.synced
 	$(VENV)/bin/tracework schema --write
 	$(VENV)/bin/python -m tracework.register.datagen

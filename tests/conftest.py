@@ -22,6 +22,10 @@ from tracework.workspace import Workspace
 
 BASE_EPOCH = 1767225600  # 2026-01-01T00:00:00Z
 
+#: The cache folder the user's tools had before the test session gave itself its own (uv's
+#: package cache lives under it: an offline install of the wheel reads it).
+USER_CACHE_HOME = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+
 
 def git(
     cwd: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None

@@ -59,13 +59,17 @@ READER_MIMETYPES = (
 )
 
 
-def mermaid_js(workspace_root: Path) -> Path | None:
-    """The pinned Mermaid bundle installed by ``npm ci`` (the workspace's, else ours)."""
-    for base in (workspace_root, Path(__file__).resolve().parents[3]):
-        candidate = base / "node_modules" / "mermaid" / "dist" / "mermaid.min.js"
-        if candidate.is_file():
-            return candidate
-    return None
+def mermaid_js() -> Path | None:
+    """The pinned Mermaid bundle: the package's own (an installed wheel carries it, checked
+    against package-lock.json when it was built: see hatch_build.py), else, in a source
+    checkout, what ``npm ci`` installed beside the sources.  Never a workspace's own
+    ``node_modules``: what a report vendors is tracework's pin, not whatever is there."""
+    shipped = Path(str(files("tracework") / "assets" / "mermaid.min.js"))
+    if shipped.is_file():
+        return shipped
+    checkout = Path(__file__).resolve().parents[3] / "node_modules" / "mermaid" / "dist"
+    candidate = checkout / "mermaid.min.js"
+    return candidate if candidate.is_file() else None
 
 
 def report_js() -> Path:

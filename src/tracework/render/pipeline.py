@@ -56,12 +56,26 @@ class RenderResult:
 
 
 def lock_file_sha256(ws: Workspace) -> str | None:
-    """SHA-256 of the lock file pinning the environment (the workspace's, else ours)."""
+    """SHA-256 of the lock file pinning the environment (the workspace's, else, in a source
+    checkout, ours); None for an installed tracework without one (see
+    :func:`distribution_sha256`)."""
     for candidate in (ws.root / "uv.lock", Path(__file__).resolve().parents[3] / "uv.lock"):
         digest = file_sha256(candidate)
         if digest:
             return digest
     return None
+
+
+def distribution_sha256() -> str | None:
+    """SHA-256 of the installed distribution's RECORD (every file it installed, each with
+    its hash): what pins an installed tracework when no lock file does."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        record = distribution("tracework").read_text("RECORD")
+    except PackageNotFoundError:
+        return None
+    return sha256_hex(record.encode("utf-8")) if record else None
 
 
 def _dump(data: Any) -> str:
@@ -173,6 +187,7 @@ def render(
                 write_atomic(staging / "records.json", _dump(records))
                 history_path = out_root / "history.json"
                 entries = updated_history(read_history(history_path), records)
+                lock = lock_file_sha256(ws)
                 manifest = {
                     "subject": subject.name,
                     "url": subject.url,
@@ -182,7 +197,8 @@ def render(
                     "register": f"registers/{name}.yaml",
                     "register_sha256": inputs.register_sha256,
                     "tracework": __version__,
-                    "lock_sha256": lock_file_sha256(ws),
+                    "lock_sha256": lock,
+                    "distribution_sha256": None if lock else distribution_sha256(),
                     "parameters": parameters,
                     "inputs_sha256": _key(inputs, ws, full, analysis_date),
                 }
@@ -199,7 +215,7 @@ def render(
                 for diagram_name, source in sorted(diagrams.items()):
                     write_atomic(staging / "diagrams" / f"{diagram_name}.mmd", source)
                 if diagrams:
-                    bundle = mermaid_js(ws.root)
+                    bundle = mermaid_js()
                     if bundle is None:
                         raise RenderError(
                             "the report has diagrams but the pinned Mermaid library is not "
