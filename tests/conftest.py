@@ -222,6 +222,17 @@ def browser() -> Iterator[Any]:
         chrome.close()
 
 
+def refused(result: Result, *words: str) -> None:
+    """Bad input, as every command must meet it: exit 2, exactly one ``tracework: error:``
+    line on stderr (a hint may follow it), no traceback, and ``words`` in what it says."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("tracework: error:")]
+    assert len(errors) == 1, result.stderr
+    for word in words:
+        assert word in result.output, (word, result.output)
+
+
 def pids_in(folder: Path) -> list[int]:
     """Processes (other than this one) whose working directory is ``folder`` (Linux): what
     a test that kills or interrupts tracework checks is gone, and kills if it is not."""

@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from conftest import git
+from conftest import git, refused
 from tracework.errors import CommitNotFound, UnsafeInput
 from tracework.git.mirror import Mirror, check_commit_text
 from tracework.register import store as reg
@@ -72,11 +72,7 @@ def pin_of(workspace, sid: str = "SRC-2") -> str:
 
 
 def assert_refused(result, workspace, before: str, *words: str) -> None:
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    assert "tracework: error:" in result.output
-    for word in words:
-        assert word in result.output, (word, result.output)
+    refused(result, *words)
     assert workspace.register_file("demo").read_text() == before
 
 

@@ -25,7 +25,7 @@ import nbformat
 import pytest
 from ruamel.yaml import YAML
 
-from conftest import Repo, git
+from conftest import Repo, git, refused
 from tracework.drift.check import CheckItem
 from tracework.hashing import LFS_POINTER_HEADER, is_lfs_pointer
 from tracework.notebook.views import QuoteInfo, code_block, quote_html
@@ -39,14 +39,6 @@ REGISTER = Path("registers/demo.yaml")
 
 def ok(result: Any) -> None:
     assert result.exit_code == 0, result.output
-
-
-def refused(result: Any, *words: str) -> None:
-    """Bad input: exit 2, one clear message, no traceback."""
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    for word in words:
-        assert word in result.output, (word, result.output)
 
 
 def sha(data: bytes) -> str:

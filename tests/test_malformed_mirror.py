@@ -17,21 +17,13 @@ from typing import Any
 
 import pytest
 
-from conftest import git
+from conftest import git, refused
 from tracework.errors import CommitNotFound, GitError
 from tracework.git.mirror import Mirror
 
 REGISTER = Path("registers/demo.yaml")
 FIXED = {"GIT_AUTHOR_DATE": "@1767500000 +0000", "GIT_COMMITTER_DATE": "@1767500000 +0000"}
 HINT_WORDS = ("written by hand", "delete sources/.mirrors/toy.git", "tracework fetch toy")
-
-
-def refused(result: Any, *words: str) -> None:
-    """Bad input: exit 2, one clear message, no traceback."""
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    for word in words:
-        assert word in result.output, (word, result.output)
 
 
 @pytest.fixture

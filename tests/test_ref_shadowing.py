@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Repo, git
+from conftest import Repo, git, refused
 from tracework.batch.rerender import targets
 from tracework.drift.first_change import commits_between
 from tracework.errors import SubjectError
@@ -39,13 +39,6 @@ def plain(git_dir: Path, *args: str) -> str:
         .stdout.decode()
         .strip()
     )
-
-
-def refused(result: Any, *words: str) -> None:
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    for word in words:
-        assert word in result.output, (word, result.output)
 
 
 @pytest.fixture

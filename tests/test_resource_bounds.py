@@ -27,6 +27,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
+import conftest
 from conftest import render_store_report
 from tracework import readers
 from tracework.cli import main
@@ -185,12 +186,11 @@ def cli(*args: str) -> Result:
 
 
 def refused(result: Result, where: str, *words: str) -> None:
-    """Exit 2 and one ``tracework: error:`` line (a hint may follow) naming the file."""
-    assert result.exit_code == 2, result.output
+    """The one error line (a hint may follow) names the file and says ``words``."""
+    conftest.refused(result, where, *words)
     lines = result.stderr.strip().splitlines()
     assert lines[0].startswith("tracework: error: ") and where in lines[0], lines
     assert len(lines) <= 2 and all(w in lines[0] for w in words), lines
-    assert "Traceback" not in result.output
 
 
 def write(path: Path, text: str) -> None:
