@@ -19,7 +19,8 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
@@ -40,15 +41,23 @@ def _cell(text: str) -> str:
 
 
 def _type_name(annotation: Any) -> str:
-    """A field's type as a reader writes it: ``str``, ``tuple[str, ...]``, a vocabulary."""
-    text = repr(annotation) if not isinstance(annotation, type) else annotation.__name__
-    text = re.sub(r"typing\.|tracework\.[a-z_.]+\.", "", text)
-    text = text.replace(
-        "Annotated[str, FieldInfo(annotation=NoneType, required=True, "
-        "description='Markdown text')]",
-        "Markdown",
-    )
-    return text.replace("NoneType", "None")
+    """A field's type as a notebook writes it: `Markdown`, `str`, `list of str`, or the
+    values of a vocabulary."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        described = [a for a in args[1:] if getattr(a, "description", None)]
+        return (
+            "Markdown"
+            if described and described[0].description == "Markdown text"
+            else (_type_name(args[0]))
+        )
+    if origin in (Union, UnionType):
+        return " or ".join(_type_name(a) for a in args if a is not type(None))
+    if origin is Literal:
+        return " · ".join(f"`{a}`" for a in args)
+    if origin is tuple:
+        return f"list of {_type_name(args[0])}"
+    return getattr(annotation, "__name__", str(annotation))
 
 
 def record_kinds() -> str:
@@ -69,26 +78,19 @@ def record_kinds() -> str:
         for name, info in kind.model_fields.items():
             if name in common and name != "label":
                 continue
-            shown = info.title or info.description or ""
-            if info.description and info.title:
+            described = info.description not in (None, "Markdown text")
+            shown = info.title or (info.description if described else "") or ""
+            if described and info.title:
                 shown = f"{info.title}: {info.description}"
+            # pydantic folds a required Markdown field's metadata into the field itself
+            markdown = info.description == "Markdown text" and info.annotation is str
+            type_name = "Markdown" if markdown else _type_name(info.annotation)
             required = "yes" if info.is_required() else f"no (default `{info.default!r}`)"
             if info.default in (None, (), ""):
                 required = "no"
-            out.append(
-                f"| `{name}` | {required} | `{_cell(_type_name(info.annotation))}` "
-                f"| {_cell(shown)} |"
-            )
+            out.append(f"| `{name}` | {required} | {_cell(type_name)} | {_cell(shown)} |")
         out.append("")
-    out += [
-        "## Fields every record has",
-        "",
-        "| field | meaning |",
-        "|---|---|",
-    ]
-    for name, info in Record.model_fields.items():
-        out.append(f"| `{name}` | {_cell(info.description or info.title or name)} |")
-    out += ["", "## Controlled vocabularies", "", "| status | values |", "|---|---|"]
+    out += ["## Controlled vocabularies", "", "| status | values |", "|---|---|"]
     for status, values in VOCABULARIES.items():
         out.append(f"| `{status}` | {' · '.join(f'`{v}`' for v in values)} |")
     return "\n".join(out) + "\n"

@@ -281,7 +281,9 @@ def test_reference_covers_the_code(built_site: Path) -> None:
 
     assert not [p for p in built_site.rglob("*.html") if "<!-- generated:" in p.read_text()]
     records = text("reference/records.html")
-    assert all(kind.prefix in records for kind in KINDS)
+    for kind in KINDS:
+        assert kind.prefix in records, kind
+        assert all(f"<code>{field}</code>" in records for field in kind.model_fields), kind
     cli = text("reference/cli.html")
     for name, command in main.commands.items():
         assert f"tracework {name}" in cli, name
