@@ -112,8 +112,39 @@ def _schema_files() -> list[Path]:
     return sorted(SCHEMAS.glob("*.json"))
 
 
+def _schema_type(spec: dict[str, Any]) -> str:
+    """A property's JSON type in a few words: `string`, `array of Quote`, `a or b`."""
+    if "$ref" in spec:
+        return str(spec["$ref"]).rsplit("/", 1)[-1]
+    if "anyOf" in spec:
+        return " or ".join(_schema_type(s) for s in spec["anyOf"])
+    if "enum" in spec:
+        return " · ".join(f"`{v}`" for v in spec["enum"])
+    if "const" in spec:
+        return f"`{spec['const']}`"
+    kind = spec.get("type", "any")
+    if kind == "array" and isinstance(spec.get("items"), dict):
+        return f"array of {_schema_type(spec['items'])}"
+    if kind == "object" and isinstance(spec.get("additionalProperties"), dict):
+        return f"map to {_schema_type(spec['additionalProperties'])}"
+    return str(kind)
+
+
+def _properties(schema: dict[str, Any]) -> list[str]:
+    """A table of an object schema's properties."""
+    rows = ["| property | type | required | description |", "|---|---|---|---|"]
+    required = set(schema.get("required", ()))
+    for prop, spec in schema.get("properties", {}).items():
+        text = spec.get("description") or ""
+        rows.append(
+            f"| `{prop}` | {_cell(_schema_type(spec))} | {'yes' if prop in required else 'no'} "
+            f"| {_cell(text)} |"
+        )
+    return rows
+
+
 def schemas() -> str:
-    """A section per JSON Schema in ``schemas/``, with its top-level properties."""
+    """A section per JSON Schema in ``schemas/``: the file, then every object it defines."""
     out: list[str] = []
     for path in _schema_files():
         schema = json.loads(path.read_text(encoding="utf-8"))
@@ -124,17 +155,15 @@ def schemas() -> str:
             f"[`schemas/{path.name}`](schemas/{path.name}) — "
             f"{_cell(schema.get('description', ''))}",
             "",
-            "| property | required | description |",
-            "|---|---|---|",
+            *_properties(schema),
+            "",
         ]
-        required = set(schema.get("required", ()))
-        for prop, spec in schema.get("properties", {}).items():
-            text = spec.get("description") or spec.get("title") or ""
-            out.append(f"| `{prop}` | {'yes' if prop in required else 'no'} | {_cell(text)} |")
-        definitions = sorted(schema.get("$defs", {}))
-        if definitions:
-            out += ["", "Definitions: " + ", ".join(f"`{d}`" for d in definitions) + "."]
-        out.append("")
+        for name, definition in sorted(schema.get("$defs", {}).items()):
+            out += [f"### {name}", "", _cell(definition.get("description", "")), ""]
+            if "properties" in definition:
+                out += [*_properties(definition), ""]
+            else:
+                out += [f"Type: {_cell(_schema_type(definition))}.", ""]
     return "\n".join(out)
 
 
