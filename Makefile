@@ -9,7 +9,7 @@ VENV := .venv
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: setup demo test bench schema clean
+.PHONY: setup demo test docs bench schema clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -33,11 +33,15 @@ setup: $(VENV)/.synced node_modules/.installed $(VENV)/share/jupyter/kernels/tra
 demo: setup
 	$(VENV)/bin/python examples/run_demo.py
 
-test: setup
-	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/ruff format --check src tests benchmarks examples
+test: setup docs
+	$(VENV)/bin/ruff check src tests benchmarks examples docs
+	$(VENV)/bin/ruff format --check src tests benchmarks examples docs
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q
+
+# the documentation site, offline, warnings as errors: site-docs/index.html opens from disk
+docs: $(VENV)/.synced node_modules/.installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 bench: setup
 	$(VENV)/bin/python benchmarks/bench_check.py
@@ -48,4 +52,4 @@ schema: $(VENV)/.synced
 	$(VENV)/bin/python -m tracework.register.datagen
 
 clean:
-	rm -rf .tools $(VENV) node_modules examples/build
+	rm -rf .tools $(VENV) node_modules examples/build site-docs

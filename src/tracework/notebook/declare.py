@@ -230,7 +230,26 @@ class RecordDeclarations:
         reviewed: Any = None,
         **fields: Any,
     ) -> Html:
-        """Declare a component (``RT-CMP-…``): a part with a source-native identity."""
+        """Declare a component (`RT-CMP-…`): a part of the system with an identity in the source.
+
+        Args:
+            id: `RT-CMP-` and a name.
+            label: A short name.
+            identity: How the source names it (Markdown): the class, module or service.
+            evidence: What backs it (see the class description).
+            reviewed: The review stamp.
+            **fields: `details`, `notes`.
+
+        Returns:
+            The record as it will show in the report.
+
+        Examples:
+            ```python
+            wb.component("RT-CMP-note-store", label="NoteStore",
+                         identity="The `NoteStore` dataclass in `larkspur/notes.py`.",
+                         evidence=[keep], reviewed="2026-03-20")
+            ```
+        """
         return self._view(
             self._declare(
                 Component, id, evidence, reviewed, dict(label=label, identity=identity, **fields)
@@ -247,7 +266,27 @@ class RecordDeclarations:
         reviewed: Any = None,
         **fields: Any,
     ) -> Html:
-        """Declare an operative object (``RT-OBJ-…``): retained material code acts on."""
+        """Declare an operative object (`RT-OBJ-…`): retained material that code acts on.
+
+        Args:
+            id: `RT-OBJ-` and a name.
+            label: A short name.
+            description: What it is (Markdown).
+            evidence: What backs it.
+            reviewed: The review stamp.
+            **fields: `held_by` (a declared record's id), `persistence`, `notes`.
+
+        Returns:
+            The record as it will show in the report.
+
+        Examples:
+            ```python
+            wb.operative_object("RT-OBJ-notes", label="The notes list",
+                                description="Every kept note, in order.",
+                                held_by="RT-CMP-note-store", persistence="process memory only",
+                                evidence=[keep])
+            ```
+        """
         return self._view(
             self._declare(
                 OperativeObject,
@@ -270,7 +309,32 @@ class RecordDeclarations:
         reviewed: Any = None,
         **fields: Any,
     ) -> Html:
-        """Declare a route (``RT-RTE-…``) with its implementation and operation statuses."""
+        """Declare a route (`RT-RTE-…`): a path through the code from a trigger to an effect.
+
+        Args:
+            id: `RT-RTE-` and a name.
+            label: A short name.
+            progression: The endpoints and steps in order (Markdown).
+            implementation: `wired`, `partial`, `absent` or `unknown`.
+            operation: `observed`, `reported` or `uninspected`; `observed` needs capture
+                evidence.
+            evidence: What backs it.
+            reviewed: The review stamp.
+            **fields: `passes_through` (ids of declared records, in order), `trigger`,
+                `proposer`, `decider`, `immediate_return`, `later_read_back`,
+                `delegated_visibility`, `selection_predicate`, `invalidation`, `activation`,
+                `evidence_limits`, `notes`.
+
+        Returns:
+            The record as it will show in the report.
+
+        Examples:
+            ```python
+            wb.route("RT-RTE-keep", label="Keeping a note",
+                     progression="message → `keep` → notes", passes_through=["RT-CMP-note-store"],
+                     implementation="wired", operation="uninspected", evidence=[keep])
+            ```
+        """
         return self._view(
             self._declare(
                 Route,
@@ -299,7 +363,29 @@ class RecordDeclarations:
         reviewed: Any = None,
         **fields: Any,
     ) -> Html:
-        """Declare a claim (``RT-CLM-…``): what the subject says and what the source shows."""
+        """Declare a claim (`RT-CLM-…`): what the subject says of itself, and what the source shows.
+
+        Args:
+            id: `RT-CLM-` and a name.
+            label: A short name.
+            claim: The claimed behaviour, as the subject states it (Markdown).
+            assessment: What the source shows of it (Markdown).
+            operation: `observed`, `reported` or `uninspected`.
+            evidence: What backs it.
+            reviewed: The review stamp.
+            **fields: `implementation` (default `unknown`), `notes`.
+
+        Returns:
+            The record as it will show in the report.
+
+        Examples:
+            ```python
+            wb.claim("RT-CLM-private", label="Notes stay private",
+                     claim="The README says notes never leave the process.",
+                     assessment="No write to disk or network in the package.",
+                     operation="reported", implementation="wired", evidence=["RT-ABS-disk"])
+            ```
+        """
         return self._view(
             self._declare(
                 Claim,
@@ -324,7 +410,32 @@ class RecordDeclarations:
         reviewed: Any = None,
         **fields: Any,
     ) -> Html:
-        """Declare an evidenced absence (``RT-ABS-…``) and search the scope for the patterns."""
+        r"""Declare an evidenced absence (`RT-ABS-…`) and search its scope for its patterns.
+
+        The search runs now, at the commit opened, over every text file the scope names, line
+        by line; the absence holds when no line matches.  A scope that names no file is an
+        error.  Patterns are RE2 expressions (linear time); one that RE2 cannot run (a
+        backreference, a lookaround) is refused here, with the reason.
+
+        Args:
+            id: `RT-ABS-` and a name.
+            statement: What the code does not do (Markdown).
+            scope: Paths or globs (`*`, `?`, `[..]`, `**`) in the subject.
+            patterns: RE2 expressions that would show the statement wrong.
+            label: A short name (default: the statement's first sentence).
+            evidence: What else backs it.
+            reviewed: The review stamp.
+            **fields: `notes`.
+
+        Returns:
+            The record with the search's result, as it will show in the report.
+
+        Examples:
+            ```python
+            wb.absence("RT-ABS-disk", statement="Notes never reach disk.",
+                       scope=["larkspur/**"], patterns=[r"\bopen\(", r"sqlite3|pickle"])
+            ```
+        """
         record = self._declare(
             Absence,
             id,
@@ -359,7 +470,33 @@ class RecordDeclarations:
         reviewed: Any = None,
         **fields: Any,
     ) -> Html:
-        """Declare a behavioural-authority path (``RT-BAP-…``) from material to a consumer."""
+        """Declare a behavioural-authority path (`RT-BAP-…`): retained material to its consumer.
+
+        How material kept from earlier reaches something that acts on it, and with what force.
+
+        Args:
+            id: `RT-BAP-` and a name.
+            consumer: What acts on the material: a model call, a tool, a decision (Markdown).
+            channel: How it gets there (Markdown).
+            force: What weight it carries there: an instruction, context, a default (Markdown).
+            horizon: How long it keeps that weight (Markdown).
+            label: A short name (default: the consumer's first sentence).
+            evidence: What backs it.
+            reviewed: The review stamp.
+            **fields: `source_material` (a declared record, the retained material), `route`
+                (a declared route), `notes`.
+
+        Returns:
+            The record as it will show in the report.
+
+        Examples:
+            ```python
+            wb.authority_path("RT-BAP-recalled-notes", consumer="The model's next prompt",
+                              channel="`build_prompt` pastes recalled notes", force="context",
+                              horizon="every later turn", source_material="RT-OBJ-notes",
+                              route="RT-RTE-recall", evidence=[q_prompt])
+            ```
+        """
         return self._view(
             self._declare(
                 AuthorityPath,
@@ -390,7 +527,32 @@ class RecordDeclarations:
         reviewed: Any = None,
         **fields: Any,
     ) -> Html:
-        """Declare a guarantee (``RT-GRT-…``): who enforces what, where and how strongly."""
+        """Declare a guarantee (`RT-GRT-…`): a promise, where it is enforced and how strongly.
+
+        Args:
+            id: `RT-GRT-` and a name.
+            owner: Who promises it (Markdown).
+            enforcement_point: Where the code enforces it (Markdown).
+            strength: `enforced` (code prevents violation), `checked` (detected, not
+                prevented), `conventional` (by agreement only) or `none`.
+            covered_path: What the guarantee covers (Markdown).
+            label: A short name (default: the covered path's first sentence).
+            evidence: What backs it.
+            reviewed: The review stamp.
+            **fields: `qualifier` (the strength in words), `alternate_paths`,
+                `required_external_contract`, `implementation` (default `unknown`),
+                `operation` (default `uninspected`), `notes`.
+
+        Returns:
+            The record as it will show in the report.
+
+        Examples:
+            ```python
+            wb.guarantee("RT-GRT-note-length", owner="`NoteStore`",
+                         enforcement_point="`keep` refuses longer text", strength="enforced",
+                         covered_path="Notes added through `keep`.", evidence=[q_guard])
+            ```
+        """
         return self._view(
             self._declare(
                 Guarantee,
@@ -418,7 +580,25 @@ class RecordDeclarations:
         reviewed: Any = None,
         **fields: Any,
     ) -> Html:
-        """Attach an annotation (``RT-ANN-…``) to a declared record."""
+        """Attach an annotation (`RT-ANN-…`) to a declared record.
+
+        Args:
+            id: `RT-ANN-` and a name.
+            on: The id of the record it remarks on, declared above.
+            text: The remark (Markdown).
+            evidence: What backs it.
+            reviewed: The review stamp.
+            **fields: `label`, `notes`.
+
+        Returns:
+            The annotation as it will show in the report.
+
+        Examples:
+            ```python
+            wb.annotate("RT-ANN-threads", on="RT-CMP-note-store",
+                        text="Not safe across threads: `keep` appends without a lock.")
+            ```
+        """
         return self._view(
             self._declare(Annotation, id, evidence, reviewed, dict(on=on, text=text, **fields))
         )
@@ -434,11 +614,28 @@ class RecordDeclarations:
         evidence: Sequence[Any] = (),
         note: str | None = None,
     ) -> Html:
-        """Mark a mechanism of ``registers/rubrics/RUBRIC.yaml`` as present or absent.
+        """Mark a mechanism of a rubric (`registers/rubrics/RUBRIC.yaml`) present or absent.
 
-        *present* needs evidence: quotes, quote ids or records declared above; *absent*
-        may cite an evidenced absence (``RT-ABS-…``).  Re-running the same cell may
-        re-mark a mechanism; another cell may not.
+        A mark of present needs evidence: quotes, quote ids or records declared above; a mark
+        of absent may cite an evidenced absence.  At a newer commit, a mark whose evidence
+        drifted needs re-review and fails the marks check.  Re-running the same cell may mark a
+        mechanism again; another cell may not.
+
+        Args:
+            rubric: The rubric's name.
+            mechanism: A mechanism's id in the rubric.
+            present: Whether the subject carries it.
+            evidence: What shows it (or, for absent, the absence that shows it is not there).
+            note: Markdown shown with the mark.
+
+        Returns:
+            The mark as it will show in the report's "Rubric marks" section.
+
+        Examples:
+            ```python
+            wb.mark("retention", "bounded-retention", present=True, evidence=["RT-GRT-note-length"])
+            wb.mark("retention", "persistence", present=False, evidence=["RT-ABS-disk"])
+            ```
         """
         if not isinstance(present, bool):
             raise RecordError(f"mark {rubric}/{mechanism}: present= takes True or False")

@@ -92,7 +92,7 @@ Mode = Literal["author", "render"]
 
 
 class SourceHandle:
-    """A git source of the register, for quoting: ``wb.source("SRC-1").quote(...)``."""
+    """A git source of the register, for quoting: what `wb.source("SRC-1")` returns."""
 
     def __init__(self, wb: Workbench, sid: str) -> None:
         self.wb, self.id = wb, sid
@@ -108,11 +108,36 @@ class SourceHandle:
         id: str | None = None,
         replace: bool = False,
     ) -> QuoteView:
-        """Quote a span at the pin by lines, ``symbol=`` or ``match=`` (with ``context=``).
+        """Quote a span of a file at the pin, by lines, by a Python symbol or by a substring.
 
-        The same span is always the same quote: without ``id=`` it keeps the id the
-        register gives it.  ``replace=True`` (author mode, with ``id=``) points an
-        existing id at this span on purpose; the display says what it replaced.
+        Give exactly one of `lines`, `symbol` or `match`.  A symbol or a match is kept as the
+        quote's anchor, which finds the span again when the code moves.  The same span is
+        always the same quote: without `id` it keeps the id the register gives it.  In author
+        mode a new span is hashed and added to the register; in render mode a span the register
+        does not hold is an error.
+
+        Args:
+            path: The file, relative to the subject's root.
+            lines: First and last line, 1-based and inclusive.
+            symbol: A function, class, method (`Class.method`) or module-level assignment,
+                found with Python's `ast`; the span starts at its first decorator.
+            match: A substring that occurs on exactly one line; that line is quoted.
+            context: Lines quoted either side of a `match`.
+            id: The quote's id (default: derived from the file and the symbol or lines).
+            replace: With `id`, in author mode, point that existing id at this span on
+                purpose; the display says what it replaced.
+
+        Returns:
+            The quote: shown, it is `path:A–B @ commit`, a short hash, its state at the commit
+            rendered and the highlighted code; as a record's evidence, it is its id.
+
+        Examples:
+            ```python
+            src = wb.source("SRC-1")
+            keep = src.quote("larkspur/notes.py", symbol="NoteStore.keep")
+            cap = src.quote("larkspur/notes.py", match="MAX_NOTE_CHARS =", context=1)
+            head = src.quote("larkspur/notes.py", lines=(1, 12), id="Q-notes-head")
+            ```
         """
         span = (int(lines[0]), int(lines[1])) if lines else None
         request = QuoteRequest(span, symbol, match, context)
@@ -121,9 +146,21 @@ class SourceHandle:
     def file(self, path: str) -> FileView:
         """Cite a whole file of this source by its hash (a file card, not a quote).
 
-        In author mode a file not yet registered is registered at the pin; render mode
-        needs it in the register already.  A file that changes at the commit puts the
-        records citing it up for re-review.
+        In author mode a file not yet registered is registered at the pin; render mode needs it
+        in the register already.  A file that changes at the commit rendered puts the records
+        citing it up for re-review.
+
+        Args:
+            path: The file, relative to the subject's root.
+
+        Returns:
+            The file as evidence: shown, a card with its path, hash and state.
+
+        Examples:
+            ```python
+            prompt = wb.source("SRC-1").file("larkspur/prompt.py")
+            wb.component("RT-CMP-prompt", label="Prompt builder", identity="…", evidence=[prompt])
+            ```
         """
         return self.wb._file(self.id, path)
 
@@ -133,29 +170,58 @@ class SourceHandle:
 
 
 class CaptureView:
-    """A runtime capture cited by the report (``cap = wb.capture("NAME")``): its cases and
-    transcript excerpts are evidence; shown, it is the report's "Runtime capture" section."""
+    """A runtime capture cited by the report: what `wb.capture("NAME")` returns.
+
+    Its cases and transcript excerpts are evidence; shown, it is the report's "Runtime
+    capture" section.
+    """
 
     def __init__(self, wb: Workbench, at: CapturedAt) -> None:
         self.wb, self.at = wb, at
 
     @property
     def source(self) -> str:
-        """The register's source id for this capture (SRC-n)."""
+        """The register's source id for this capture (`SRC-n`)."""
         return self.at.source
 
     @property
     def stale(self) -> bool:
-        """Whether the commit rendered has no capture of its own (the evidence is older)."""
+        """Whether the commit rendered has no capture of its own, so the register's (older)
+        one is cited."""
         return self.at.stale
 
     def case(self, case_id: str) -> CaseView:
-        """A case as evidence: its status, computed by the harness from what it recorded."""
+        """Cite a case of the capture as evidence: its status, as the harness computed it.
+
+        Args:
+            case_id: The case's id in the harness (`F-01`).
+
+        Returns:
+            The case as evidence (`SRC-n/F-01`); shown, its question, status and criterion.
+
+        Examples:
+            ```python
+            f01 = wb.capture("fennel").case("F-01")
+            ```
+        """
         return CaseView(self.wb._cite_case(self.at, case_id))
 
     def transcript(self, case_id: str, path: str) -> ExcerptView:
-        """A value a case recorded, as evidence: ``path`` starts with the recorded name
-        (``"model requests[0].prompt"``); it is hashed as canonical JSON."""
+        """Cite one value a case recorded as evidence, hashed as canonical JSON.
+
+        Args:
+            case_id: The case's id in the harness.
+            path: A recorded name, then `.key`, `[n]` or `["key"]` steps into it.
+
+        Returns:
+            The excerpt as evidence (`SRC-n/F-01/PATH`); shown, the value.
+
+        Examples:
+            ```python
+            cap = wb.capture("fennel")
+            stored = cap.transcript("F-01", "store after the turn.rows[0].text")
+            ```
+        """
         return ExcerptView(self.wb._cite_excerpt(self.at, case_id, path))
 
     def _repr_html_(self) -> str:
@@ -169,7 +235,24 @@ class CaptureView:
 
 
 class Workbench(RecordDeclarations):
-    """One report's register, opened at a commit, collecting records and checking them."""
+    """One report's register opened at a commit: it quotes, declares, draws and checks.
+
+    Made by [`tw.open()`][tracework.notebook.workbench.open], never directly.  Records
+    are declared with one method per kind (`wb.component`, `wb.route`, …); each is
+    validated as it is declared (the id's prefix, statuses against their vocabularies,
+    evidence against the register, references against the records declared above) and
+    shown as it will be in the report.  Re-running the same JupyterLab cell may declare
+    its records again; another cell may not.
+
+    Every declaring method takes, besides its own fields:
+
+    - `evidence`: quotes (or their ids), files (`src.file(...)` or `"SRC-1:path"`),
+      records declared above, capture cases and excerpts, and source ids (`SRC-n`);
+    - `reviewed`: `"YYYY-MM-DD"` (confirmed against the pin on that date) or
+      `(commit, date)`, shown as the record's review stamp;
+    - `notes`: Markdown shown under the record;
+    - the kind's optional fields as keywords (see the record kinds reference).
+    """
 
     def __init__(
         self,
@@ -236,10 +319,24 @@ class Workbench(RecordDeclarations):
 
     @property
     def at_pin(self) -> bool:
+        """Whether the commit opened is the register's pin (where every check must hold)."""
         return self.commit == self.pin
 
     def source(self, sid: str) -> SourceHandle:
-        """A git source of the register by id (``SRC-1``)."""
+        """A git source of the register, for quoting.
+
+        Args:
+            sid: The source's id in the register (`SRC-1`).
+
+        Returns:
+            A handle whose `quote()` and `file()` cite that source.
+
+        Examples:
+            ```python
+            src = wb.source("SRC-1")
+            q = src.quote("larkspur/notes.py", symbol="NoteStore.keep")
+            ```
+        """
         self.register.git_source(sid)
         return SourceHandle(self, sid)
 
@@ -300,13 +397,27 @@ class Workbench(RecordDeclarations):
     # -- runtime captures ---------------------------------------------------------------
 
     def capture(self, name: str) -> CaptureView:
-        """Cite runtime capture NAME (``tracework capture NAME``): its cases and transcript
-        excerpts become evidence, and ``operation="observed"`` needs such evidence.
+        """Cite runtime capture NAME (made by `tracework capture NAME`).
 
-        The register keeps the capture as a source with every file's hash (author mode
-        adds it; render mode needs it there).  At another commit than the one captured,
-        the capture made at that commit is cited when there is one (its cases compared
-        with the register's), otherwise the register's, marked stale.
+        Its cases and transcript excerpts become evidence, and `operation="observed"` needs
+        such evidence.  The register keeps the capture as a source with every file's hash
+        (author mode adds it; render mode needs it there).  At another commit than the one
+        captured, the capture made at that commit is cited when there is one (its cases
+        compared with the register's), otherwise the register's, marked stale.
+
+        Args:
+            name: The capture's name (`captures/NAME.toml`).
+
+        Returns:
+            The capture; shown, the report's "Runtime capture" section.
+
+        Examples:
+            ```python
+            cap = wb.capture("fennel")
+            wb.route("RT-RTE-remember", label="Remembering", progression="…",
+                     implementation="wired", operation="observed",
+                     evidence=[q_remember, cap.case("F-01")])
+            ```
         """
         from tracework.capture.store import load_capture
 
@@ -450,11 +561,32 @@ class Workbench(RecordDeclarations):
         records: Sequence[str] = (),
         direction: str = "TB",
     ) -> None:
-        """Draw a Mermaid flowchart: hand-written ``source``, or generated from ``routes``
-        (their progression through components and objects) or from authority-path
-        ``records`` (retained material to consumers).  It is parsed and checked at once:
-        bound nodes must name declared records, `` `identifiers` `` in labels must exist
-        in the registered files at the commit.
+        """Draw a Mermaid flowchart, checked at once.
+
+        Give exactly one of `source` (written by hand), `routes` (each route's progression
+        through the records it passes) or `records` (behavioural-authority paths, from retained
+        material to consumers).  A node whose id is a record id, or that a `%% bind NODE
+        RECORD` line names, links to that record's card and must name a record declared above;
+        every `` `identifier` `` in a label must be defined or called in the registered files at
+        the commit.  Directives, `click`, `href`, HTML in labels and hidden characters are
+        refused.
+
+        Args:
+            name: The diagram's name: letters, digits, `-` and `_`.
+            source: Mermaid flowchart text.
+            caption: The figure's caption, also its text alternative.
+            routes: Ids of declared routes (`RT-RTE-…`).
+            records: Ids of declared behavioural-authority paths (`RT-BAP-…`).
+            direction: `TB`, `BT`, `LR` or `RL`, for generated diagrams.
+
+        Examples:
+            ```python
+            wb.diagram("one-turn", '''flowchart LR
+              msg(["user message"]) --> RT-CMP-note-store["filed by `NoteStore.keep`"]
+              %% bind msg RT-RTE-keep
+            ''', caption="One turn of Larkspur.")
+            wb.diagram("routes", caption="The routes.", routes=["RT-RTE-keep"], direction="LR")
+            ```
         """
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", name):
             raise DiagramError(f"{name!r} is not a diagram name (letters, digits, - and _)")
@@ -517,8 +649,17 @@ class Workbench(RecordDeclarations):
         return any(pattern.search(text) for text in self._texts)
 
     def screen(self) -> None:
-        """Show the screen of the subject at the commit (see ``tracework screen``) as a
-        section, and keep its findings for records.json."""
+        """Show the screen of the subject at the commit as a section of the report.
+
+        The same findings as `tracework screen` (what a checkout would run, install or
+        instruct, and locked packages inside the cooldown window), kept in records.json as
+        `screen`.
+
+        Examples:
+            ```python
+            wb.screen()
+            ```
+        """
         from tracework.screen import DEFAULT_DAYS, screen
 
         self._screen = screen(
@@ -529,8 +670,15 @@ class Workbench(RecordDeclarations):
         display(Html(screen_html(self._screen), f"screen: {self._screen.counts()}"))
 
     def records(self) -> None:
-        """Display the "Shared records" section: records by kind, then the quoted evidence.
-        (``done()`` shows it when the notebook never does, and then the rubric marks.)"""
+        """Show the "Shared records" section: the records by kind, then the quoted evidence.
+
+        `done()` shows it when the notebook never does, and then the rubric marks.
+
+        Examples:
+            ```python
+            wb.records()
+            ```
+        """
         display(
             Html(
                 records_section(
@@ -559,7 +707,12 @@ class Workbench(RecordDeclarations):
         )
 
     def summary(self) -> dict[str, Any]:
-        """Every check on this report at its commit, as data (the records.json "checks")."""
+        """Every check on this report at its commit, as data: what records.json keeps as `checks`.
+
+        Returns:
+            `ok`, the list of `problems`, and the counts of each check (register, records,
+            absences, diagrams, marks).
+        """
         problems: list[str] = []
         reports = [
             self._check(sid) for sid, s in self.register.sources.items() if isinstance(s, GitSource)
@@ -668,7 +821,13 @@ class Workbench(RecordDeclarations):
         return report.items
 
     def records_json(self) -> dict[str, Any]:
-        """Everything the report declares and checked, for records.json."""
+        """Everything the report declares and checked, as records.json holds it.
+
+        Returns:
+            The records (each with its kind and the evidence that needs re-review), quotes,
+            files, absences, diagrams, marks, captures, the drift since the pin, the checks and
+            the provenance of what was read.
+        """
         drifted = self._drifted()
         records = []
         for kind in KINDS:
@@ -780,10 +939,20 @@ class Workbench(RecordDeclarations):
         }
 
     def done(self) -> None:
-        """Write records.json, run every check and display the summary.
+        """Finish the report: write records.json, run every check and show the summary.
 
-        In render mode at the register's pin, a failing check raises
-        :class:`~tracework.errors.ChecksFailed` so that the render fails.
+        Call it in the notebook's last cell.  In render mode records.json goes to the render
+        (as an output of this cell) rather than to disk.  At the register's pin a failing
+        check in render mode raises `ChecksFailed`, so the render fails and the previous
+        report stays; at another commit the summary shows the drift instead.
+
+        Raises:
+            ChecksFailed: In render mode at the pin, when a check fails.
+
+        Examples:
+            ```python
+            wb.done()
+            ```
         """
         data = self.records_json()
         if self.mode == "render":
@@ -826,13 +995,40 @@ def open(
     title: str | None = None,
     kind: str = "runtime report",
 ) -> Workbench:
-    """Open a report's register at ``commit`` (None: the register's pin).
+    """Open a report's register at a commit: the first call of every report notebook.
 
-    ``mode`` is ``"author"`` (the default by hand: new quotes are added to the register)
-    or ``"render"`` (the register is never written).  ``kind`` names what the report is
-    (``"runtime report"``, ``"atlas report"``, ``"investigation record"`` or words of
-    the analyst's own) and ``title`` its title; the page, the site's index and its
-    search use both (without a title: the notebook's first ``# heading``).
+    The workspace is found from the current folder, as the command line finds it.
+
+    Args:
+        register: The register's name (`larkspur`) or path (`registers/larkspur.yaml`).
+        commit: A commit id or unique hex prefix to read the subject at (None: the
+            register's pin).
+        mode: `"author"` (the default by hand: new quotes and files are added to the
+            register) or `"render"` (what `tracework render` passes: the register is
+            never written).
+        analysis_date: The date the evidence was checked, `YYYY-MM-DD`, shown in the
+            report's header (renders never read the clock).
+        output_dir: Where author mode writes records.json and diagrams (default:
+            `reports/NAME/draft`).
+        title: The report's title (default: the notebook's first `# heading`).
+        kind: What the report is: `"runtime report"`, `"atlas report"`,
+            `"investigation record"` or words of the analyst's own; the page, the site's
+            index and its search show it.
+
+    Returns:
+        The workbench for declaring and checking the report.
+
+    Raises:
+        TraceworkError: A mode, date, kind or title that cannot be used, or a register or
+            commit that cannot be read.
+
+    Examples:
+        ```python
+        import tracework as tw
+
+        wb = tw.open(register, commit=commit, mode=mode, analysis_date=analysis_date)
+        wb = tw.open("larkspur", kind="atlas report", title="Larkspur's notes")
+        ```
     """
     if mode is None:
         mode = "author"
