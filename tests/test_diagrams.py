@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import pairwise
 
 import pytest
 
@@ -239,28 +240,35 @@ def _runtime_records(n_components: int, n_objects: int, chain: int):
     return comps, objs, route, path
 
 
-def test_runtime_groups_nodes_by_kind_with_routes_and_dashed_authority_edges():
+def test_runtime_draws_kinds_apart_routes_along_their_steps_and_dashed_authority():
     titles = {"RT-CMP-store": "Store", "RT-OBJ-notes": "Notes", "RT-BAP-p": "Notes to the model"}
     keep = RouteStub("RT-RTE-keep", "Keep", ("RT-CMP-store", "RT-OBJ-notes"))
     recall = RouteStub("RT-RTE-recall", "Recall", ("RT-CMP-store", "RT-OBJ-notes", "RT-CMP-model"))
     path = PathStub("RT-BAP-p", "RT-OBJ-notes", "The model", "A long channel text")
     text = runtime(["RT-CMP-store"], [keep, recall], [path], titles)
     parsed = parse(text)
-    assert parsed.subgraphs == {
-        "components": "Components",
-        "objects": "Operative objects",
-        "consumers": "Consumers",
-    }
-    assert '    RT-OBJ-notes[("Notes")]' in text  # objects drawn as stores
-    assert '    RT-BAP-p(["The model"])' in text
-    # two routes over one step share an edge, their labels stacked
-    assert ("RT-CMP-store", "RT-OBJ-notes", "Keep<br>Recall") in parsed.edges
-    assert ("RT-OBJ-notes", "RT-CMP-model", "Recall") in parsed.edges
+    # kinds by shape and class: components boxes, objects stores, consumers rounded
+    assert '  RT-CMP-store["Store"]' in text and '  RT-CMP-model["RT-CMP-model"]' in text
+    assert '  RT-OBJ-notes[("Notes")]' in text
+    assert '  RT-BAP-p(["The model"])' in text
+    assert "  class RT-CMP-store,RT-CMP-model component" in text
+    assert "  class RT-OBJ-notes object" in text and "  class RT-BAP-p consumer" in text
+    assert parsed.subgraphs == {}
+    # each route labelled on its first step, its steps in one colour
+    assert parsed.edges[:3] == [
+        ("RT-CMP-store", "RT-OBJ-notes", "Keep"),
+        ("RT-CMP-store", "RT-OBJ-notes", "Recall"),
+        ("RT-OBJ-notes", "RT-CMP-model", ""),
+    ]
+    assert "  linkStyle 0 stroke:#2451a6,stroke-width:2px" in text
+    assert "  linkStyle 1,2 stroke:#1c7a45,stroke-width:2px" in text
     # the authority path: dashed, labelled with its record label, not its long channel
     assert '  RT-OBJ-notes -.->|"Notes to the model"| RT-BAP-p' in text
-    assert len(parsed.edges) == 3
+    assert len(parsed.edges) == 4
     assert runtime(["RT-CMP-a"], [], [], {}).startswith("flowchart TB")
     assert runtime(["RT-CMP-a"], [], [], {}, "RL").startswith("flowchart RL")
+    untitled = runtime([], [], [path], {})
+    assert '-.->|"A long channel text"|' in untitled  # no record label: the channel
 
 
 @pytest.mark.parametrize(
@@ -281,9 +289,14 @@ def test_runtime_direction_follows_the_shape(components, objects, chain, directi
     assert all(f"RT-CMP-c{i}" in parsed.nodes for i in range(components))
 
 
-def test_runtime_direction_survives_a_cycle():
-    nodes = ["a", "b", "c"]
-    assert runtime_direction(nodes, [("a", "b"), ("b", "c"), ("c", "a")]) == "TB"
+def test_runtime_direction_ranks_past_cycles():
+    """A cycle is ranked as a layered layout ranks it (its closing edge set aside), so
+    it neither loops nor counts as a chain as long as the graph."""
+    nodes = [f"n{i}" for i in range(12)]
+    ring = [("n0", "n1"), ("n1", "n2"), ("n2", "n0")]
+    assert runtime_direction(nodes, ring) == "LR"  # 9 loose nodes: broad, shallow
+    chain = list(pairwise(nodes))
+    assert runtime_direction(nodes, [*chain, ("n11", "n0")]) == "TB"
 
 
 def test_runtime_refuses_what_it_cannot_draw():

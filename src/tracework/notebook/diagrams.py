@@ -430,13 +430,16 @@ def from_routes(routes: Iterable[RouteLike], titles: Mapping[str, str], directio
     return "\n".join(lines) + "\n"
 
 
-#: How a runtime diagram groups its nodes, by record id prefix: subgraph id, title and
-#: shape (operative objects, retained material, are drawn as stores).
-_GROUPS = {
-    "RT-CMP-": ("components", "Components", "[", "]"),
-    "RT-OBJ-": ("objects", "Operative objects", "[(", ")]"),
-    "": ("other", "Other records", "[", "]"),
+#: How a runtime diagram tells kinds apart, by record id prefix: class, shape, style.
+#: Operative objects (retained material) are drawn as stores, consumers as rounded ends.
+_KINDS = {
+    "RT-CMP-": ("component", "[", "]", "fill:#eef2fb,stroke:#2451a6"),
+    "RT-OBJ-": ("object", "[(", ")]", "fill:#fdf6e9,stroke:#9a5b00"),
+    "RT-BAP-": ("consumer", "([", "])", "fill:#f3f3f3,stroke:#5b6270"),
+    "": ("record", "[", "]", "fill:#ffffff,stroke:#5b6270"),
 }
+#: One colour per route (in turn), so a route can be followed past its labelled step.
+_ROUTE_COLOURS = ("#2451a6", "#1c7a45", "#9a5b00", "#7b3fa0", "#b3261e", "#00796b")
 
 
 def runtime(
@@ -446,24 +449,30 @@ def runtime(
     titles: Mapping[str, str],
     direction: str | None = None,
 ) -> str:
-    """The runtime as a flowchart: components and operative objects as nodes (grouped
-    by kind), each route as labelled edges along its ``passes_through``, each
-    authority path as a dashed edge from its retained material to its consumer.
+    """The runtime as a flowchart: components and operative objects as nodes, each
+    route as edges along its ``passes_through``, each authority path as a dashed edge
+    from its retained material to its consumer.
 
     Besides ``nodes``, every record a route passes through and every path's retained
-    material is drawn.  Two routes over the same step share one edge, their labels
-    stacked; a path's edge is labelled with its record label (its channel if it has
-    none).  Without a ``direction``, :func:`runtime_direction` picks one.
+    material is drawn.  Kinds are told apart by shape and colour (rectangles for
+    components, stores for operative objects, rounded ends for consumers) rather than
+    by subgraphs: a route runs from component to object and back, and a subgraph per
+    kind made the layout stretch every edge across the clusters (the demo's runtime
+    drew 1,671 px wide that way, 816 px without).  A route's label is written once,
+    on its first step, and its edges share a colour; a path's edge is labelled with
+    its record label (its channel if it has none).  Without a ``direction``,
+    :func:`runtime_direction` picks one.
     """
     members: dict[str, None] = dict.fromkeys(nodes)
-    steps: dict[tuple[str, str], dict[str, None]] = {}
-    for route in routes:
+    steps: list[tuple[str, str, str, int]] = []  # from, to, label, route's colour
+    for n, route in enumerate(routes):
         chain = list(route.passes_through)
         if not chain:
             raise DiagramError(f"{route.id} names no records in passes_through to draw")
         members.update(dict.fromkeys(chain))
-        for a, b in pairwise(chain):
-            steps.setdefault((a, b), {})[label(route.label or route.id)[1:-1]] = None
+        text = label(route.label or route.id)
+        for i, (a, b) in enumerate(pairwise(chain)):
+            steps.append((a, b, text if i == 0 else "", n % len(_ROUTE_COLOURS)))
     reaches: list[tuple[str, AuthorityLike]] = []
     for path in paths:
         if not path.source_material:
@@ -472,52 +481,70 @@ def runtime(
         reaches.append((path.source_material, path))
     if not members:
         raise DiagramError("a runtime diagram needs at least one record to draw")
-    edges = [*steps, *((source, path.id) for source, path in reaches)]
-    direction = direction or runtime_direction([*members, *(p.id for _, p in reaches)], edges)
+    consumers = {path.id: path.consumer for _, path in reaches}
+    edges = [(a, b) for a, b, _, _ in steps] + [(src, p.id) for src, p in reaches]
+    direction = direction or runtime_direction([*members, *consumers], edges)
     lines = [f"flowchart {direction}"]
-    for prefix, (sid, title, opener, closer) in _GROUPS.items():
-        group = [rid for rid in members if _group_of(rid) == prefix]
-        if group:
-            lines.append(f"  subgraph {sid} [{label(title)}]")
-            lines += [
-                f"    {node_id(rid)}{opener}{label(titles.get(rid, rid))}{closer}" for rid in group
-            ]
-            lines.append("  end")
-    if reaches:
-        lines.append(f"  subgraph consumers [{label('Consumers')}]")
-        lines += [f"    {node_id(path.id)}([{label(path.consumer)}])" for _, path in reaches]
-        lines.append("  end")
-    for (a, b), texts in steps.items():
-        lines.append(f'  {node_id(a)} -->|"{"<br>".join(texts)}"| {node_id(b)}')
+    kinds: dict[str, list[str]] = {}
+    for rid, text in [*((rid, titles.get(rid, rid)) for rid in members), *consumers.items()]:
+        prefix = next((p for p in _KINDS if p and rid.startswith(p)), "")
+        kind, opener, closer, _ = _KINDS[prefix]
+        lines.append(f"  {node_id(rid)}{opener}{label(text)}{closer}")
+        kinds.setdefault(kind, []).append(rid)
+    for a, b, text, _ in steps:
+        lines.append(f"  {node_id(a)} -->{f'|{text}|' if text else ''} {node_id(b)}")
     for source, path in reaches:
         title = titles.get(path.id, path.id)
         text = label(title if title != path.id else path.channel)
         lines.append(f"  {node_id(source)} -.->|{text}| {node_id(path.id)}")
+    for colour in sorted({c for *_, c in steps}):
+        numbers = ",".join(str(i) for i, step in enumerate(steps) if step[3] == colour)
+        lines.append(f"  linkStyle {numbers} stroke:{_ROUTE_COLOURS[colour]},stroke-width:2px")
+    for kind, _, _, style in _KINDS.values():
+        if kind in kinds:
+            lines.append(f"  classDef {kind} {style}")
+            lines.append(f"  class {','.join(kinds[kind])} {kind}")
     return "\n".join(lines) + "\n"
-
-
-def _group_of(rid: str) -> str:
-    return next((prefix for prefix in _GROUPS if prefix and rid.startswith(prefix)), "")
 
 
 def runtime_direction(nodes: Sequence[str], edges: Iterable[tuple[str, str]]) -> str:
     """``TB`` unless the graph is broader than it is deep, then ``LR``.
 
-    Nodes are ranked as a layered layout ranks them (each one step after its
-    furthest predecessor; a cycle stops at the node count).  The longer of depth
-    and breadth is laid along the page's own scrolling, downwards, so a 40-node
-    runtime of short chains stacks its many nodes rather than spreading them past
-    the column, and a long chain runs down the page rather than across it.
+    Nodes are ranked as a layered layout ranks them: edges that close a cycle are set
+    aside (found by a depth-first walk, as dagre does), then each node sits one rank
+    after its furthest predecessor.  The longer of depth and breadth is laid along
+    the page's own scrolling, downwards, so a runtime of many short routes stacks its
+    nodes rather than spreading them past the column, and a long route runs down the
+    page rather than across it.
     """
-    rank = dict.fromkeys(nodes, 0)
-    pairs = [(a, b) for a, b in edges if a in rank and b in rank]
-    for _ in range(len(rank)):
-        moved = False
-        for a, b in pairs:
-            if rank[a] + 1 > rank[b] and rank[a] + 1 < len(rank):
-                rank[b], moved = rank[a] + 1, True
-        if not moved:
-            break
+    after: dict[str, list[str]] = {n: [] for n in nodes}
+    for a, b in edges:
+        if a in after and b in after:
+            after[a].append(b)
+    state: dict[str, int] = {}  # 1 while on the walk's path, 2 when done
+    order: list[str] = []
+    forward: dict[str, list[str]] = {n: [] for n in after}
+    for root in after:
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(after[root]))]
+        while stack:
+            node, rest = stack[-1]
+            nxt = next(rest, None)
+            if nxt is None:
+                state[node] = 2
+                order.append(node)
+                stack.pop()
+            elif state.get(nxt) != 1:  # an edge back onto the path closes a cycle
+                forward[node].append(nxt)
+                if nxt not in state:
+                    state[nxt] = 1
+                    stack.append((nxt, iter(after[nxt])))
+    rank = dict.fromkeys(after, 0)
+    for node in reversed(order):  # reverse post-order: every edge kept points forward
+        for nxt in forward[node]:
+            rank[nxt] = max(rank[nxt], rank[node] + 1)
     depth = max(rank.values(), default=0) + 1
     breadth = max(Counter(rank.values()).values(), default=1)
     return "LR" if breadth > depth else "TB"
