@@ -30,6 +30,8 @@ from click.testing import CliRunner
 
 from conftest import needs_chromium, render_store_report
 from tracework.cli import main
+from tracework.notebook.diagrams import DiagramCheck
+from tracework.notebook.views import Diagram, diagram_note_html
 
 pytestmark = pytest.mark.browser
 HOSTILE = '"]<script>alert(1)</script>'
@@ -318,6 +320,48 @@ def test_a_diagram_opens_full_screen_and_closes_by_keyboard(browser, report, wid
     assert page.locator("#diagram-wide .tw-diagram-view svg").count() == 1
     assert errors == [] and dialogs == []
     assert all(u.startswith("file://") for u in requests), requests
+    page.close()
+
+
+#: JupyterLab's own rules for a Mermaid output (its mermaid package's CSS, which draws
+#: the SVG as an image shrunk to the output's width), and one output area's structure.
+JUPYTER_CSS = """
+.jp-RenderedMermaid { overflow: auto; display: flex; }
+.jp-RenderedMermaid figure { margin: 0; overflow: auto; max-width: 100%; }
+.jp-RenderedMermaid img { max-width: 100%; }
+"""
+WIDE_SVG = (
+    "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='900' height='60'%3E"
+    "%3Crect width='900' height='60' fill='%23ccc'/%3E%3C/svg%3E"
+)
+
+
+def test_in_jupyterlab_a_diagram_keeps_its_natural_size_and_scrolls(browser):
+    """The note under a diagram carries a rule, scoped to the output just before it,
+    that undoes JupyterLab's shrinking: the diagram keeps its 900 px and its figure
+    scrolls in a 300 px output; a Mermaid output without a note is left as it was."""
+    check = DiagramCheck("d", {}, (), {})
+    note = diagram_note_html(Diagram("d", "A caption", "flowchart LR\n  a --> b", check, "x"))
+    mermaid = (
+        '<div class="jp-OutputArea-child"><div class="jp-OutputArea-output">'
+        f'<div class="jp-RenderedMermaid"><figure><img width="900" src="{WIDE_SVG}">'
+        "</figure></div></div></div>"
+    )
+    page = browser.new_page()
+    page.set_content(
+        f"<style>{JUPYTER_CSS}</style>"
+        f'<div class="jp-OutputArea" id="ours" style="width: 300px">{mermaid}'
+        f'<div class="jp-OutputArea-child"><div class="jp-OutputArea-output">{note}</div></div>'
+        f'</div><div class="jp-OutputArea" id="other" style="width: 300px">{mermaid}</div>'
+    )
+    widths = page.evaluate(
+        """() => ['ours', 'other'].map(id => {
+        const img = document.querySelector('#' + id + ' img');
+        const figure = img.closest('figure');
+        return [img.getBoundingClientRect().width, figure.scrollWidth > figure.clientWidth];
+    })"""
+    )
+    assert widths == [[900, True], [300, False]]
     page.close()
 
 

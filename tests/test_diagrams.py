@@ -221,6 +221,25 @@ def test_generated_labels_keep_code_spans_and_escape_lone_backticks():
     assert "<code>#60;img src=x onerror=alert#40;1#41;#62;</code>" in drawn
 
 
+def test_jupyterlab_and_the_report_draw_code_while_the_source_keeps_backticks(
+    wb, workspace, monkeypatch
+):
+    shown: list[tuple[object, object]] = []
+    monkeypatch.setattr(
+        "tracework.notebook.workbench.display",
+        lambda obj, metadata=None, raw=False: shown.append((obj, metadata)),
+    )
+    source = 'flowchart TB\n  RT-CMP-store["calls `Store.put`"]\n'
+    wb.diagram("hand", source, caption="c")
+    bundle, meta = shown[0]
+    assert bundle["text/vnd.mermaid"] == (
+        'flowchart TB\n  RT-CMP-store["calls <code>Store.put</code>"]\n'
+    )
+    assert meta["tracework"]["source"] == source  # the report's "Diagram source" fold
+    mmd = workspace.reports / "demo" / "draft" / "diagrams" / "hand.mmd"
+    assert mmd.read_text() == source
+
+
 def test_an_identifier_in_a_generated_label_is_checked(wb):
     wb.component("RT-CMP-keeper", label="calls `Store.put` and `gone_fn`", identity="k")
     wb.diagram("runtime", caption="c", records=["RT-CMP-keeper"])
