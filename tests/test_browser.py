@@ -61,7 +61,8 @@ wb.diagram("runtime", caption="The runtime of every record", records="all")
 wb.diagram("wide", """flowchart LR
   %% bind s1 RT-CMP-store
   s1["kept by `Store.put`"] --> s2["the second step of a long chain"] --> s3["a third step"]
-  s3 --> s4["a fourth step, still in line"] --> s5["a fifth step"] --> s6["the sixth step"]
+  s3 -->|"again `Store.put`"| s4[a fourth step, in `Store`] -- then `put` --> s5["a fifth step"]
+  s5 --> s6["the sixth step"]
   s6 --> s7["a seventh step"] --> s8["the end of the chain"]
 """, caption="A chain wider than any column")''',
 ]
@@ -270,7 +271,8 @@ def test_diagrams_are_drawn_at_text_size_and_scroll_inside_their_figure(browser,
         assert "`" not in figure["text"], (name, figure["text"])
     assert found["figures"]["wide"]["scrolls"]  # wider than the column at either width
     assert found["figures"]["by-hand"]["codes"] == ["Store.put"]
-    assert found["figures"]["wide"]["codes"] == ["Store.put"]
+    # in a quoted and a bare node label, an edge label between pipes and one between dashes
+    assert sorted(found["figures"]["wide"]["codes"]) == ["Store", "Store.put", "Store.put", "put"]
     assert all(u.startswith("file://") for u in requests), requests
     page.close()
 
