@@ -149,7 +149,7 @@ def test_generated_labels_show_hidden_characters_as_cards_do():
     for text in (routes, paths):
         assert visible(text) == text  # nothing left to neutralise
         parsed = parse(text)
-        assert shown in parsed.labels()
+        assert shown in [*parsed.nodes.values(), *(edge[2] for edge in parsed.edges)]
 
 
 def test_report_js_keeps_mermaid_strict_and_locks_its_configuration():

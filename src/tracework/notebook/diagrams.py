@@ -119,7 +119,8 @@ def node_id(record_id: str) -> str:
 
 @dataclass
 class Parsed:
-    """What a flowchart declares: nodes with labels, edges, subgraphs and bindings."""
+    """What a flowchart declares: nodes with labels, edges, subgraphs, bindings, and the
+    `` `code` `` spans its labels hold (what the identifier check looks up)."""
 
     direction: str
     nodes: dict[str, str] = field(default_factory=dict)  # id -> label as shown
@@ -127,9 +128,6 @@ class Parsed:
     subgraphs: dict[str, str] = field(default_factory=dict)
     bindings: dict[str, str] = field(default_factory=dict)  # node -> record id
     code: dict[str, None] = field(default_factory=dict)  # `code` spans, in order
-
-    def labels(self) -> list[str]:
-        return [*self.nodes.values(), *self.subgraphs.values(), *(e[2] for e in self.edges)]
 
 
 _ID = re.compile(r"[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*")
