@@ -64,7 +64,7 @@ def main() -> None:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/test_browser.py"], check=True)
     print(
-        f"browser tests (render a report with 3 diagrams, then 3 page checks): "
+        f"browser tests (render a report with 5 diagrams, then check its pages at two widths): "
         f"{time.perf_counter() - start:.1f} s"
     )
 

@@ -2,7 +2,10 @@
 
 The page is opened from disk (file://) and from a loopback HTTP server; every diagram
 must become an SVG with no Mermaid error, bound nodes must link to their records, a
-hostile label must stay text, and the page must make no request outside itself.
+hostile label must stay text, and the page must make no request outside itself.  At a
+desktop's width and a phone's, diagrams are drawn at their natural size with text no
+smaller than the body's, scroll inside their figure, and open full screen and close
+again from the keyboard.
 Analyst HTML — a Markdown cell, Markdown and HTML outputs, a record field — carrying
 every way HTML can navigate, load or run something must do none of it, with no console
 error (the sanitiser removed it: the policy had nothing to block); and a script the
@@ -27,6 +30,8 @@ from click.testing import CliRunner
 
 from conftest import needs_chromium, render_store_report
 from tracework.cli import main
+from tracework.notebook.diagrams import DiagramCheck
+from tracework.notebook.views import Diagram, diagram_note_html
 
 pytestmark = pytest.mark.browser
 HOSTILE = '"]<script>alert(1)</script>'
@@ -51,8 +56,18 @@ wb.authority_path("RT-BAP-items", consumer="The caller", channel="return value",
   n2 --> n3["items"]
 """, caption="Drawn by hand")
 wb.diagram("routes", caption="Generated from routes", routes=["RT-RTE-put"])
-wb.diagram("authority", caption="Generated from authority paths", records=["RT-BAP-items"])''',
+wb.diagram("authority", caption="Generated from authority paths", records=["RT-BAP-items"])
+wb.diagram("runtime", caption="The runtime of every record", records="all")
+wb.diagram("wide", """flowchart LR
+  %% bind s1 RT-CMP-store
+  s1["kept by `Store.put`"] --> s2["the second step of a long chain"] --> s3["a third step"]
+  s3 -->|"again `Store.put`"| s4[a fourth step, in `Store`] -- then `put` --> s5["a fifth step"]
+  s5 --> s6["the sixth step"]
+  s6 --> s7["a seventh step"] --> s8["the end of the chain"]
+""", caption="A chain wider than any column")''',
 ]
+#: The diagrams of the report, in page order.
+DIAGRAMS = ("by-hand", "routes", "authority", "runtime", "wide")
 
 
 # the hostile text as an analyst would write it in a hand-made label: entity codes
@@ -157,9 +172,9 @@ def _url(report: Path, server: str, where: str, page: str) -> str:
     return (report.parent.parent / rel).as_uri() if where == "file" else server + rel
 
 
-def _open(browser, url: str, *, drawn: bool = True):
+def _open(browser, url: str, *, drawn: bool = True, width: int = 1280):
     """Open ``url``; with ``drawn``, wait for the diagrams and require a clean console."""
-    page = browser.new_page()
+    page = browser.new_page(viewport={"width": width, "height": 900})
     requests: list[str] = []
     dialogs: list[str] = []
     errors: list[str] = []
@@ -181,8 +196,8 @@ def test_diagrams_render_link_and_stay_inside_the_page(browser, report, server, 
     page, requests, dialogs = _open(browser, url)
     assert page.evaluate("document.documentElement.dataset.diagrams") == "done"
     figures = page.locator("figure.tw-diagram")
-    assert figures.count() == 3
-    for i in range(3):
+    assert figures.count() == len(DIAGRAMS)
+    for i in range(len(DIAGRAMS)):
         figure = figures.nth(i)
         assert figure.locator("svg").count() == 1
         assert figure.locator(".tw-diagram-error").count() == 0
@@ -206,6 +221,149 @@ def test_a_bound_node_navigates_to_its_record(browser, report):
     page, _, _ = _open(browser, (report / "report.html").as_uri())
     page.locator('figure#diagram-routes a.tw-node-link[href="#RT-OBJ-items"]').first.click()
     assert page.evaluate("location.hash") == "#RT-OBJ-items"
+    assert page.locator("dialog[open]").count() == 0  # a node's link opens no full screen
+    page.close()
+
+
+#: Per figure: the drawing's scale, the smallest label text as shown (CSS pixels), the
+#: code elements and text drawn, and whether it scrolls or overflows the viewport.
+MEASURE = """() => {
+  const body = parseFloat(getComputedStyle(document.body).fontSize);
+  const measure = (svg) => {
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    const sizes = Array.from(svg.querySelectorAll('.nodeLabel, .edgeLabel, .cluster-label, text'))
+      .filter(e => e.textContent.trim())
+      .map(e => parseFloat(getComputedStyle(e).fontSize) * scale);
+    return {scale, smallest: Math.min(...sizes), labels: sizes.length};
+  };
+  return {
+    body, pageWidth: document.documentElement.scrollWidth, viewport: innerWidth,
+    figures: Object.fromEntries(Array.from(document.querySelectorAll('figure.tw-diagram'))
+      .filter(f => f.querySelector('svg')).map(f => {
+      const svg = f.querySelector('svg');
+      const view = f.querySelector('.tw-diagram-view');
+      return [f.id.replace('diagram-', ''), Object.assign(measure(svg), {
+        scrolls: view.scrollWidth > view.clientWidth,
+        inside: f.getBoundingClientRect().right <= innerWidth + 0.5,
+        codes: Array.from(svg.querySelectorAll('code')).map(c => c.textContent),
+        text: svg.textContent,
+      })];
+    })),
+    dialog: Array.from(document.querySelectorAll('dialog[open] svg')).map(measure),
+  };
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_diagrams_are_drawn_at_text_size_and_scroll_inside_their_figure(browser, report, width):
+    """No diagram is shrunk into the column: each is drawn at scale 1, its labels no
+    smaller than the body text (and never under 12 px), wider ones scroll inside their
+    figure while the page itself never scrolls sideways; code is drawn as <code>."""
+    page, requests, _ = _open(browser, (report / "report.html").as_uri(), width=width)
+    found = page.evaluate(MEASURE)
+    assert found["pageWidth"] <= found["viewport"], found["pageWidth"]
+    assert sorted(found["figures"]) == sorted(DIAGRAMS)
+    for name, figure in found["figures"].items():
+        assert abs(figure["scale"] - 1) < 0.01, (name, figure["scale"])
+        assert figure["labels"] > 0, name
+        assert figure["smallest"] >= max(12, found["body"] - 0.5), (name, figure["smallest"])
+        assert figure["inside"], name
+        assert "`" not in figure["text"], (name, figure["text"])
+    assert found["figures"]["wide"]["scrolls"]  # wider than the column at either width
+    assert found["figures"]["by-hand"]["codes"] == ["Store.put"]
+    # in a quoted and a bare node label, an edge label between pipes and one between dashes
+    assert sorted(found["figures"]["wide"]["codes"]) == ["Store", "Store.put", "Store.put", "put"]
+    assert all(u.startswith("file://") for u in requests), requests
+    page.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_diagram_opens_full_screen_and_closes_by_keyboard(browser, report, width):
+    """The full-screen button is reached with Tab alone and opened with Enter; while
+    open, focus stays in the dialog; Escape closes it, the drawing returns to its
+    figure and focus to the button.  A click on the drawing opens it too, and a node's
+    link inside it closes it and goes to the record."""
+    url = (report / "report.html").as_uri()
+    page, requests, dialogs = _open(browser, url, width=width)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    button = "#diagram-wide > button.tw-diagram-open"
+    for _ in range(400):
+        page.keyboard.press("Tab")
+        if page.evaluate(f"document.activeElement.matches({button!r})"):
+            break
+    else:
+        pytest.fail("the full-screen button is not reachable with Tab")
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.querySelector('dialog.tw-diagram-dialog').open")
+    assert page.locator("#diagram-wide svg").count() == 0
+    assert page.locator("dialog[open] .tw-diagram-dialog-title").text_content() == (
+        "A chain wider than any column"
+    )
+    shown = page.evaluate(MEASURE)["dialog"]
+    assert len(shown) == 1 and abs(shown[0]["scale"] - 1) < 0.01
+    assert shown[0]["smallest"] >= 12
+    for _ in range(6):  # the page behind is inert: focus never lands there
+        page.keyboard.press("Tab")
+        assert page.evaluate(
+            "document.activeElement === document.body || "
+            "!!document.activeElement.closest('dialog[open]')"
+        )
+    page.keyboard.press("Escape")
+    assert not page.evaluate("document.querySelector('dialog.tw-diagram-dialog').open")
+    assert page.locator("#diagram-wide .tw-diagram-view svg").count() == 1
+    assert page.evaluate(f"document.activeElement.matches({button!r})")
+    # by pointer: a click on the drawing opens it; a node's link closes it and navigates
+    page.locator("#diagram-wide .tw-diagram-view").click(position={"x": 5, "y": 5})
+    assert page.locator("dialog[open] svg").count() == 1
+    page.locator('dialog[open] a.tw-node-link[href="#RT-CMP-store"]').click()
+    assert page.locator("dialog[open]").count() == 0
+    assert page.evaluate("location.hash") == "#RT-CMP-store"
+    assert page.locator("#diagram-wide .tw-diagram-view svg").count() == 1
+    assert errors == [] and dialogs == []
+    assert all(u.startswith("file://") for u in requests), requests
+    page.close()
+
+
+#: JupyterLab's own rules for a Mermaid output (its mermaid package's CSS, which draws
+#: the SVG as an image shrunk to the output's width), and one output area's structure.
+JUPYTER_CSS = """
+.jp-RenderedMermaid { overflow: auto; display: flex; }
+.jp-RenderedMermaid figure { margin: 0; overflow: auto; max-width: 100%; }
+.jp-RenderedMermaid img { max-width: 100%; }
+"""
+WIDE_SVG = (
+    "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='900' height='60'%3E"
+    "%3Crect width='900' height='60' fill='%23ccc'/%3E%3C/svg%3E"
+)
+
+
+def test_in_jupyterlab_a_diagram_keeps_its_natural_size_and_scrolls(browser):
+    """The note under a diagram carries a rule, scoped to the output just before it,
+    that undoes JupyterLab's shrinking: the diagram keeps its 900 px and its figure
+    scrolls in a 300 px output; a Mermaid output without a note is left as it was."""
+    check = DiagramCheck("d", {}, (), {})
+    note = diagram_note_html(Diagram("d", "A caption", "flowchart LR\n  a --> b", check, "x"))
+    mermaid = (
+        '<div class="jp-OutputArea-child"><div class="jp-OutputArea-output">'
+        f'<div class="jp-RenderedMermaid"><figure><img width="900" src="{WIDE_SVG}">'
+        "</figure></div></div></div>"
+    )
+    page = browser.new_page()
+    page.set_content(
+        f"<style>{JUPYTER_CSS}</style>"
+        f'<div class="jp-OutputArea" id="ours" style="width: 300px">{mermaid}'
+        f'<div class="jp-OutputArea-child"><div class="jp-OutputArea-output">{note}</div></div>'
+        f'</div><div class="jp-OutputArea" id="other" style="width: 300px">{mermaid}</div>'
+    )
+    widths = page.evaluate(
+        """() => ['ours', 'other'].map(id => {
+        const img = document.querySelector('#' + id + ' img');
+        const figure = img.closest('figure');
+        return [img.getBoundingClientRect().width, figure.scrollWidth > figure.clientWidth];
+    })"""
+    )
+    assert widths == [[900, True], [300, False]]
     page.close()
 
 
@@ -223,7 +381,8 @@ def test_analyst_html_cannot_navigate_load_or_run_anything(browser, report, serv
     found = page.evaluate(
         """() => ({
         elements: Array.from(document.querySelectorAll(
-            'iframe, object, embed, form, input, button, base, link, video, audio, image, '
+            'iframe, object, embed, form, input, base, link, video, audio, image, '
+            + 'button:not(figure.tw-diagram > button.tw-diagram-open), '
             + 'meta[http-equiv="refresh" i], main script, main svg:not(figure.tw-diagram svg)'
         )).map(e => e.outerHTML.slice(0, 80)),
         styles: Array.from(document.querySelectorAll('body style'))

@@ -18,10 +18,11 @@ import pytest
 from conftest import PathStub, RouteStub, needs_chromium, render_store_report
 from tracework.notebook.diagrams import (
     DiagramError,
-    from_authority_paths,
+    drawable,
     from_routes,
     label,
     parse,
+    runtime,
 )
 from tracework.render.export import report_js
 from tracework.text import visible
@@ -93,6 +94,49 @@ def test_plain_colours_line_breaks_and_escaped_text_still_pass(text):
     parse(text)
 
 
+#: Text built to turn a code span into markup once its backticks become <code>.
+CODE_ATTACKS = [
+    "<img src=https://evil.example/i>",
+    "</code><script>alert(1)</script><code>",
+    '"] --> x["',
+    "#60;img src=x#62;",
+    "&lt;b&gt;",
+    "a ` b",
+    "``",
+    f"{RLO}x",
+]
+
+
+@pytest.mark.parametrize("attack", CODE_ATTACKS)
+def test_code_spans_add_no_markup_but_code(attack):
+    """Generated labels keep `` `code` `` for the code font; whatever is inside, the
+    drawn text gains only <code> elements, and the check sees the same span."""
+    titles = {"RT-CMP-a": f"uses `{attack}` and {attack}", "RT-OBJ-b": f"`{attack}`"}
+    route = RouteStub("RT-RTE-r", f"via `{attack}`", ("RT-CMP-a", "RT-OBJ-b"))
+    path = PathStub("RT-BAP-p", "RT-OBJ-b", f"`{attack}`", attack)
+    for source in (
+        from_routes([route], titles, "LR"),
+        runtime(["RT-CMP-a"], [route], [path], titles),
+    ):
+        parse(source)
+        tags = re.findall(r"<[A-Za-z/!?][^>]*>?", drawable(source))
+        assert set(tags) <= {"<code>", "</code>"}, tags
+        assert visible(drawable(source)) == drawable(source)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'flowchart LR\n  a["`<img src=x>`"] --> b',
+        'flowchart LR\n  a["`</code><script>`"] --> b',
+        "flowchart LR\n  a -->|`<b>x</b>`| b",
+    ],
+)
+def test_code_spans_in_hand_written_labels_are_checked_like_other_text(text):
+    with pytest.raises(DiagramError, match="HTML in a label"):
+        parse(text)
+
+
 def test_generated_labels_show_hidden_characters_as_cards_do():
     escaped = label(HIDDEN)
     assert RLO not in escaped and ESC not in escaped and "\u200b" not in escaped
@@ -101,11 +145,11 @@ def test_generated_labels_show_hidden_characters_as_cards_do():
     assert parse(f"flowchart LR\n  n[{escaped}]").nodes["n"] == shown
     titles = {"RT-CMP-a": HIDDEN, "RT-OBJ-b": "Bee"}
     routes = from_routes([RouteStub("RT-RTE-r", HIDDEN, ("RT-CMP-a", "RT-OBJ-b"))], titles, "LR")
-    paths = from_authority_paths([PathStub("RT-BAP-p", "RT-OBJ-b", HIDDEN, HIDDEN)], titles, "LR")
+    paths = runtime([], [], [PathStub("RT-BAP-p", "RT-OBJ-b", HIDDEN, HIDDEN)], titles)
     for text in (routes, paths):
         assert visible(text) == text  # nothing left to neutralise
         parsed = parse(text)
-        assert shown in parsed.labels()
+        assert shown in [*parsed.nodes.values(), *(edge[2] for edge in parsed.edges)]
 
 
 def test_report_js_keeps_mermaid_strict_and_locks_its_configuration():
@@ -184,10 +228,12 @@ def test_no_hidden_character_reaches_the_report_or_its_diagram_files(report):
         assert caption and html.escape(visible(HIDDEN), quote=True) in caption.group(1)
         assert "&lt;U+202E&gt;" in caption.group(1) and "&lt;U+001B&gt;" in caption.group(1)
         assert f'aria-label="{caption.group(1)}"' in block
-        # the Mermaid text drawn, the folded source and the .mmd file are the same text
+        # the folded source is the .mmd file; the Mermaid text drawn is the same with
+        # its code spans as <code> elements
         drawn = re.search(r'<pre class="mermaid">(.*?)</pre>', block, re.S)
-        assert drawn and html.unescape(drawn.group(1)) == source
-        assert f"<pre><code>{drawn.group(1)}</code></pre>" in block
+        assert drawn and html.unescape(drawn.group(1)) == drawable(source)
+        fold = re.search(r"<pre><code>(.*?)</code></pre>", block, re.S)
+        assert fold and html.unescape(fold.group(1)) == source
     # the generated labels show the marks too, as the record cards do
     assert html.escape(label(HIDDEN)[1:-1], quote=True) in page
     assert "#60;U+202E#62;" in files["routes"] and "#60;U+001B#62;" in files["authority"]

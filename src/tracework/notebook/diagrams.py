@@ -1,11 +1,13 @@
 """Mermaid flowcharts: drawn from records or by hand, parsed, escaped and checked.
 
-Generated diagrams come from :func:`from_routes` and :func:`from_authority_paths`;
-every label they write goes through :func:`label`, so no text — the analyst's or the
-subject's — can close a label, open a directive or inject markup.  Every diagram,
-generated or hand-written, is parsed by :func:`parse` (the flowchart subset tracework
-uses) and checked by :func:`check`: bound nodes name records, and each
-`` `identifier` `` written in a label is found in the registered files at the commit.
+Generated diagrams come from :func:`from_routes` and :func:`runtime`; every label they
+write goes through :func:`label`, so no text — the analyst's or the subject's — can
+close a label, open a directive or inject markup.  Every diagram, generated or
+hand-written, is parsed by :func:`parse` (the flowchart subset tracework uses) and
+checked by :func:`check`: bound nodes name records, and each `` `identifier` `` written
+in a label is found in the registered files at the commit.  What is drawn is
+:func:`drawable` of the checked text: each `` `identifier` `` in code font, without
+its backticks.
 
 The parser refuses what it cannot vouch for, since Mermaid would act on it: a
 ``%%{`` directive anywhere (Mermaid reads one on any line, even inside a label or a
@@ -24,7 +26,7 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Protocol
@@ -51,10 +53,43 @@ def label(text: str) -> str:
 
     Control, bidi and invisible characters are first made visible (``<U+202E>``) by
     :func:`tracework.text.visible`, as on record cards, so no override reorders
-    the drawn diagram; then the text is folded to one line and escaped.
+    the drawn diagram; then the text is folded to one line and escaped.  Backticks
+    around text (`` `NoteStore.keep` ``) stay, so the label shows code as a
+    hand-written one does (:func:`drawable`); one without a partner, or around
+    nothing, is escaped like any other character.
     """
-    flat = " ".join(visible(str(text)).split())
-    return '"' + "".join(_ENTITY.get(ch, ch) for ch in flat) + '"'
+    pieces = " ".join(visible(str(text)).split()).split("`")
+    if len(pieces) % 2 == 0:  # an odd number of backticks: the last one has no partner
+        pieces[-2:] = [pieces[-2] + "`" + pieces[-1]]
+    out = []
+    for i, piece in enumerate(pieces):  # odd places lie between two backticks
+        escaped = "".join(_ENTITY.get(ch, ch) for ch in piece)
+        if i % 2 == 0:
+            out.append(escaped)
+        elif piece.strip():
+            out.append(f"`{escaped}`")
+        else:
+            out.append(f"#96;{escaped}#96;")
+    return '"' + "".join(out) + '"'
+
+
+#: A code span in a label: backticks around text on one line.
+_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def drawable(source: str) -> str:
+    """The Mermaid text to draw: each `` `code` `` span becomes ``<code>code</code>``.
+
+    Mermaid would draw the backticks literally (or, at a label's start, read a
+    markdown string, which has no code font).  :func:`parse` has made sure that
+    backticks occur only in pairs inside labels, around text that holds no HTML, so
+    the only markup this adds is the ``<code>`` element around already-escaped text,
+    which Mermaid's strict security level keeps.  Comment lines are left as written.
+    """
+    return "\n".join(
+        line if line.lstrip().startswith("%%") else _CODE.sub(r"<code>\1</code>", line)
+        for line in source.split("\n")
+    )
 
 
 def unescape(text: str) -> str:
@@ -84,16 +119,15 @@ def node_id(record_id: str) -> str:
 
 @dataclass
 class Parsed:
-    """What a flowchart declares: nodes with labels, edges, subgraphs and bindings."""
+    """What a flowchart declares: nodes with labels, edges, subgraphs, bindings, and the
+    `` `code` `` spans its labels hold (what the identifier check looks up)."""
 
     direction: str
     nodes: dict[str, str] = field(default_factory=dict)  # id -> label as shown
     edges: list[tuple[str, str, str]] = field(default_factory=list)  # (from, to, label)
     subgraphs: dict[str, str] = field(default_factory=dict)
     bindings: dict[str, str] = field(default_factory=dict)  # node -> record id
-
-    def labels(self) -> list[str]:
-        return [*self.nodes.values(), *self.subgraphs.values(), *(e[2] for e in self.edges)]
+    code: dict[str, None] = field(default_factory=dict)  # `code` spans, in order
 
 
 _ID = re.compile(r"[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*")
@@ -194,8 +228,9 @@ def _refuse_unsafe_lines(text: str) -> None:
             )
 
 
-def _label_text(raw: str, n: int) -> str:
-    """A label as written (quotes and entity codes as they are) → the text it shows."""
+def _label_text(raw: str, n: int, parsed: Parsed) -> str:
+    """A label as written (quotes and entity codes as they are) → the text it shows;
+    its `` `code` `` spans are noted in ``parsed`` for the identifier check."""
     bare = _BREAK.sub("", raw)
     tag = _TAG.search(bare)
     if tag:
@@ -203,6 +238,13 @@ def _label_text(raw: str, n: int) -> str:
             f"line {n}: HTML in a label ({bare[tag.start() : tag.start() + 12]!r}…) is "
             "refused, only <br> is allowed; write `<` as #60; to show it"
         )
+    if _CODE.sub("", raw).count("`"):
+        raise DiagramError(
+            f"line {n}: a backtick in a label opens code and needs a closing one, with "
+            "text between; write #96; to show a backtick as it is"
+        )
+    for m in _CODE.finditer(raw):
+        parsed.code.setdefault(unescape(m.group(1)).strip(), None)
     return unescape(raw)
 
 
@@ -293,7 +335,7 @@ def _subgraph(rest: str, parsed: Parsed, n: int) -> None:
     if tail:
         if not (tail.startswith("[") and tail.endswith("]")):
             raise DiagramError(f"line {n}: a subgraph title goes in [brackets]")
-        parsed.subgraphs[sid] = _label_text(tail[1:-1].strip(), n)
+        parsed.subgraphs[sid] = _label_text(tail[1:-1].strip(), n, parsed)
     else:
         parsed.subgraphs[sid] = sid
 
@@ -311,7 +353,7 @@ def _chain(stmt: str, parsed: Parsed, n: int) -> None:
         if not m or m.end() == pos:
             raise DiagramError(f"line {n}: cannot read {stmt[pos : pos + 30]!r}")
         edge_label = _label_text(
-            (m.group("t1") or m.group("t2") or m.group("pipe") or "").strip(), n
+            (m.group("t1") or m.group("t2") or m.group("pipe") or "").strip(), n, parsed
         )
         previous, pos = group, m.end()
 
@@ -324,7 +366,7 @@ def _node_group(stmt: str, pos: int, parsed: Parsed, n: int) -> tuple[list[str],
         if not m:
             raise DiagramError(f"line {n}: expected a node id at {stmt[pos : pos + 30]!r}")
         nid, pos = m.group(0), m.end()
-        shown, pos = _shape(stmt, pos, n)
+        shown, pos = _shape(stmt, pos, n, parsed)
         if shown is not None:
             parsed.nodes[nid] = shown
         else:
@@ -340,7 +382,7 @@ def _node_group(stmt: str, pos: int, parsed: Parsed, n: int) -> tuple[list[str],
         return group, pos
 
 
-def _shape(stmt: str, pos: int, n: int) -> tuple[str | None, int]:
+def _shape(stmt: str, pos: int, n: int, parsed: Parsed) -> tuple[str | None, int]:
     for opener, closer in _SHAPES:
         if stmt.startswith(opener, pos):
             start = pos + len(opener)
@@ -348,17 +390,12 @@ def _shape(stmt: str, pos: int, n: int) -> tuple[str | None, int]:
                 end_quote = stmt.find('"', start + 1)
                 if end_quote == -1 or not stmt.startswith(closer, end_quote + 1):
                     continue
-                inner = stmt[start + 1 : end_quote]
-                if inner.startswith("`") and not (len(inner) > 1 and inner.endswith("`")):
-                    raise DiagramError(
-                        f"line {n}: a label starting with a backtick is a Mermaid markdown "
-                        "string and must end with one; put other text first"
-                    )
-                return _label_text(stmt[start : end_quote + 1], n), end_quote + 1 + len(closer)
+                shown = _label_text(stmt[start : end_quote + 1], n, parsed)
+                return shown, end_quote + 1 + len(closer)
             end = stmt.find(closer, start)
             if end == -1:
                 continue
-            return _label_text(stmt[start:end].strip(), n), end + len(closer)
+            return _label_text(stmt[start:end].strip(), n, parsed), end + len(closer)
     if pos < len(stmt) and stmt[pos] in "[({>":
         raise DiagramError(f"line {n}: a node label is not closed")
     return None, pos
@@ -391,22 +428,124 @@ def from_routes(routes: Iterable[RouteLike], titles: Mapping[str, str], directio
     return "\n".join(lines) + "\n"
 
 
-def from_authority_paths(
-    paths: Iterable[AuthorityLike], titles: Mapping[str, str], direction: str
+#: How a runtime diagram tells kinds apart, by record id prefix: class, shape, style.
+#: Operative objects (retained material) are drawn as stores, consumers as rounded ends.
+_KINDS = {
+    "RT-CMP-": ("component", "[", "]", "fill:#eef2fb,stroke:#2451a6"),
+    "RT-OBJ-": ("object", "[(", ")]", "fill:#fdf6e9,stroke:#9a5b00"),
+    "RT-BAP-": ("consumer", "([", "])", "fill:#f3f3f3,stroke:#5b6270"),
+    "": ("record", "[", "]", "fill:#ffffff,stroke:#5b6270"),
+}
+#: One colour per route (in turn), so a route can be followed past its labelled step.
+_ROUTE_COLOURS = ("#2451a6", "#1c7a45", "#9a5b00", "#7b3fa0", "#b3261e", "#00796b")
+
+
+def runtime(
+    nodes: Iterable[str],
+    routes: Iterable[RouteLike],
+    paths: Iterable[AuthorityLike],
+    titles: Mapping[str, str],
+    direction: str | None = None,
 ) -> str:
-    """Retained material to the consumers it reaches, one edge per authority path."""
-    lines = [f"flowchart {direction}"]
-    declared: set[str] = set()
+    """The runtime as a flowchart: components and operative objects as nodes, each
+    route as edges along its ``passes_through``, each authority path as a dashed edge
+    from its retained material to its consumer.
+
+    Besides ``nodes``, every record a route passes through and every path's retained
+    material is drawn.  Kinds are told apart by shape and colour (rectangles for
+    components, stores for operative objects, rounded ends for consumers) rather than
+    by subgraphs: a route runs from component to object and back, and a subgraph per
+    kind made the layout stretch every edge across the clusters (the demo's runtime
+    drew 1,671 px wide that way, 816 px without).  A route's label is written once,
+    on its first step, and its edges share a colour; a path's edge is labelled with
+    its record label (its channel if it has none).  Without a ``direction``,
+    :func:`runtime_direction` picks one.
+    """
+    members: dict[str, None] = dict.fromkeys(nodes)
+    steps: list[tuple[str, str, str, int]] = []  # from, to, label, route's colour
+    for n, route in enumerate(routes):
+        chain = list(route.passes_through)
+        if not chain:
+            raise DiagramError(f"{route.id} names no records in passes_through to draw")
+        members.update(dict.fromkeys(chain))
+        text = label(route.label or route.id)
+        for i, (a, b) in enumerate(pairwise(chain)):
+            steps.append((a, b, text if i == 0 else "", n % len(_ROUTE_COLOURS)))
+    reaches: list[tuple[str, AuthorityLike]] = []
     for path in paths:
         if not path.source_material:
             raise DiagramError(f"{path.id} names no source_material to draw from")
-        source = path.source_material
-        if source not in declared:
-            lines.append(f"  {node_id(source)}[{label(titles.get(source, source))}]")
-            declared.add(source)
-        lines.append(f"  {node_id(path.id)}([{label(path.consumer)}])")
-        lines.append(f"  {node_id(source)} -->|{label(path.channel)}| {node_id(path.id)}")
+        members.setdefault(path.source_material, None)
+        reaches.append((path.source_material, path))
+    if not members:
+        raise DiagramError("a runtime diagram needs at least one record to draw")
+    consumers = {path.id: path.consumer for _, path in reaches}
+    edges = [(a, b) for a, b, _, _ in steps] + [(src, p.id) for src, p in reaches]
+    direction = direction or runtime_direction([*members, *consumers], edges)
+    lines = [f"flowchart {direction}"]
+    kinds: dict[str, list[str]] = {}
+    for rid, text in [*((rid, titles.get(rid, rid)) for rid in members), *consumers.items()]:
+        prefix = next((p for p in _KINDS if p and rid.startswith(p)), "")
+        kind, opener, closer, _ = _KINDS[prefix]
+        lines.append(f"  {node_id(rid)}{opener}{label(text)}{closer}")
+        kinds.setdefault(kind, []).append(rid)
+    for a, b, text, _ in steps:
+        lines.append(f"  {node_id(a)} -->{f'|{text}|' if text else ''} {node_id(b)}")
+    for source, path in reaches:
+        title = titles.get(path.id, path.id)
+        text = label(title if title != path.id else path.channel)
+        lines.append(f"  {node_id(source)} -.->|{text}| {node_id(path.id)}")
+    for colour in sorted({c for *_, c in steps}):
+        numbers = ",".join(str(i) for i, step in enumerate(steps) if step[3] == colour)
+        lines.append(f"  linkStyle {numbers} stroke:{_ROUTE_COLOURS[colour]},stroke-width:2px")
+    for kind, _, _, style in _KINDS.values():
+        if kind in kinds:
+            lines.append(f"  classDef {kind} {style}")
+            lines.append(f"  class {','.join(kinds[kind])} {kind}")
     return "\n".join(lines) + "\n"
+
+
+def runtime_direction(nodes: Sequence[str], edges: Iterable[tuple[str, str]]) -> str:
+    """``TB`` unless the graph is broader than it is deep, then ``LR``.
+
+    Nodes are ranked as a layered layout ranks them: edges that close a cycle are set
+    aside (found by a depth-first walk, as dagre does), then each node sits one rank
+    after its furthest predecessor.  The longer of depth and breadth is laid along
+    the page's own scrolling, downwards, so a runtime of many short routes stacks its
+    nodes rather than spreading them past the column, and a long route runs down the
+    page rather than across it.
+    """
+    after: dict[str, list[str]] = {n: [] for n in nodes}
+    for a, b in edges:
+        if a in after and b in after:
+            after[a].append(b)
+    state: dict[str, int] = {}  # 1 while on the walk's path, 2 when done
+    order: list[str] = []
+    forward: dict[str, list[str]] = {n: [] for n in after}
+    for root in after:
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(after[root]))]
+        while stack:
+            node, rest = stack[-1]
+            nxt = next(rest, None)
+            if nxt is None:
+                state[node] = 2
+                order.append(node)
+                stack.pop()
+            elif state.get(nxt) != 1:  # an edge back onto the path closes a cycle
+                forward[node].append(nxt)
+                if nxt not in state:
+                    state[nxt] = 1
+                    stack.append((nxt, iter(after[nxt])))
+    rank = dict.fromkeys(after, 0)
+    for node in reversed(order):  # reverse post-order: every edge kept points forward
+        for nxt in forward[node]:
+            rank[nxt] = max(rank[nxt], rank[node] + 1)
+    depth = max(rank.values(), default=0) + 1
+    breadth = max(Counter(rank.values()).values(), default=1)
+    return "LR" if breadth > depth else "TB"
 
 
 class RouteLike(Protocol):
@@ -421,7 +560,7 @@ class RouteLike(Protocol):
 
 
 class AuthorityLike(Protocol):
-    """What :func:`from_authority_paths` reads from an authority path record."""
+    """What :func:`runtime` reads from an authority path record."""
 
     @property
     def id(self) -> str: ...
@@ -455,12 +594,9 @@ class DiagramCheck:
 
 
 def identifiers(parsed: Parsed) -> list[str]:
-    """Every `` `code` `` span written in a label, in order, without repeats."""
-    seen: dict[str, None] = {}
-    for text in parsed.labels():
-        for m in re.finditer(r"`([^`\n]+)`", text):
-            seen.setdefault(m.group(1).strip(), None)
-    return list(seen)
+    """Every `` `code` `` span written in a label, in order, without repeats (a
+    backtick written as ``#96;`` is shown as it is, so it opens no span)."""
+    return list(parsed.code)
 
 
 def bound_records(parsed: Parsed, is_record: Callable[[str], bool]) -> dict[str, str]:

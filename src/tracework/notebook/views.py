@@ -385,10 +385,24 @@ def diagram_status_html(check: DiagramCheck) -> str:
     return f'<p class="tw-diagram-check">{state} {note}.{problems}</p>'
 
 
+#: JupyterLab draws a Mermaid output as an image shrunk to the output's width
+#: (``.jp-RenderedMermaid img { max-width: 100% }``), which made a wide diagram's labels
+#: unreadably small.  The note under each diagram carries this rule, scoped to the
+#: output just before a note, so the diagram keeps its natural size and its figure
+#: (``overflow: auto`` in JupyterLab) scrolls.  Where JupyterLab drops styles from an
+#: output (an untrusted notebook), the diagram is shrunk as before.
+_JUPYTER_STYLE = (
+    "<style>.jp-OutputArea-child:has(+ .jp-OutputArea-child .tw-diagram-note) "
+    ".jp-RenderedMermaid img { max-width: none; }</style>"
+)
+
+
 def diagram_note_html(diagram: Diagram) -> str:
-    """Shown under a diagram in JupyterLab: caption, check and its source, folded."""
+    """Shown under a diagram in JupyterLab: caption, check and its source, folded; its
+    style lets the diagram above scroll at its natural size instead of shrinking."""
     return (
-        f'<div class="tw-diagram-note"><p class="tw-caption">{esc(diagram.caption)}</p>'
+        f'{_JUPYTER_STYLE}<div class="tw-diagram-note">'
+        f'<p class="tw-caption">{esc(diagram.caption)}</p>'
         f"{diagram_status_html(diagram.check)}"
         f"<details><summary>Diagram source</summary><pre><code>{esc(diagram.source)}"
         "</code></pre></details></div>"

@@ -45,10 +45,11 @@ from tracework.notebook.declare import RecordDeclarations
 from tracework.notebook.diagrams import (
     DIRECTIONS,
     DiagramError,
-    from_authority_paths,
+    drawable,
     from_routes,
     name_pattern,
     parse,
+    runtime,
 )
 from tracework.notebook.diagrams import check as check_diagram
 from tracework.notebook.jupyter import (
@@ -62,7 +63,15 @@ from tracework.notebook.jupyter import (
     install_error_display,
 )
 from tracework.notebook.marks import Mark, marks_json, marks_section
-from tracework.notebook.records import DRIFT_STATES, KINDS, AuthorityPath, Record, Route
+from tracework.notebook.records import (
+    DRIFT_STATES,
+    KINDS,
+    AuthorityPath,
+    Component,
+    OperativeObject,
+    Record,
+    Route,
+)
 from tracework.notebook.rubrics import Rubric
 from tracework.notebook.views import (
     Diagram,
@@ -558,26 +567,29 @@ class Workbench(RecordDeclarations):
         *,
         caption: str,
         routes: Sequence[str] = (),
-        records: Sequence[str] = (),
-        direction: str = "TB",
+        records: Sequence[str] | Literal["all"] = (),
+        direction: str | None = None,
     ) -> None:
         """Draw a Mermaid flowchart, checked at once.
 
         Give exactly one of `source` (written by hand), `routes` (each route's progression
-        through the records it passes) or `records` (behavioural-authority paths, from retained
-        material to consumers).  A node whose id is a record id, or that a `%% bind NODE
-        RECORD` line names, links to that record's card and must name a record declared above;
-        every `` `identifier` `` in a label must be defined or called in the registered files at
-        the commit.  Directives, `click`, `href`, HTML in labels and hidden characters are
-        refused.
+        through the records it passes) or `records` (the runtime: `"all"`, or ids of
+        components, operative objects, routes and authority paths, drawn as one flowchart,
+        see :func:`tracework.notebook.diagrams.runtime`).  A node whose id is a record id, or
+        that a `%% bind NODE RECORD` line names, links to that record's card and must name a
+        record declared above; every `` `identifier` `` in a label is drawn in code font and
+        must be defined or called in the registered files at the commit.  Directives,
+        `click`, `href`, HTML in labels and hidden characters are refused.
 
         Args:
             name: The diagram's name: letters, digits, `-` and `_`.
             source: Mermaid flowchart text.
             caption: The figure's caption, also its text alternative.
             routes: Ids of declared routes (`RT-RTE-…`).
-            records: Ids of declared behavioural-authority paths (`RT-BAP-…`).
-            direction: `TB`, `BT`, `LR` or `RL`, for generated diagrams.
+            records: `"all"`, or ids of declared components, operative objects, routes and
+                behavioural-authority paths, for the runtime diagram.
+            direction: `TB`, `BT`, `LR` or `RL`, for generated diagrams: `TB` for routes by
+                default; a runtime diagram picks its own by its shape.
 
         Examples:
             ```python
@@ -585,7 +597,7 @@ class Workbench(RecordDeclarations):
               msg(["user message"]) --> RT-CMP-note-store["filed by `NoteStore.keep`"]
               %% bind msg RT-RTE-keep
             ''', caption="One turn of Larkspur.")
-            wb.diagram("routes", caption="The routes.", routes=["RT-RTE-keep"], direction="LR")
+            wb.diagram("runtime", caption="What runs, and what it keeps.", records="all")
             ```
         """
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", name):
@@ -593,18 +605,17 @@ class Workbench(RecordDeclarations):
         cell = cell_id()
         if name in self._diagrams and (cell is None or self._diagrams[name].cell != cell):
             raise DiagramError(f"diagram {name} is drawn twice")
-        if direction not in DIRECTIONS:
+        if direction is not None and direction not in DIRECTIONS:
             raise DiagramError(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}")
         if sum(bool(x) for x in (source, routes, records)) != 1:
             raise DiagramError(f"diagram {name}: give exactly one of source, routes or records")
         kind = "hand-written" if source else "generated"
         titles = {rid: r.label or rid for rid, r in self._records.items()}
         if routes:
-            chosen = [self._record_of(rid, Route, name) for rid in routes]
-            source = from_routes(chosen, titles, direction)
+            chosen = [self._record_of(rid, (Route,), name) for rid in routes]
+            source = from_routes(chosen, titles, direction or "TB")
         elif records:
-            paths = [self._record_of(rid, AuthorityPath, name) for rid in records]
-            source = from_authority_paths(paths, titles, direction)
+            source = self._runtime(name, records, titles, direction)
         assert source is not None
         parsed = parse(source)
         result = check_diagram(name, parsed, self._records, self._defined)
@@ -612,9 +623,16 @@ class Workbench(RecordDeclarations):
         self._diagrams[name] = drawn
         if self.mode == "author":
             write_atomic(self.output_dir / "diagrams" / f"{name}.mmd", source)
-        meta = {"tracework": {"diagram": name, "caption": caption, "bindings": result.bindings}}
+        meta = {
+            "tracework": {
+                "diagram": name,
+                "caption": caption,
+                "bindings": result.bindings,
+                "source": source,
+            }
+        }
         display(
-            {"text/vnd.mermaid": source, "text/plain": f"diagram {name}: {caption}"},
+            {"text/vnd.mermaid": drawable(source), "text/plain": f"diagram {name}: {caption}"},
             raw=True,
             metadata=meta,
         )
@@ -623,11 +641,47 @@ class Workbench(RecordDeclarations):
             metadata={"tracework": "diagram-note"},
         )
 
-    def _record_of(self, rid: str, kind: type[Record], diagram: str) -> Any:
+    def _runtime(
+        self,
+        name: str,
+        records: Sequence[str] | str,
+        titles: dict[str, str],
+        direction: str | None,
+    ) -> str:
+        """The runtime diagram of ``records``: with ``"all"``, every component, operative
+        object and route that passes through something, and every authority path that
+        names its retained material, in the order they were declared."""
+        drawn = (Component, OperativeObject, Route, AuthorityPath)
+        if isinstance(records, str):
+            if records != "all":
+                raise DiagramError(
+                    f'diagram {name}: records={records!r} is neither "all" nor a list',
+                    hint='write records="all", or records=["RT-CMP-…", …]',
+                )
+            chosen = [
+                r
+                for r in self._records.values()
+                if isinstance(r, drawn)
+                and not (isinstance(r, Route) and not r.passes_through)
+                and not (isinstance(r, AuthorityPath) and not r.source_material)
+            ]
+        else:
+            chosen = [self._record_of(rid, drawn, name) for rid in records]
+        return runtime(
+            [r.id for r in chosen if isinstance(r, (Component, OperativeObject))],
+            [r for r in chosen if isinstance(r, Route)],
+            [r for r in chosen if isinstance(r, AuthorityPath)],
+            titles,
+            direction,
+        )
+
+    def _record_of(self, rid: str, kinds: tuple[type[Record], ...], diagram: str) -> Any:
         record = self._records.get(rid)
-        if not isinstance(record, kind):
+        if not isinstance(record, kinds):
+            wanted = ", ".join(k.kind for k in kinds[:-1])
+            wanted = f"{wanted} or {kinds[-1].kind}" if wanted else kinds[-1].kind
             raise DiagramError(
-                f"diagram {diagram}: {rid} is not a declared {kind.kind}",
+                f"diagram {diagram}: {rid} is not a declared {wanted}",
                 hint="declare the record above the diagram",
             )
         return record

@@ -2,8 +2,105 @@
 // Mermaid (strict security level, configuration locked against diagrams), then link
 // every node bound to a record to the record's anchor.  Nothing is fetched: this file
 // and mermaid.min.js sit beside the page.
+//
+// A diagram is drawn at its natural size, its text as large as the page's body text,
+// and scrolls inside its figure when wider than the column (shrinking it to fit made
+// labels a few pixels high).  A button, or a click on the drawing, opens it in a
+// modal <dialog> filling the screen: the rest of the page is inert while it is open
+// (the browser keeps focus inside), Escape or the close button shut it, and focus
+// returns to the button.  No zoom: the drawing is already at text size, and a
+// phone's own pinch-zoom still works.
 (function () {
   "use strict";
+
+  let viewer = null;
+
+  function makeViewer() {
+    const dialog = document.createElement("dialog");
+    dialog.className = "tw-diagram-dialog";
+    const bar = document.createElement("div");
+    bar.className = "tw-diagram-dialog-bar";
+    const title = document.createElement("p");
+    title.className = "tw-diagram-dialog-title";
+    title.id = "tw-diagram-dialog-title";
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "tw-diagram-close";
+    close.textContent = "Close";
+    close.autofocus = true;
+    close.addEventListener("click", function () { dialog.close(); });
+    bar.append(title, close);
+    const stage = document.createElement("div");
+    stage.className = "tw-diagram-stage";
+    stage.tabIndex = 0;
+    dialog.setAttribute("aria-labelledby", title.id);
+    dialog.append(bar, stage);
+    document.body.appendChild(dialog);
+    viewer = { dialog: dialog, title: title, stage: stage, view: null, opener: null };
+    // The drawing goes back to its figure however the dialog closes (Escape, button).
+    dialog.addEventListener("close", function () {
+      const svg = stage.querySelector("svg");
+      if (svg && viewer.view) {
+        viewer.view.appendChild(svg);
+      }
+      if (viewer.opener) {
+        viewer.opener.focus();
+      }
+      viewer.view = null;
+    });
+    // Following a node's link to its record closes the dialog first.
+    stage.addEventListener("click", function (event) {
+      if (event.target.closest && event.target.closest("a")) {
+        dialog.close();
+      }
+    });
+    return viewer;
+  }
+
+  function openViewer(figure, opener) {
+    const view = figure.querySelector(".tw-diagram-view");
+    const svg = view && view.querySelector("svg");
+    if (!svg) {
+      return;
+    }
+    const v = viewer || makeViewer();
+    const caption = figure.querySelector("figcaption");
+    v.title.textContent = (caption && caption.textContent) || "Diagram";
+    v.view = view;
+    v.opener = opener;
+    v.stage.appendChild(svg);
+    v.dialog.showModal();
+  }
+
+  function addViewer(figure) {
+    const pre = figure.querySelector("pre.mermaid");
+    const svg = pre && pre.querySelector("svg");
+    if (!svg) {
+      return;
+    }
+    // The drawing leaves the <pre> (its white-space and font are for the source text)
+    // for a scrolling view a keyboard can reach and scroll.
+    const view = document.createElement("div");
+    view.className = "tw-diagram-view";
+    view.tabIndex = 0;
+    view.setAttribute("role", "region");
+    view.setAttribute("aria-label", (figure.getAttribute("aria-label") || "Diagram") +
+      " (scrolls when wider than the page)");
+    view.appendChild(svg);
+    pre.replaceWith(view);
+    const open = document.createElement("button");
+    open.type = "button";
+    open.className = "tw-diagram-open";
+    open.textContent = "Full screen";
+    open.setAttribute("aria-haspopup", "dialog");
+    open.addEventListener("click", function () { openViewer(figure, open); });
+    figure.insertBefore(open, view);
+    view.addEventListener("click", function (event) {
+      if (!(event.target.closest && event.target.closest("a"))) {
+        openViewer(figure, open);
+      }
+    });
+  }
 
   function showError(figure, message) {
     const note = document.createElement("p");
@@ -54,10 +151,16 @@
       "markdownAutoWrap", "deterministicIds", "dompurifyConfig", "flowchart", "elk",
       "arrowMarkerAbsolute", "legacyMathML", "forceLegacyMathML", "logLevel"
     ]);
+    // Labels as large as the page's body text, and the drawing at its natural width
+    // (useMaxWidth would shrink it into the column).
+    const bodySize = parseFloat(getComputedStyle(document.body).fontSize) || 16;
     mermaid.initialize({
       startOnLoad: false,
       securityLevel: "strict",
       theme: "neutral",
+      fontSize: bodySize,
+      themeVariables: { fontSize: bodySize + "px" },
+      flowchart: { useMaxWidth: false },
       secure: locked
     });
     let failed = 0;
@@ -66,6 +169,7 @@
       try {
         await mermaid.run({ nodes: [pre] });
         linkBoundNodes(figure);
+        addViewer(figure);
       } catch (err) {
         failed += 1;
         showError(figure, String((err && err.message) || err));
