@@ -402,3 +402,36 @@ def test_a_report_shows_only_outputs_that_cannot_run_and_no_addresses_they_name(
     assert [dict(o.data) for o in outputs] == [{"text/plain": "w"}, {"image/png": "iVBORw0KGgo="}]
     assert outputs[1].metadata == {"tracework": "x", "image/png": {"height": 30}}
     assert cell.outputs[2].metadata["filenames"]  # the executed notebook is left as it was
+
+
+def test_a_report_page_carries_the_display_style_once_and_no_display_brings_its_own(tmp_path):
+    """In JupyterLab every display carries the stylesheet; on the page it is in the head
+    once, and the copies the displays brought are gone (a page of 50 records would
+    otherwise carry 50 copies)."""
+    import json
+
+    from conftest import render_store_report
+    from tracework.notebook.views import display_css
+
+    cells = [
+        """q = src.quote("pkg/store.py", symbol="Store.put")
+wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q])
+wb.component("RT-CMP-again", label="Again", identity="Again.", evidence=[q]);"""
+    ]
+    folder = render_store_report(tmp_path, cells)
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    head, _, body = page.partition("</head>")
+    assert head.count(display_css()) == 1
+    assert "<style" not in body and ".tw-badge{" not in body
+    executed = nbformat.read(folder / "report.ipynb", as_version=4)
+    shown = [
+        out["data"]["text/html"]
+        for cell in executed.cells
+        for out in cell.get("outputs", [])
+        if "text/html" in out.get("data", {})
+    ]
+    assert shown and all(h.startswith(f"<style>{display_css()}</style>") for h in shown)
+    # each record cites the quote folded; its card is on the page once
+    quote = next(iter(json.loads((folder / "records.json").read_text())["quotes"]))
+    assert len(re.findall(rf'<figure class="tw-quote[^"]*" id="{quote}"', body)) == 1
+    assert body.count(f'<details class="tw-cite"><summary><a class="tw-ref" href="#{quote}"') == 2
