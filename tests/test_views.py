@@ -115,6 +115,138 @@ def test_a_moved_quote_links_its_pinned_lines_and_where_it_is_now():
     assert f"https://github.com/acme/lark/blob/{now}/horn.py#L25-L26" in page  # now
 
 
+# -- how displays look in JupyterLab and on the page ------------------------------------
+
+
+def _quote_info(qid: str, path: str, first: int, text: str, state: str | None = None):
+    from tracework.drift.check import CheckItem
+    from tracework.notebook.views import QuoteInfo
+    from tracework.register.models import Quote
+
+    last = first + text.count("\n") - 1
+    quote = Quote(
+        source="SRC-1",
+        path=path,
+        lines=(first, last),
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
+        text=text,
+    )
+    drift = None
+    if state is not None:
+        drift = CheckItem("quote", qid, "SRC-1", path, state, (first, last), None, detail="d")
+    return QuoteInfo(qid, quote, C, C, "https://github.com/acme/lark", drift)
+
+
+def _selectors(rules) -> list[str]:
+    """Every selector of a stylesheet, nested ones joined to their parent's."""
+    import tinycss2
+
+    found = []
+    for rule in rules:
+        if rule.type in ("whitespace", "comment"):
+            continue
+        assert rule.type == "qualified-rule", rule  # no @import, @font-face, @media …
+        prelude = tinycss2.serialize(rule.prelude).strip()
+        found += [part.strip() for part in prelude.split(",")]
+        nested = [
+            r for r in tinycss2.parse_blocks_contents(rule.content) if r.type == "qualified-rule"
+        ]
+        for inner in nested:
+            inner_prelude = tinycss2.serialize(inner.prelude).strip()
+            assert inner_prelude.startswith("& "), inner_prelude
+            found.append(prelude + inner_prelude[1:])
+    return found
+
+
+def test_every_rule_of_the_display_style_stays_inside_tracework_displays():
+    """A display's style shares JupyterLab's page: a selector that does not start with a
+    ``.tw-`` class (``pre``, ``body``, ``*``) would restyle the notebook itself, and an
+    at-rule or a ``url(`` could load something."""
+    import tinycss2
+
+    from tracework.notebook.views import display_css
+
+    css = display_css()
+    assert "url(" not in css and "@" not in css and "</" not in css
+    selectors = _selectors(tinycss2.parse_stylesheet(css))
+    assert len(selectors) > 100
+    outside = [s for s in selectors if not re.match(r"\.tw-[\w-]+", s)]
+    assert outside == []
+    # the code's colours: a light palette, and a dark one chosen by JupyterLab's theme
+    assert ".tw-hl .k" in selectors
+    assert '.tw-hl:where([data-jp-theme-light="false"] *) .k' in selectors
+    # JupyterLab's theme variables, falling back to the report's own
+    assert "var(--jp-error-color1,var(--tw-bad," in css
+
+
+def test_every_display_carries_the_style_and_the_page_sanitiser_drops_it():
+    from tracework.notebook.jupyter import Html, QuoteView
+    from tracework.notebook.views import display_css
+
+    shown = [
+        Html('<p class="tw-summary">x</p>', "x")._repr_html_(),
+        QuoteView("Q-a", _quote_info("Q-a", "a.py", 3, "x = 1\n"))._repr_html_(),
+    ]
+    for markup in shown:
+        assert markup.startswith(f"<style>{display_css()}</style>")
+        cleaned = clean_html(markup)
+        assert "<style" not in cleaned and ".tw-badge" not in cleaned
+
+
+def test_a_record_cites_its_quotes_folded_and_each_card_appears_once():
+    from tracework.notebook.records import Component
+    from tracework.notebook.views import records_section
+
+    quotes = {
+        "Q-a": _quote_info("Q-a", "pkg/a.py", 18, "class EchoModel:\n    pass\n"),
+        "Q-b": _quote_info("Q-b", "pkg/b.py", 4, "def gone():\n    return 1\n", "missing"),
+    }
+    records = [
+        Component(id=f"RT-CMP-{n}", label=n, identity="i", evidence=("Q-a", "Q-b"))
+        for n in ("one", "two")
+    ]
+    section = records_section(records, quotes, {}, {})
+    cards = re.findall(r'<figure class="tw-quote[^"]*" id="([^"]+)"', section)
+    assert cards == ["Q-a", "Q-b"]  # each quote's card once, in "Quoted evidence"
+    assert section.index('id="quoted-evidence"') < section.index('<figure class="tw-quote')
+    for article in re.findall(r"<article.*?</article>", section):
+        assert "<figure" not in article
+        cites = re.findall(r'<details class="tw-cite"><summary>(.*?)</summary>', article)
+        assert len(cites) == 2
+        assert 'href="#Q-a"' in cites[0] and "pkg/a.py:18–19" in cites[0]
+        assert "tw-badge tw-verified" in cites[0]
+        assert "pkg/b.py:4–5" in cites[1] and "tw-badge tw-missing" in cites[1]
+        assert '<span class="linenos">18</span>' in article  # the lines, expandable in place
+
+
+def test_a_record_card_keeps_its_id_and_kind_apart():
+    from tracework.notebook.records import Component
+    from tracework.notebook.views import record_html
+
+    card = record_html(Component(id="RT-CMP-x", label="X", identity="i"), {}, {})
+    text = html_module.unescape(re.sub(r"<[^>]+>", "", card))
+    assert text.startswith("RT-CMP-x component")
+
+
+@pytest.mark.parametrize(
+    ("files", "matches", "expected"),
+    [
+        (1, 0, "searched 1 text file at"),
+        (2, 0, "searched 2 text files at"),
+        (1, 1, "1 match in 1 file at"),
+        (3, 2, "2 matches in 3 files at"),
+    ],
+)
+def test_absences_count_in_words_that_agree(files, matches, expected):
+    from tracework.notebook.absences import AbsenceResult, Match
+    from tracework.notebook.views import absence_html
+
+    found = tuple(Match(f"f{i}.py", i + 1, "open(x)", "open") for i in range(matches))
+    result = AbsenceResult(C, tuple(f"f{i}.py" for i in range(files)), found)
+    text = re.sub(r"<[^>]+>", "", absence_html(result))
+    assert expected in text
+
+
 # -- analyst HTML ----------------------------------------------------------------------
 
 
@@ -270,3 +402,36 @@ def test_a_report_shows_only_outputs_that_cannot_run_and_no_addresses_they_name(
     assert [dict(o.data) for o in outputs] == [{"text/plain": "w"}, {"image/png": "iVBORw0KGgo="}]
     assert outputs[1].metadata == {"tracework": "x", "image/png": {"height": 30}}
     assert cell.outputs[2].metadata["filenames"]  # the executed notebook is left as it was
+
+
+def test_a_report_page_carries_the_display_style_once_and_no_display_brings_its_own(tmp_path):
+    """In JupyterLab every display carries the stylesheet; on the page it is in the head
+    once, and the copies the displays brought are gone (a page of 50 records would
+    otherwise carry 50 copies)."""
+    import json
+
+    from conftest import render_store_report
+    from tracework.notebook.views import display_css
+
+    cells = [
+        """q = src.quote("pkg/store.py", symbol="Store.put")
+wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q])
+wb.component("RT-CMP-again", label="Again", identity="Again.", evidence=[q]);"""
+    ]
+    folder = render_store_report(tmp_path, cells)
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    head, _, body = page.partition("</head>")
+    assert head.count(display_css()) == 1
+    assert "<style" not in body and ".tw-badge{" not in body
+    executed = nbformat.read(folder / "report.ipynb", as_version=4)
+    shown = [
+        out["data"]["text/html"]
+        for cell in executed.cells
+        for out in cell.get("outputs", [])
+        if "text/html" in out.get("data", {})
+    ]
+    assert shown and all(h.startswith(f"<style>{display_css()}</style>") for h in shown)
+    # each record cites the quote folded; its card is on the page once
+    quote = next(iter(json.loads((folder / "records.json").read_text())["quotes"]))
+    assert len(re.findall(rf'<figure class="tw-quote[^"]*" id="{quote}"', body)) == 1
+    assert body.count(f'<details class="tw-cite"><summary><a class="tw-ref" href="#{quote}"') == 2

@@ -111,3 +111,8 @@ def terminal_lines(text: str, first: int, path: str, *, color: bool) -> str:
         rows.pop()
     width = len(str(first + len(rows)))
     return "\n".join(f"{n:>{width}} │ {row}" for n, row in enumerate(rows, start=first))
+
+
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``n`` and the word in the number it takes: "1 file", "3 files", "1 match"."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"

@@ -7,19 +7,19 @@ from typing import Any
 
 from tracework.capture.evidence import CaseInfo, ExcerptInfo, case_html, excerpt_html
 from tracework.errors import TraceworkError
-from tracework.notebook.views import FileInfo, QuoteInfo, esc, file_html, quote_html
+from tracework.notebook.views import FileInfo, QuoteInfo, esc, file_html, quote_html, styled
 from tracework.register.models import Quote
 from tracework.text import visible_name
 
 
 class Html:
-    """An object that JupyterLab shows as HTML (and a terminal as its text)."""
+    """An object that JupyterLab shows as HTML, styled (and a terminal as its text)."""
 
     def __init__(self, markup: str, text: str) -> None:
         self.markup, self.text = markup, text
 
     def _repr_html_(self) -> str:
-        return self.markup
+        return styled(self.markup)
 
     def __repr__(self) -> str:
         return self.text
@@ -47,14 +47,14 @@ class QuoteView:
 
     def _repr_html_(self) -> str:
         if self.replaced is None:
-            return quote_html(self.info)
+            return styled(quote_html(self.info))
         old = self.replaced
         note = (
             f'<p class="tw-note">Replaced {esc(self.id)}: was '
             f"{esc(visible_name(old.path))}:{old.lines[0]}–{old.lines[1]}, sha256 "
             f"{esc(old.sha256[:12])}.</p>"
         )
-        return note + quote_html(self.info)
+        return styled(note + quote_html(self.info))
 
     def __repr__(self) -> str:
         return f"<quote {self.id} {self.info.location()} @ {self.info.pin[:12]} {self.state}>"
@@ -79,7 +79,7 @@ class FileView:
         return self.info.entry.sha256
 
     def _repr_html_(self) -> str:
-        return file_html(self.info)
+        return styled(file_html(self.info))
 
     def __repr__(self) -> str:
         return f"<file {self.id} @ {self.info.pin[:12]} {self.state}>"
@@ -104,7 +104,7 @@ class CaseView:
         return self.info.state
 
     def _repr_html_(self) -> str:
-        return case_html(self.info)
+        return styled(case_html(self.info))
 
     def __repr__(self) -> str:
         return f"<case {self.id} {self.status or 'model-driven'} {self.state}>"
@@ -129,7 +129,7 @@ class ExcerptView:
         return self.info.sha256
 
     def _repr_html_(self) -> str:
-        return excerpt_html(self.info)
+        return styled(excerpt_html(self.info))
 
     def __repr__(self) -> str:
         return f"<excerpt {self.id} sha256 {self.sha256[:12]} {self.info.state}>"

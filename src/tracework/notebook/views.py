@@ -5,13 +5,21 @@ published report, so a record looks in the notebook as it will on the page.  Eve
 piece of subject text is escaped here: code goes through pygments (which escapes),
 Markdown through markdown-it with raw HTML disabled, everything else through
 :func:`html.escape`.
+
+Their look is one stylesheet, :func:`display_css`: in JupyterLab each display carries
+it (:func:`styled`), since nothing else of tracework's reaches the notebook's page; a
+report page carries it once in its head, and the exporter's sanitiser drops the copies
+the displays brought along, as it drops every style sheet in cell outputs.
 """
 
 from __future__ import annotations
 
+import functools
 import html
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from importlib.resources import files
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -27,10 +35,39 @@ from tracework.notebook.diagrams import DiagramCheck
 from tracework.notebook.records import KINDS, Absence, Record
 from tracework.register.models import FileEntry, Quote
 from tracework.screen import Screen
-from tracework.text import lexer_for, visible, visible_name
+from tracework.text import counted, lexer_for, visible, visible_name
 
 # raw HTML off (js-default); images off too, so no text can make a viewer fetch anything
 _MD = MarkdownIt("js-default", {"typographer": False}).disable("image")
+
+
+#: Where a JupyterLab dark theme is on (JupyterLab marks ``<body>`` with the theme's
+#: lightness); ``:where`` keeps the selector starting with a ``.tw-`` class, and at the
+#: specificity of the light palette's rules, which come first.  The dark rules are
+#: nested under it, so the long selector is written once.
+_DARK = '.tw-hl:where([data-jp-theme-light="false"] *)'
+#: pygments' palettes for code: its default on light themes and on the report page,
+#: GitHub's dark one under a JupyterLab dark theme.
+_LIGHT_STYLE, _DARK_STYLE = "default", "github-dark"
+
+
+@functools.cache
+def display_css() -> str:
+    """The displays' stylesheet: ``display.css``, then the light token colours for code,
+    then the dark ones, every selector under a ``.tw-`` class, comments and layout
+    taken out (each display in a notebook carries a copy)."""
+    sheet = (files("tracework.notebook") / "display.css").read_text(encoding="utf-8")
+    light = HtmlFormatter(style=_LIGHT_STYLE).get_token_style_defs(".tw-hl")
+    dark = HtmlFormatter(style=_DARK_STYLE).get_token_style_defs("&")
+    css = "\n".join([sheet, *light, _DARK + "{", *dark, "}"])
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.DOTALL)
+    css = re.sub(r"\s+", " ", css).replace(": ", ":")
+    return re.sub(r" ?([{};,]) ?", r"\1", css).strip()
+
+
+def styled(markup: str) -> str:
+    """A display's HTML with the displays' stylesheet in front of it, for JupyterLab."""
+    return f"<style>{display_css()}</style>{markup}"
 
 
 def esc(text: object) -> str:
@@ -240,11 +277,12 @@ def record_html(
     absence: AbsenceResult | None = None,
     drifted: Sequence[str] = (),
 ) -> str:
-    """A record card: id, label, fields, evidence (with the quoted code) and review stamp."""
+    """A record card: id, label, fields, evidence (quotes folded under their place) and
+    review stamp."""
     ident = f' id="{esc(record.id)}"' if anchor else ""
     head = (
         f'<header><a class="tw-record-id" href="#{esc(record.id)}">{esc(record.id)}</a>'
-        f'<span class="tw-kind">{esc(record.kind)}</span>'
+        f' <span class="tw-kind">{esc(record.kind)}</span>'
     )
     if drifted:
         head += badge("needs re-review")
@@ -264,9 +302,8 @@ def record_html(
     if record.notes:
         body += f'<div class="tw-notes">{markdown(record.notes)}</div>'
     if record.evidence:
-        refs = ", ".join(_evidence_ref(e, quotes, titles) for e in record.evidence)
-        body += f'<p class="tw-evidence">Evidence: {refs}</p>'
-        body += "".join(quote_html(quotes[e]) for e in record.evidence if e in quotes)
+        items = "".join(f"<li>{_evidence_ref(e, quotes, titles)}</li>" for e in record.evidence)
+        body += f'<div class="tw-evidence">Evidence:<ul>{items}</ul></div>'
     if record.reviewed_at:
         stamp = record.reviewed_at
         body += (
@@ -278,12 +315,19 @@ def record_html(
 
 
 def _evidence_ref(ref: str, quotes: dict[str, QuoteInfo], titles: dict[str, str]) -> str:
-    """A link to cited evidence: a quote (with its place), a record, or a whole file."""
+    """A link to cited evidence: a quote, a record, or a whole file.
+
+    A quote is cited by its id, place and state, its lines folded under them: its card,
+    with the full text, hash and drift, is in "Quoted evidence", once however many
+    records cite it, so a record stays a few lines tall.
+    """
     if ref in quotes:
         info = quotes[ref]
+        q = info.quote
         return (
-            f'<a class="tw-ref" href="#{esc(ref)}">{esc(ref)}</a> '
-            f'<span class="tw-path">({esc(info.location())})</span>'
+            f'<details class="tw-cite"><summary><a class="tw-ref" href="#{esc(ref)}">'
+            f'{esc(ref)}</a> <span class="tw-path">{esc(info.location())}</span> '
+            f"{badge(info.state)}</summary>{code_block(q.text, q.path, q.lines[0])}</details>"
         )
     if ref in titles or (ref.startswith("SRC-") and ":" in ref):
         return f'<a class="tw-ref" href="#{esc(ref)}">{esc(ref)}</a>'
@@ -299,7 +343,8 @@ def absence_html(result: AbsenceResult) -> str:
         skipped = f" Not searched (binary or too large): {names}{more}."
     if result.holds:
         return (
-            f'<p class="tw-absence">{badge("holds")} searched {len(result.files)} text files at '
+            f'<p class="tw-absence">{badge("holds")} searched '
+            f"{counted(len(result.files), 'text file')} at "
             f"<code>{esc(result.commit[:12])}</code>: no match.{skipped}</p>"
         )
     items = "".join(
@@ -309,8 +354,9 @@ def absence_html(result: AbsenceResult) -> str:
     )
     more = "<li>… more matches not shown</li>" if result.truncated else ""
     return (
-        f'<div class="tw-absence">{badge("broken")} {len(result.matches)} match(es) in '
-        f"{len(result.files)} files at <code>{esc(result.commit[:12])}</code>:"
+        f'<div class="tw-absence">{badge("broken")} '
+        f"{counted(len(result.matches), 'match', 'matches')} in "
+        f"{counted(len(result.files), 'file')} at <code>{esc(result.commit[:12])}</code>:"
         f"<ul>{items}{more}</ul>{skipped}</div>"
     )
 

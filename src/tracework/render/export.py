@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import nbformat
-from pygments.formatters import HtmlFormatter
 
 from tracework import __version__
 from tracework.notebook.marks import carries_html
-from tracework.notebook.views import badge, esc, esc_name
+from tracework.notebook.views import badge, display_css, esc, esc_name
 from tracework.register.models import CaptureSource, DocumentSource, GitSource, Register
 from tracework.render.execution import RECORDS_MIME
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
@@ -491,13 +490,14 @@ def export_html(
     """The report page for an executed, normalised notebook."""
     reader, _ = reader_notebook(nb)
     title = report_title(nb, records)
+    # the displays' stylesheet once, here: the sanitiser drops the copy each display carries
     css = (TEMPLATES / "tracework" / "report.css").read_text(encoding="utf-8")
-    css += HtmlFormatter(style="default").get_style_defs(".tw-hl")
+    css += "\n" + display_css() + "\n"
     summary_section = (
         '<section id="check-summary-section"><h2 id="check-summary">Check summary</h2>'
         f"{summary_html}</section>"
     )
-    resources = {
+    resources: dict[str, dict[str, Any]] = {
         "tracework": {
             "title": title,
             "version": __version__,
