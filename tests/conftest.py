@@ -222,6 +222,15 @@ def browser() -> Iterator[Any]:
         chrome.close()
 
 
+def shown_html(view: Any) -> str:
+    """What a display shows, without the stylesheet every display carries in front (its
+    class names, "present", "broken", "holds", would match any word a test looks for)."""
+    html: str = view._repr_html_()
+    if not html.startswith("<style>"):
+        return html
+    return html.partition("</style>")[2]
+
+
 def refused(result: Result, *words: str) -> None:
     """Bad input, as every command must meet it: exit 2, exactly one ``tracework: error:``
     line on stderr (a hint may follow it), no traceback, and ``words`` in what it says."""

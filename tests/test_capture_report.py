@@ -9,6 +9,7 @@ import pytest
 
 import tracework
 from capture_setup import PLAIN_HARNESS, STORE, capture_workspace
+from conftest import shown_html
 from tracework.errors import QuoteNotInRegister, RecordError
 
 
@@ -52,7 +53,7 @@ def test_a_capture_is_evidence_registered_and_checked(captured, tw, workspace):
         "sha256": None, "state": "verified",
     }  # fmt: skip
     assert data["capture_evidence"]["SRC-2/T-01/items"]["sha256"] == items.sha256
-    page = cap._repr_html_()
+    page = shown_html(cap)
     assert "Runtime capture: cap" in page and "T-01 transcript" in page and "PASS" in page
     assert wb.summary()["ok"]
     # the register holds every observed file's hash: an edited transcript is caught
@@ -84,7 +85,7 @@ def test_at_a_newer_commit_capture_evidence_is_stale_until_captured_there(captur
     case, items = declare(wb, cap)
     assert case.state == items.info.state == "stale"
     assert wb._drifted()["RT-RTE-put"] == ["SRC-2/T-01", "SRC-2/T-01/items"]
-    assert f"stale (captured at {captured.commit[:12]})" in cap._repr_html_()
+    assert f"stale (captured at {captured.commit[:12]})" in shown_html(cap)
     # captured at the newer commit too: the same status and value, observed again there
     assert tw("capture", "env", "cap", "--commit", newer).exit_code == 0
     assert tw("capture", "cap", "--commit", newer).exit_code == 0

@@ -7,6 +7,7 @@ import json
 import pytest
 
 import tracework
+from conftest import shown_html
 from tracework.errors import RecordError
 from tracework.notebook.rubrics import RubricError, load_rubric
 
@@ -67,7 +68,7 @@ def test_marks_are_checked_counted_and_written_to_records_json(wb, workspace):
         patterns=[r"\blogging\b", r"print\("],
     )
     card = wb.mark("hygiene", "bounded", present=True, evidence=["RT-GRT-bound", guard])
-    assert "present" in card._repr_html_() and "A bound on items" in card._repr_html_()
+    assert "present" in shown_html(card) and "A bound on items" in shown_html(card)
     wb.mark("hygiene", "audit", present=False, evidence=["RT-ABS-log"], note="Checked by search.")
     wb.done()
     data = json.loads((workspace.reports / "demo" / "draft" / "records.json").read_text())
@@ -118,7 +119,7 @@ def test_a_mark_whose_evidence_drifted_needs_re_review(pinned, tw, workspace):
     q = later.source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
     assert q.id == guard.id and q.state == "changed"
     card = later.mark("hygiene", "bounded", present=True, evidence=[q])
-    assert "needs re-review" in card._repr_html_()
+    assert "needs re-review" in shown_html(card)
     data = later.records_json()
     assert data["marks"]["hygiene"]["marks"]["bounded"]["needs_review"] == ["Q-guard"]
     summary = data["checks"]

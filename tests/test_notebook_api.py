@@ -7,6 +7,7 @@ import json
 import pytest
 
 import tracework
+from conftest import shown_html
 from tracework.errors import QuoteNotInRegister, RecordError, TraceworkError
 
 STORE = (
@@ -44,7 +45,7 @@ def test_author_mode_adds_quotes_and_render_mode_finds_them(wb, workspace):
 
 def test_quote_display_shows_location_hash_state_and_escaped_code(wb):
     q = wb.source("SRC-1").quote("pkg/store.py", lines=(2, 3), id="Q-put")
-    html = q._repr_html_()
+    html = shown_html(q)
     assert "pkg/store.py:2–3" in html
     assert q.sha256[:12] in html
     assert "verified" in html
@@ -94,19 +95,19 @@ def test_records_validate_ids_statuses_references_and_duplicates(wb):
         evidence=[q],
         reviewed="2026-01-05",
     )
-    assert 'href="#RT-CMP-store"' in route._repr_html_()
-    assert "Reviewed against" in route._repr_html_()
+    assert 'href="#RT-CMP-store"' in shown_html(route)
+    assert "Reviewed against" in shown_html(route)
 
 
 def test_absence_searches_the_scope_at_the_commit(wb):
     holds = wb.absence(
         "RT-ABS-net", statement="No network calls.", scope=["pkg/*.py"], patterns=[r"socket|urllib"]
     )
-    assert "holds" in holds._repr_html_() and "searched 2 text files" in holds._repr_html_()
+    assert "holds" in shown_html(holds) and "searched 2 text files" in shown_html(holds)
     broken = wb.absence(
         "RT-ABS-limit", statement="No limits.", scope=["pkg/**"], patterns=[r"LIMIT"]
     )
-    assert "broken" in broken._repr_html_() and "pkg/store.py:7" in broken._repr_html_()
+    assert "broken" in shown_html(broken) and "pkg/store.py:7" in shown_html(broken)
     with pytest.raises(TraceworkError, match="names no file"):
         wb.absence("RT-ABS-none", statement="x", scope=["docs/*.md"], patterns=["x"])
 
@@ -141,7 +142,7 @@ def test_drift_at_a_newer_commit_marks_records_for_re_review(pinned, tw, workspa
     q2 = later.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
     assert q2.state == "changed"
     card = later.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q2])
-    assert "needs re-review" in card._repr_html_()
+    assert "needs re-review" in shown_html(card)
     later.done()  # at a newer commit drift is reported, not raised
     data = later.records_json()
     assert data["records"][0]["needs_review"] == [q2.id]
@@ -193,7 +194,7 @@ def test_replace_points_an_id_at_a_new_span_on_purpose(wb, workspace):
     assert "replace=True" in caught.value.hint and "--" not in caught.value.hint
     replaced = src.quote("pkg/store.py", lines=(2, 4), id="Q-put", replace=True)
     assert replaced.info.quote.lines == (2, 4)
-    assert "Replaced Q-put: was pkg/store.py:2–3" in replaced._repr_html_()
+    assert "Replaced Q-put: was pkg/store.py:2–3" in shown_html(replaced)
     render = tracework.open("demo", mode="render").source("SRC-1")
     assert render.quote("pkg/store.py", lines=(2, 4), id="Q-put").id == "Q-put"
     with pytest.raises(QuoteNotInRegister, match=r"Q-put is pkg/store\.py:2-4"):
@@ -268,7 +269,7 @@ def test_a_guarantee_carries_statuses_and_a_qualified_strength(wb):
         strength="enforced", qualifier="invariant for keys that hash", covered_path="puts",
         implementation="wired", operation="uninspected", evidence=[q],
     )  # fmt: skip
-    html = shown._repr_html_()
+    html = shown_html(shown)
     assert "invariant for keys that hash" in html and "wired" in html
     record = next(r for r in wb.records_json()["records"] if r["id"] == "RT-GRT-put")
     assert (record["strength"], record["qualifier"]) == ("enforced", "invariant for keys that hash")
