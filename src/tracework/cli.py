@@ -590,6 +590,12 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
     ws = _workspace()
     result = do_render(ws, name, commit, analysis_date)
     summary = result.summary
+    if result.cleared:
+        click.echo(
+            f"notebooks/{name}.ipynb: the outputs of {result.cleared} cells were cleared in "
+            "the render's copy (the notebook itself is unchanged)",
+            err=True,
+        )
     if as_json:
         _json(
             {
