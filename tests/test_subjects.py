@@ -14,8 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from conftest import git
+from tracework.cli import main
 from tracework.errors import UnsafeInput
 from tracework.git.env import SAFE_CONFIG, hardened_env, run_git
 from tracework.git.mirror import Mirror
@@ -636,6 +638,7 @@ def test_init_inside_a_repository_adds_what_its_gitignore_lacks(tmp_path):
         "node_modules/\n/reports/*\n# tracework\n"
         "/sources/.mirrors/\n/registers/.*.lock\n/registers/.*.compiled.json\n"
         "/captures/*/.*.lock\n/captures/*/.*.staging/\n/captures/*/failed-*/\n"
+        ".ipynb_checkpoints/\n"
     )
     Workspace.init(root)
     assert (root / ".gitignore").read_text(encoding="utf-8") == text
@@ -653,6 +656,42 @@ def test_init_inside_a_repository_adds_what_its_gitignore_lacks(tmp_path):
     assert ".mirrors" not in status and "compiled" not in status
 
 
+def test_init_makes_git_commit_notebooks_without_outputs(tmp_path):
+    """In a repository, init sets up nbstripout: a notebook saved with outputs is
+    committed clean (the file on disk keeps them), and JupyterLab's checkpoints are
+    ignored.  Outside one, .gitattributes is written and the message says what to do."""
+    import nbformat
+
+    outside = CliRunner().invoke(main, ["init", str(tmp_path / "loose")])
+    assert outside.exit_code == 0, outside.output
+    assert "run `tracework init` again inside a git repository" in outside.output
+    assert "filter=nbstripout" in (tmp_path / "loose" / ".gitattributes").read_text()
+
+    root = tmp_path / "analyst"
+    root.mkdir()
+    git = ["git", "-C", str(root), "-c", "user.name=A", "-c", "user.email=a@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    result = CliRunner().invoke(main, ["init", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "git strips them as notebooks are committed" in result.output
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print('hi')", execution_count=3)
+    cell.outputs = [nbformat.v4.new_output("stream", text="secret output\n")]
+    nb.cells.append(cell)
+    nbformat.write(nb, root / "notebooks" / "r.ipynb")
+    (root / "notebooks" / ".ipynb_checkpoints").mkdir()
+    (root / "notebooks" / ".ipynb_checkpoints" / "r-checkpoint.ipynb").write_text("{}")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "r"], check=True)
+    committed = subprocess.run(
+        [*git, "show", "HEAD:notebooks/r.ipynb"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "secret output" not in committed and "print('hi')" in committed
+    assert "secret output" in (root / "notebooks" / "r.ipynb").read_text()
+    files = subprocess.run([*git, "ls-files"], capture_output=True, text=True, check=True).stdout
+    assert ".ipynb_checkpoints" not in files
+
+
 def test_init_keeps_a_crlf_gitignore_crlf(tmp_path):
     root = tmp_path / "analyst"
     root.mkdir()
@@ -662,6 +701,7 @@ def test_init_keeps_a_crlf_gitignore_crlf(tmp_path):
         b"node_modules/\r\n/reports/*\r\n# tracework\r\n"
         b"/sources/.mirrors/\r\n/registers/.*.lock\r\n/registers/.*.compiled.json\r\n"
         b"/captures/*/.*.lock\r\n/captures/*/.*.staging/\r\n/captures/*/failed-*/\r\n"
+        b".ipynb_checkpoints/\r\n"
     )
 
 

@@ -101,10 +101,11 @@ def main() -> None:
 @click.argument("directory", required=False, default=".", type=click.Path(file_okay=False))
 def init(directory: str) -> None:
     """Make DIR (default: here) a workspace: tracework.toml and its four folders."""
-    from tracework.workspace import Workspace
+    from tracework.workspace import Workspace, strip_notebook_outputs
 
     ws = Workspace.init(Path(directory))
     click.echo(f"workspace ready at {ws.root}")
+    click.echo(strip_notebook_outputs(ws.root))
 
 
 # -- subjects ---------------------------------------------------------------------------
