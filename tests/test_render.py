@@ -396,7 +396,8 @@ def test_a_failed_folder_that_is_not_ours_is_never_written_through(
     first_line, hint = result.stderr.splitlines()
     assert "checks fail at the register's pin" in first_line and "RT-ABS-net" in first_line
     assert hint == (
-        f"  hint: the executed notebook could not be kept: reports/demo/failed-{first[:12]} "
+        "  hint: fix the notebook or the register; the previous report is kept; "
+        f"the executed notebook could not be kept: reports/demo/failed-{first[:12]} "
         f"is {what}; move it away to keep the next failure's notebook; no report written"
     )
     assert sorted(p.name for p in elsewhere.iterdir()) == ["mine.txt"]

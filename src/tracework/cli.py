@@ -576,6 +576,42 @@ def new(name: str, subject_name: str, commit: str) -> None:
 
 @main.command()
 @click.argument("name")
+@click.option("--commit", default=None, help="Run at this commit (default: the pin).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def author(name: str, commit: str | None, as_json: bool) -> None:
+    """Run notebooks/NAME.ipynb in author mode, headless, into reports/NAME/draft/."""
+    from tracework.render.author import as_json as author_json
+    from tracework.render.author import author as do_author
+    from tracework.render.author import records_text
+    from tracework.text import visible
+
+    ws = _workspace()
+    result = do_author(ws, name, commit)
+    if result.cleared:
+        click.echo(
+            f"notebooks/{name}.ipynb: the outputs of {result.cleared} cells were cleared in "
+            "the run's copy (the notebook itself is unchanged)",
+            err=True,
+        )
+    summary = result.summary
+    if as_json:
+        _json(author_json(result, ws.root))
+    else:
+        click.echo(f"ran {result.directory.relative_to(ws.root)}/report.ipynb")
+        click.echo(f"{len(result.records)} records")
+        for line in records_text(result):
+            click.echo(f"  {visible(line)}")
+        for check_name_, check in summary["checks"].items():
+            mark = "holds" if check["ok"] else "FAILS"
+            click.echo(f"  {check_name_:<9} {mark:<6} {check['detail']}")
+        for problem in summary["problems"][:20]:
+            click.echo(f"  - {visible(problem)}")
+    if result.at_pin and not summary["ok"]:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("name")
 @click.option("--commit", default=None, help="Render at this commit (default: the pin).")
 @click.option(
     "--analysis-date",

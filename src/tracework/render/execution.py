@@ -315,9 +315,15 @@ def _run(
             on_cell_execute=lambda cell, cell_index: sent.append(cell_index),
         )
     except PapermillExecutionError as exc:
-        hint = _keep(running, output, limits)
-        # a TraceworkError raised in the kernel carries its own hint line; keep one
-        text = f"{exc.ename}: {str(exc.evalue).split(chr(10))[0]}"
+        # a TraceworkError raised in the kernel carries its hint on a line of its own:
+        # the message stays one line, and the hint names the fix before what was kept
+        first, *rest = str(exc.evalue).split("\n")
+        inner = next(
+            (line.strip()[6:].strip() for line in rest if line.strip()[:5] == "hint:"), None
+        )
+        kept = _keep(running, output, limits)
+        hint = "; ".join(h for h in (inner, kept) if h) or None
+        text = f"{exc.ename}: {first}"
         if exc.ename == "ChecksFailed":
             raise ChecksFailed(text, hint=hint) from None
         raise RenderError(
