@@ -402,8 +402,8 @@ class Workbench(RecordDeclarations):
     def _find_in_register(self, sid: str, path: str, request: QuoteRequest, qid: str | None) -> str:
         src = self.register.git_source(sid)
         mirror = open_mirror(self.ws, src.subject)
-        data = quotable_lines(mirror, mirror.entry(src.commit, path), path)
-        span, anchor = request.locate(data, path)
+        data = quotable_lines(mirror, mirror.entry(src.commit, path), path, "notebook")
+        span, anchor = request.locate(data, path, "notebook")
         wanted = make_quote(sid, path, data, span, anchor)
         candidates = [qid] if qid else list(self.register.quotes)
         for cid in candidates:
@@ -416,7 +416,8 @@ class Workbench(RecordDeclarations):
         raise QuoteNotInRegister(
             f"{qid or 'the quote'} ({where} at {src.commit[:12]}) is not in register "
             f"{self.register.name}{now}",
-            hint="open the notebook in author mode (JupyterLab) to add it"
+            hint="run the notebook in author mode to add it (JupyterLab, or `tracework author "
+            f"{self.register.name}`)"
             + (" (with replace=True to point the id at this span)" if have else "")
             + "; render mode never writes to the register",
         )
@@ -538,25 +539,39 @@ class Workbench(RecordDeclarations):
         in the registered files at the commit.
         """
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", name):
-            raise DiagramError(f"{name!r} is not a diagram name (letters, digits, - and _)")
+            raise DiagramError(
+                f"diagram {name!r}: not a diagram name",
+                hint="name it with letters, digits, - and _ (up to 64)",
+            )
         cell = cell_id()
         if name in self._diagrams and (cell is None or self._diagrams[name].cell != cell):
             raise DiagramError(f"diagram {name} is drawn twice")
         if direction not in DIRECTIONS:
-            raise DiagramError(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}")
+            raise DiagramError(
+                f"diagram {name}: direction={direction!r} is not one of {', '.join(DIRECTIONS)}"
+            )
         if sum(bool(x) for x in (source, routes, records)) != 1:
-            raise DiagramError(f"diagram {name}: give exactly one of source, routes or records")
+            raise DiagramError(
+                f"diagram {name}: give exactly one of source, routes= or records=",
+                hint="source is Mermaid text; routes= and records= take record ids",
+            )
         kind = "hand-written" if source else "generated"
         titles = {rid: r.label or rid for rid, r in self._records.items()}
-        if routes:
-            chosen = [self._record_of(rid, Route, name) for rid in routes]
-            source = from_routes(chosen, titles, direction)
-        elif records:
-            paths = [self._record_of(rid, AuthorityPath, name) for rid in records]
-            source = from_authority_paths(paths, titles, direction)
-        assert source is not None
-        parsed = parse(source)
-        result = check_diagram(name, parsed, self._records, self._defined)
+        try:
+            if routes:
+                chosen = [self._record_of(rid, Route, name, "routes") for rid in routes]
+                source = from_routes(chosen, titles, direction)
+            elif records:
+                paths = [self._record_of(rid, AuthorityPath, name, "records") for rid in records]
+                source = from_authority_paths(paths, titles, direction)
+            assert source is not None
+            parsed = parse(source)
+            result = check_diagram(name, parsed, self._records, self._defined)
+        except DiagramError as exc:
+            if exc.message.startswith(f"diagram {name}:"):
+                raise
+            # the parser and the generators speak of lines and nodes; say which diagram
+            raise DiagramError(f"diagram {name}: {exc.message}", hint=exc.hint) from None
         drawn = Diagram(name, caption, source, result, kind, cell)
         self._diagrams[name] = drawn
         if self.mode == "author":
@@ -572,12 +587,23 @@ class Workbench(RecordDeclarations):
             metadata={"tracework": "diagram-note"},
         )
 
-    def _record_of(self, rid: str, kind: type[Record], diagram: str) -> Any:
+    def _record_of(self, rid: str, kind: type[Record], diagram: str, argument: str) -> Any:
+        """The record ``rid`` given in ``routes=`` or ``records=``, of the kind that
+        argument draws; a record of another kind is named as what it is."""
         record = self._records.get(rid)
-        if not isinstance(record, kind):
+        if record is None:
             raise DiagramError(
-                f"diagram {diagram}: {rid} is not a declared {kind.kind}",
-                hint="declare the record above the diagram",
+                f"diagram {diagram}: {argument}= names {rid}, which is not declared above",
+                hint=f"declare {rid} in a cell above the diagram",
+            )
+        if not isinstance(record, kind):
+            other = "routes=" if kind is AuthorityPath else "records="
+            raise DiagramError(
+                f"diagram {diagram}: {argument}= takes {kind.kind}s ({kind.prefix}…), and "
+                f"{rid} is a {record.kind}",
+                hint=f"{other} draws "
+                + ("routes" if kind is AuthorityPath else "behavioural-authority paths")
+                + "; other records go into a hand-written source bound with `%% bind`",
             )
         return record
 

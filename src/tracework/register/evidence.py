@@ -16,7 +16,14 @@ from typing import Any, Literal, NamedTuple
 
 import tracework.register.edits as regy
 import tracework.register.store as reg
-from tracework.errors import NotQuotable, PathNotFound, RegisterError, SpanError
+from tracework.errors import (
+    Interface,
+    NotQuotable,
+    PathNotFound,
+    RegisterError,
+    SpanError,
+    option,
+)
 from tracework.git.mirror import Blob, Mirror, TreeEntry, registered_kind
 from tracework.git.subjects import open_mirror
 from tracework.hashing import (
@@ -447,22 +454,29 @@ class QuoteRequest:
     match: str | None = None
     context: int = 0
 
-    def locate(self, data: Lines, path: str) -> tuple[Span, Anchor | None]:
+    def locate(
+        self, data: Lines, path: str, interface: Interface = "cli"
+    ) -> tuple[Span, Anchor | None]:
         chosen = [x for x in (self.lines, self.symbol, self.match) if x is not None]
         if len(chosen) != 1:
-            raise SpanError("give exactly one of lines, symbol or match")
+            raise SpanError(
+                "give exactly one of "
+                + ", ".join(option(o, interface) for o in ("lines", "symbol", "match"))
+            )
         if self.lines is not None:
             return by_lines(data, *self.lines, path), None
         if self.symbol is not None:
-            return by_symbol(data, self.symbol, path), Anchor(symbol=self.symbol)
+            return by_symbol(data, self.symbol, path, interface), Anchor(symbol=self.symbol)
         assert self.match is not None
         return (
-            by_match(data, self.match, self.context, path),
+            by_match(data, self.match, self.context, path, interface),
             Anchor(match=self.match, context=self.context),
         )
 
 
-def quotable_lines(mirror: Mirror, entry: TreeEntry, path: str) -> Lines:
+def quotable_lines(
+    mirror: Mirror, entry: TreeEntry, path: str, interface: Interface = "cli"
+) -> Lines:
     """The file's lines, or :class:`NotQuotable` for links, submodules, binaries, huge files."""
     if entry.kind == "symlink":
         target = display_text(mirror.read_blob(entry.oid).head)
@@ -479,7 +493,9 @@ def quotable_lines(mirror: Mirror, entry: TreeEntry, path: str) -> Lines:
     if blob.data is None:
         raise NotQuotable(
             f"{path} is {blob.size:,} bytes, over the {mirror.size_cap:,}-byte quoting limit",
-            hint="it can still be registered by hash with `tracework register add-file`",
+            hint="it can still be registered by hash with `tracework register add-file`"
+            if interface == "cli"
+            else f'it can still be cited whole, by hash: .file("{path}")',
         )
     if is_binary(blob.head):
         raise NotQuotable(f"{path} is binary; it can be registered and hashed but not quoted")
@@ -538,15 +554,6 @@ def quote_with_evidence(quotes: Mapping[str, Any], wanted: Quote) -> str | None:
     return None
 
 
-Interface = Literal["cli", "notebook"]
-
-
-def option(name: str, interface: Interface) -> str:
-    """How the user names option ``name`` where they are: ``--name`` on the command
-    line, ``name=`` in a notebook (hints speak the user's idiom)."""
-    return f"--{name}" if interface == "cli" else f"{name}="
-
-
 class QuoteAdded(NamedTuple):
     """What :func:`add_quote` did: the id, the quote, and the quote it replaced (if
     ``replace`` changed an existing id's span)."""
@@ -589,8 +596,8 @@ def add_quote(
     source = reg.load(register_path).git_source(sid)
     mirror = open_mirror(ws, source.subject)
     entry = mirror.entry(source.commit, path)
-    data = quotable_lines(mirror, entry, path)
-    span, anchor = request.locate(data, path)
+    data = quotable_lines(mirror, entry, path, interface)
+    span, anchor = request.locate(data, path, interface)
     quote = make_quote(sid, path, data, span, anchor)
     where = f"{path}:{span.first}-{span.last}"
     with regy.edit(register_path) as doc:
