@@ -1192,3 +1192,105 @@ def test_an_https_fetch_through_a_proxy_that_refuses_says_network(tw, workspace,
     assert_refused(result, "failed (network unreachable)", f"127.0.0.1 port {port}")
     assert "no mirror was made" in result.output and "fsck" not in result.output
     assert mirror_dirs(workspace) == []
+
+
+# -- a subject seeded from a local clone or bundle ------------------------------------------
+
+
+def _plant_dotdot(path: Path) -> str:
+    """Point ``main`` at a commit whose tree holds an entry named '..' (fsck's hasDotdot)."""
+    blob = git(path, "hash-object", "-w", "--stdin", input=b"payload\n").strip()
+    entry = b"100644 ..\0" + bytes.fromhex(blob)
+    tree = git(path, "hash-object", "-t", "tree", "--literally", "-w", "--stdin", input=entry)
+    when = {"GIT_AUTHOR_DATE": "@1767300000 +0000", "GIT_COMMITTER_DATE": "@1767300000 +0000"}
+    commit = git(path, "commit-tree", "-p", "HEAD", "-m", "dotdot", tree.strip(), env=when)
+    git(path, "update-ref", "refs/heads/main", commit.strip())
+    return commit.strip()
+
+
+def test_a_subject_seeded_from_a_clone_or_bundle_keeps_its_url(tw, workspace, make_repo, tmp_path):
+    repo = make_repo("lantern")
+    first = repo.write("a.txt", "a\n").commit("first")
+    url = "https://github.com/example/lantern"
+    result = tw("subject", "add", "lantern", url, "--from", str(repo.path))
+    assert result.exit_code == 0, result.output
+    assert f"mirror created from {repo.path}: sources/.mirrors/lantern.git" in result.output
+    assert (
+        'url = "https://github.com/example/lantern"'
+        in (workspace.sources / "lantern.toml").read_text()
+    )
+    mirror = workspace.mirrors / "lantern.git"
+    assert Mirror(mirror).resolve_commit(first) == first
+    config = ["config", "--file", str(mirror / "config"), "remote.origin.url"]
+    assert git(tmp_path, *config).strip() == url
+    # a bundle carrying a newer commit updates the mirror; the URL stays
+    second = repo.write("b.txt", "b\n").commit("second")
+    bundle = tmp_path / "lantern.bundle"
+    git(repo.path, "bundle", "create", str(bundle), "--all")
+    result = tw("fetch", "lantern", "--from", str(bundle))
+    assert result.exit_code == 0, result.output
+    assert Mirror(mirror).resolve_commit(second) == second
+    assert git(tmp_path, *config).strip() == url
+    assert not list(workspace.mirrors.glob(".lantern.*.tmp"))  # the scratch clone went
+    # the network failing later offers the bundle it was seeded from
+    from tracework.git.subjects import fetch_failure
+
+    failure = fetch_failure(
+        b"fatal: unable to access 'https://github.com/x/': Could not resolve host: github.com\n",
+        workspace,
+        "lantern",
+        has_mirror=True,
+    )
+    assert f"`tracework fetch lantern --from {bundle}`" in failure.hint
+
+
+@pytest.mark.parametrize("as_bundle", [False, True])
+def test_a_fetch_from_a_local_source_has_the_network_fetch_s_fsck(
+    tw, workspace, make_repo, tmp_path, as_bundle
+):
+    repo = make_repo("lantern")
+    first = repo.write("a.txt", "a\n").commit("first")
+    assert tw("subject", "add", "lantern", "https://example.org/lantern").exit_code == 0
+    assert tw("fetch", "lantern", "--from", str(repo.path)).exit_code == 0
+    bad = _plant_dotdot(repo.path)
+    source = repo.path
+    if as_bundle:
+        source = tmp_path / "bad.bundle"
+        git(repo.path, "bundle", "create", str(source), "--all")
+    result = tw("fetch", "lantern", "--from", str(source))
+    assert result.exit_code == 2
+    assert "fsck refused an object" in result.stderr and "hasDotdot" in result.stderr
+    assert "--from" not in result.stderr.split("hint:")[1]  # no offer of what just failed
+    mirror = Mirror(workspace.mirrors / "lantern.git")
+    assert mirror.resolve_commit(first) == first
+    with pytest.raises(Exception, match="no commit"):
+        mirror.resolve_commit(bad)
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda p: p, "is not a git repository or a git bundle"),  # nothing there
+        (lambda p: (p.write_text("# not a bundle\n"), p)[1], "is not a git repository or a"),
+        (lambda p: (p.mkdir(), p)[1], "is not a git repository or a git bundle"),
+    ],
+)
+def test_from_refuses_what_is_no_repository_or_bundle(tw, workspace, tmp_path, make, said):
+    assert tw("subject", "add", "lantern", "https://example.org/lantern").exit_code == 0
+    result = tw("fetch", "lantern", "--from", str(make(tmp_path / "thing")))
+    assert result.exit_code == 2 and said in result.stderr, result.output
+    assert "Traceback" not in result.output
+    assert not (workspace.mirrors / "lantern.git").exists()
+
+
+def test_an_unreachable_host_suggests_from(workspace):
+    from tracework.git.subjects import fetch_failure
+
+    failure = fetch_failure(
+        b"ssh: connect to host git.example.org port 22: Network is unreachable\n",
+        workspace,
+        "lantern",
+        has_mirror=False,
+    )
+    assert failure.cause == "network unreachable"
+    assert "`tracework fetch lantern --from PATH`" in failure.hint

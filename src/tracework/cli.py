@@ -125,30 +125,52 @@ def subject() -> None:
     show_default=True,
     help="Branch to follow for new commits (a tag: refs/tags/NAME; HEAD: the default branch).",
 )
-def subject_add(name: str, url: str, track: str) -> None:
+@click.option(
+    "--from",
+    "source",
+    default=None,
+    metavar="PATH",
+    help="Seed the mirror now from this local clone or bundle; URL stays the identity.",
+)
+def subject_add(name: str, url: str, track: str, source: str | None) -> None:
     """Write sources/NAME.toml for the repository at URL (https, ssh or a local path)."""
     from tracework.git.subjects import add_subject
 
     ws = _workspace()
     subj = add_subject(ws, name, url, track)
     click.echo(f"subject {subj.name}: {subj.url} ({subj.kind}), tracking {subj.track}")
-    click.echo(f"next: tracework fetch {subj.name}")
+    if source is None:
+        click.echo(f"next: tracework fetch {subj.name}")
+    else:
+        _fetched(ws, subj.name, source)
 
 
 @main.command()
 @click.argument("name")
-def fetch(name: str) -> None:
+@click.option(
+    "--from",
+    "source",
+    default=None,
+    metavar="PATH",
+    help="Fetch from this local clone or bundle instead of the subject's URL.",
+)
+def fetch(name: str, source: str | None) -> None:
     """Create or update the bare mirror of subject NAME (the only command using the network)."""
+    _fetched(_workspace(), name, source)
+
+
+def _fetched(ws: Any, name: str, source: str | None) -> None:
+    """Fetch subject ``name`` (from ``source`` when given) and say what the mirror holds."""
     from tracework.git.subjects import fetch as do_fetch
 
-    ws = _workspace()
-    result = do_fetch(ws, name)
+    result = do_fetch(ws, name, source)
     verb = "created" if result.created else "updated"
     head = f", {result.head[:12]} at its tracked ref" if result.head else ""
-    click.echo(f"mirror {verb}: {result.mirror.relative_to(ws.root)}{head}")
-    if result.removed_config:
-        from tracework.text import visible_name
+    from tracework.text import visible_name
 
+    origin = f" from {visible_name(source)}" if source is not None else ""
+    click.echo(f"mirror {verb}{origin}: {result.mirror.relative_to(ws.root)}{head}")
+    if result.removed_config:
         keys = ", ".join(visible_name(key) for key in result.removed_config)
         click.echo(f"mirror config rewritten; removed keys tracework never sets: {keys}")
 
