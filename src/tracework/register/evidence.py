@@ -35,6 +35,8 @@ from tracework.hashing import (
     sha256_hex,
     workspace_file_sha256,
 )
+from tracework.register.append import append_quote
+from tracework.register.data import GitSourceData
 from tracework.register.models import (
     QUOTE_ID,
     Anchor,
@@ -593,12 +595,23 @@ def add_quote(
             hint=f"give {option('id', interface)} with it",
         )
     _refuse_undecodable([path])
-    source = reg.load(register_path).git_source(sid)
+    # the register's data, read from its compiled copy without validating it again: a
+    # quote added to a large register must not cost a validation of every quote
+    source: GitSourceData | GitSource
+    known_source = reg.load_data(register_path).sources.get(sid)
+    if isinstance(known_source, GitSourceData):
+        source = known_source
+    else:
+        source = reg.load(register_path).git_source(sid)  # refused, naming the git sources
     mirror = open_mirror(ws, source.subject)
     entry = mirror.entry(source.commit, path)
     data = quotable_lines(mirror, entry, path, interface)
     span, anchor = request.locate(data, path, interface)
     quote = make_quote(sid, path, data, span, anchor)
+    if not replace:
+        fast = append_quote(register_path, quote, quote_id, default_quote_id(quote))
+        if fast is not None:
+            return QuoteAdded(*fast)
     where = f"{path}:{span.first}-{span.last}"
     with regy.edit(register_path) as doc:
         quotes = regy.section(doc, "quotes")
