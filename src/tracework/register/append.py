@@ -30,11 +30,43 @@ from tracework.fsio import locked, write_atomic
 from tracework.hashing import sha256_hex
 from tracework.readers import DataError, load_json, load_yaml
 from tracework.register import store
-from tracework.register.data import GitSourceData, RegisterData
+from tracework.register.data import GitSourceData, QuoteData
 from tracework.register.models import Quote, Register
 
-#: Where the quotes sit in the compiled copy's row of a register.
+#: Where things sit in the compiled copy's rows (each model a list of its field values):
+#: reading the few fields a new quote needs from the rows, without making ten thousand
+#: named tuples, keeps the fast path fast.
+_SOURCES = list(Register.model_fields).index("sources")
 _QUOTES = list(Register.model_fields).index("quotes")
+_SHA256 = QuoteData._fields.index("sha256")
+_GIT_FILES = GitSourceData._fields.index("files")
+_GIT_SUBJECT = GitSourceData._fields.index("subject")
+_GIT_COMMIT = GitSourceData._fields.index("commit")
+
+
+def _git_files(source: Any) -> dict[str, Any] | None:
+    """The files of a git source's row (its kind comes first), or None."""
+    if isinstance(source, list) and source and source[0] == "git":
+        files = source[_GIT_FILES]
+        return files if isinstance(files, dict) else None
+    return None
+
+
+def git_source(path: Path, sid: str) -> tuple[str, str] | None:
+    """The subject and pin of git source ``sid``, from a compiled copy that matches the
+    register's bytes; None when there is none (the caller loads the register)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    content = store._read_compiled(path, sha256_hex(raw))
+    try:
+        source: Any = json.loads(content)[_SOURCES].get(sid) if content is not None else None
+        if _git_files(source) is None:
+            return None
+        return str(source[_GIT_SUBJECT]), str(source[_GIT_COMMIT])
+    except store._SHAPE_ERRORS:
+        return None
 
 
 def _splice_path(path: Path) -> Path:
@@ -144,28 +176,24 @@ def append_quote(
             return None
         try:
             rows: list[Any] = json.loads(content)
-            data = RegisterData.from_row(rows)
+            quotes: dict[str, list[Any]] = rows[_QUOTES]
+            files = _git_files(rows[_SOURCES].get(quote.source))
+            if files is None or quote.path not in files:
+                return None
+            wanted = [quote.source, quote.path, list(quote.lines)]
+            for qid, have in quotes.items():
+                if have[:3] == wanted and have[_SHA256] == quote.sha256:
+                    if quote_id not in (None, qid):
+                        return None
+                    return qid, Quote.model_validate(store._as_data(QuoteData.from_row(have)))
         except store._SHAPE_ERRORS:
             return None
-        source = data.sources.get(quote.source)
-        if not isinstance(source, GitSourceData) or quote.path not in source.files:
-            return None
-        for qid, have in data.quotes.items():
-            if (have.source, have.path, have.lines, have.sha256) == (
-                quote.source,
-                quote.path,
-                quote.lines,
-                quote.sha256,
-            ):
-                if quote_id not in (None, qid):
-                    return None
-                return qid, Quote.model_validate(store._as_data(have))
-        if quote_id is not None and quote_id in data.quotes:
+        if quote_id is not None and quote_id in quotes:
             return None
         qid = quote_id or default_id
-        if quote_id is None and qid in data.quotes:
+        if quote_id is None and qid in quotes:
             n = 2
-            while f"{qid}-{n}" in data.quotes:
+            while f"{qid}-{n}" in quotes:
                 n += 1
             qid = f"{qid}-{n}"
         entry = entry_text(qid, quote)
@@ -173,7 +201,7 @@ def append_quote(
             return None
         added = entry.encode("utf-8")
         text = raw[:offset] + added + raw[offset:]
-        rows[_QUOTES][qid] = store._row(quote)
+        quotes[qid] = store._row(quote)
         write_atomic(path, text)
         new_digest = sha256_hex(text)
         compiled = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))

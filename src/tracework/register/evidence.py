@@ -35,8 +35,7 @@ from tracework.hashing import (
     sha256_hex,
     workspace_file_sha256,
 )
-from tracework.register.append import append_quote
-from tracework.register.data import GitSourceData
+from tracework.register.append import append_quote, git_source
 from tracework.register.models import (
     QUOTE_ID,
     Anchor,
@@ -597,14 +596,13 @@ def add_quote(
     _refuse_undecodable([path])
     # the register's data, read from its compiled copy without validating it again: a
     # quote added to a large register must not cost a validation of every quote
-    source: GitSourceData | GitSource
-    known_source = reg.load_data(register_path).sources.get(sid)
-    if isinstance(known_source, GitSourceData):
-        source = known_source
-    else:
-        source = reg.load(register_path).git_source(sid)  # refused, naming the git sources
-    mirror = open_mirror(ws, source.subject)
-    entry = mirror.entry(source.commit, path)
+    pinned = git_source(register_path, sid)
+    if pinned is None:
+        git = reg.load(register_path).git_source(sid)  # or refused, naming the git sources
+        pinned = git.subject, git.commit
+    subject, commit = pinned
+    mirror = open_mirror(ws, subject)
+    entry = mirror.entry(commit, path)
     data = quotable_lines(mirror, entry, path, interface)
     span, anchor = request.locate(data, path, interface)
     quote = make_quote(sid, path, data, span, anchor)
