@@ -23,6 +23,7 @@ import hashlib
 import hmac
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,9 @@ _GIT_FILES = GitSourceData._fields.index("files")
 _GIT_SUBJECT = GitSourceData._fields.index("subject")
 _GIT_COMMIT = GitSourceData._fields.index("commit")
 
+#: How the caller makes the quote once the source's subject and pin are known.
+Locate = Callable[[str, str], Quote]
+
 
 def _git_files(source: Any) -> dict[str, Any] | None:
     """The files of a git source's row (its kind comes first), or None."""
@@ -50,23 +54,6 @@ def _git_files(source: Any) -> dict[str, Any] | None:
         files = source[_GIT_FILES]
         return files if isinstance(files, dict) else None
     return None
-
-
-def git_source(path: Path, sid: str) -> tuple[str, str] | None:
-    """The subject and pin of git source ``sid``, from a compiled copy that matches the
-    register's bytes; None when there is none (the caller loads the register)."""
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    content = store._read_compiled(path, sha256_hex(raw))
-    try:
-        source: Any = json.loads(content)[_SOURCES].get(sid) if content is not None else None
-        if _git_files(source) is None:
-            return None
-        return str(source[_GIT_SUBJECT]), str(source[_GIT_COMMIT])
-    except store._SHAPE_ERRORS:
-        return None
 
 
 def _splice_path(path: Path) -> Path:
@@ -154,16 +141,22 @@ def _reads_back(entry: str, quote_id: str, quote: Quote) -> bool:
 
 
 def append_quote(
-    path: Path, quote: Quote, quote_id: str | None, default_id: str
+    path: Path,
+    sid: str,
+    locate: Locate,
+    quote_id: str | None,
+    default_id: Callable[[Quote], str],
 ) -> tuple[str, Quote] | None:
-    """Add ``quote`` by splicing, under the register's lock; return its id and the
-    quote the register holds under it.
+    """Add the quote ``locate(subject, pin)`` makes for git source ``sid`` by splicing,
+    under the register's lock; return its id and the quote the register holds under it.
 
-    The id is the one the register already gives the same span (nothing is written;
-    the register's quote is returned, anchor and all), or ``quote_id``, or
-    ``default_id`` made unique with ``-2``, ``-3``…, as the full edit would choose it.
-    None when the fast path does not apply: the caller then takes the full edit, which
-    also says what is wrong (a span under another id, an id in use)."""
+    The register is read once, under the lock: the source's subject and pin come from
+    the compiled rows, so a large register costs one pass, not two.  The id is the one
+    the register already gives the same span (nothing is written; the register's quote
+    is returned, anchor and all), or ``quote_id``, or ``default_id(quote)`` made unique
+    with ``-2``, ``-3``…, as the full edit would choose it.  None when the fast path
+    does not apply: the caller then takes the full edit, which also says what is wrong
+    (an unknown source, a span under another id, an id in use)."""
     with locked(path):
         try:
             raw = path.read_bytes()
@@ -177,20 +170,28 @@ def append_quote(
         try:
             rows: list[Any] = json.loads(content)
             quotes: dict[str, list[Any]] = rows[_QUOTES]
-            files = _git_files(rows[_SOURCES].get(quote.source))
-            if files is None or quote.path not in files:
+            source = rows[_SOURCES].get(sid)
+            files = _git_files(source)
+            if files is None:
                 return None
-            wanted = [quote.source, quote.path, list(quote.lines)]
-            for qid, have in quotes.items():
-                if have[:3] == wanted and have[_SHA256] == quote.sha256:
-                    if quote_id not in (None, qid):
-                        return None
-                    return qid, Quote.model_validate(store._as_data(QuoteData.from_row(have)))
+            subject, pin = str(source[_GIT_SUBJECT]), str(source[_GIT_COMMIT])
         except store._SHAPE_ERRORS:
             return None
+        quote = locate(subject, pin)
+        if quote.path not in files:
+            return None
+        wanted = [quote.source, quote.path, list(quote.lines)]
+        for qid, have in quotes.items():
+            if have[:3] == wanted and have[_SHA256] == quote.sha256:
+                if quote_id not in (None, qid):
+                    return None
+                try:
+                    return qid, Quote.model_validate(store._as_data(QuoteData.from_row(have)))
+                except store._SHAPE_ERRORS:
+                    return None
         if quote_id is not None and quote_id in quotes:
             return None
-        qid = quote_id or default_id
+        qid = quote_id or default_id(quote)
         if quote_id is None and qid in quotes:
             n = 2
             while f"{qid}-{n}" in quotes:

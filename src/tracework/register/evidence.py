@@ -35,7 +35,7 @@ from tracework.hashing import (
     sha256_hex,
     workspace_file_sha256,
 )
-from tracework.register.append import append_quote, git_source
+from tracework.register.append import append_quote
 from tracework.register.models import (
     QUOTE_ID,
     Anchor,
@@ -594,23 +594,27 @@ def add_quote(
             hint=f"give {option('id', interface)} with it",
         )
     _refuse_undecodable([path])
-    # the register's data, read from its compiled copy without validating it again: a
-    # quote added to a large register must not cost a validation of every quote
-    pinned = git_source(register_path, sid)
-    if pinned is None:
-        git = reg.load(register_path).git_source(sid)  # or refused, naming the git sources
-        pinned = git.subject, git.commit
-    subject, commit = pinned
-    mirror = open_mirror(ws, subject)
-    entry = mirror.entry(commit, path)
-    data = quotable_lines(mirror, entry, path, interface)
-    span, anchor = request.locate(data, path, interface)
-    quote = make_quote(sid, path, data, span, anchor)
+    made: list[tuple[Quote, TreeEntry, Mirror]] = []
+
+    def locate(subject: str, commit: str) -> Quote:
+        mirror = open_mirror(ws, subject)
+        entry = mirror.entry(commit, path)
+        data = quotable_lines(mirror, entry, path, interface)
+        span, anchor = request.locate(data, path, interface)
+        made.append((make_quote(sid, path, data, span, anchor), entry, mirror))
+        return made[-1][0]
+
     if not replace:
-        fast = append_quote(register_path, quote, quote_id, default_quote_id(quote))
+        # the register read once, from its compiled copy, and the quote spliced in: a
+        # quote added to a large register must not cost a pass over every quote
+        fast = append_quote(register_path, sid, locate, quote_id, default_quote_id)
         if fast is not None:
             return QuoteAdded(*fast)
-    where = f"{path}:{span.first}-{span.last}"
+    if not made:
+        source = reg.load(register_path).git_source(sid)
+        locate(source.subject, source.commit)
+    quote, entry, mirror = made[-1]
+    where = f"{path}:{quote.lines[0]}-{quote.lines[1]}"
     with regy.edit(register_path) as doc:
         quotes = regy.section(doc, "quotes")
         known = quote_with_evidence(quotes, quote)
