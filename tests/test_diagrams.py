@@ -147,7 +147,7 @@ def test_diagrams_are_checked_against_records_and_registered_code(wb, workspace)
 def test_diagram_mistakes_raise_in_the_cell(wb):
     with pytest.raises(DiagramError, match="exactly one of"):
         wb.diagram("x", caption="c")
-    with pytest.raises(DiagramError, match="not a declared route"):
+    with pytest.raises(DiagramError, match="routes= names RT-RTE-missing, which is not decl"):
         wb.diagram("x", caption="c", routes=["RT-RTE-missing"])
     with pytest.raises(DiagramError, match="not a diagram name"):
         wb.diagram("../x", "flowchart TB\n  a", caption="c")
@@ -155,6 +155,29 @@ def test_diagram_mistakes_raise_in_the_cell(wb):
     assert wb.records_json()["diagrams"]["unknown"]["unknown_records"] == ["RT-CMP-ghost"]
     with pytest.raises(DiagramError, match="drawn twice"):
         wb.diagram("unknown", "flowchart TB\n  a", caption="c")
+
+
+def test_every_diagram_error_names_its_diagram_and_a_declared_record_is_never_called_missing(
+    wb,
+):
+    """The parser's "line 2: expected a node id" said which line, not which diagram; and a
+    component given to records= was reported as undeclared ("declare the record above
+    the diagram") although it was declared."""
+    with pytest.raises(DiagramError, match=r"^diagram broken: line 2: expected a node id"):
+        wb.diagram("broken", "flowchart TB\n  a --> ", caption="c")
+    with pytest.raises(DiagramError, match=r"^diagram sideways: direction='UP' is not one of"):
+        wb.diagram("sideways", "flowchart TB\n  a", caption="c", direction="UP")
+    with pytest.raises(DiagramError) as caught:
+        wb.diagram("flow", caption="c", routes=["RT-CMP-store"])
+    assert str(caught.value).splitlines() == [
+        "diagram flow: routes= takes routes (RT-RTE-…), and RT-CMP-store is a component",
+        "  hint: other records go into a hand-written source, bound with `%% bind`",
+    ]
+    with pytest.raises(DiagramError, match=r"routes= takes routes \(RT-RTE-…\), and "):
+        wb.diagram("flow", caption="c", routes=["RT-BAP-items"])
+    with pytest.raises(DiagramError, match=r"records= names RT-CMP-gone, which is not declared"):
+        wb.diagram("runtime", caption="c", records=["RT-CMP-gone"])
+    assert "declare the record above" not in str(caught.value)
 
 
 def test_an_identifier_that_vanishes_at_a_newer_commit_is_drift(wb, tw):
@@ -342,7 +365,14 @@ def test_runtime_diagram_of_all_records_in_one_call(wb):
     assert set(data["bindings"]) == {"RT-CMP-store", "RT-OBJ-items", "RT-BAP-items"}
     wb.diagram("chosen", caption="Some", records=["RT-RTE-put", "RT-BAP-items"])
     assert wb.records_json()["diagrams"]["chosen"]["ok"]
-    with pytest.raises(DiagramError, match="not a declared component, operative object"):
+    with pytest.raises(
+        DiagramError,
+        match=(
+            r"records= takes components \(RT-CMP-…\), operative objects \(RT-OBJ-…\), "
+            r"routes \(RT-RTE-…\) or behavioural-authority paths \(RT-BAP-…\), "
+            r"and RT-CLM-x is a claim"
+        ),
+    ):
         wb.diagram("bad", caption="c", records=["RT-CLM-x"])
     with pytest.raises(DiagramError, match='neither "all" nor a list'):
         wb.diagram("bad", caption="c", records="RT-CMP-store")

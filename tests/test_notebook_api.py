@@ -314,3 +314,18 @@ def test_asserted_hashes_reach_the_report_and_fail_it_only_when_required(pinned,
     strict.component("RT-CMP-s", label="S", identity="The store.", evidence=[q])
     assert not strict.summary()["checks"]["assertions"]["ok"]
     assert not strict.summary()["ok"]
+
+
+def test_hints_in_a_notebook_speak_the_notebook_s_idiom(wb):
+    """A hint names the fix where the user is: ``lines=`` in a cell (``--lines`` is the
+    command line's), in author and render mode alike."""
+    src = wb.source("SRC-1")
+    for mode_src in (src, tracework.open("demo", mode="render").source("SRC-1")):
+        with pytest.raises(TraceworkError) as ambiguous:
+            mode_src.quote("pkg/store.py", match="self")
+        with pytest.raises(TraceworkError) as twice:
+            mode_src.quote("pkg/store.py", lines=(1, 1), symbol="Store")
+        for caught in (ambiguous, twice):
+            assert "--" not in str(caught.value), str(caught.value)
+        assert "quote with lines=" in str(ambiguous.value)
+        assert "give exactly one of lines=, symbol=, match=" in str(twice.value)

@@ -128,7 +128,13 @@ def test_a_failing_check_at_the_pin_keeps_the_previous_report(report, tw, worksp
     assert result.exit_code == 1
     assert "RT-ABS-net" in result.output and "failed-" in result.output
     assert (folder / "report.html").read_bytes() == good
-    assert (workspace.reports / "demo" / f"failed-{first[:12]}" / "report.ipynb").is_file()
+    failed = workspace.reports / "demo" / f"failed-{first[:12]}"
+    assert (failed / "report.ipynb").is_file()
+    # fixed: a good render of that commit removes its failed folder
+    nb.cells[4].source = nb.cells[4].source.replace('patterns=["Store"]', 'patterns=["socket"]')
+    nbformat.write(nb, path)
+    assert _render(tw).exit_code == 0
+    assert not failed.exists()
 
 
 def test_bad_parameters_are_refused_before_a_kernel_starts(report, tw, workspace):
@@ -141,13 +147,24 @@ def test_bad_parameters_are_refused_before_a_kernel_starts(report, tw, workspace
     assert not (workspace.reports / "demo").exists()
 
 
-def test_a_notebook_with_outputs_fails_the_notebook_check(report, tw, workspace):
+def test_a_notebook_saved_with_outputs_renders_from_a_cleared_copy(report, tw, workspace):
+    """JupyterLab saves outputs: the render clears them in its own copy, says so once,
+    and never writes the analyst's file."""
     path = workspace.notebooks / "demo.ipynb"
     nb = nbformat.read(path, as_version=4)
-    nb.cells[2].outputs = [nbformat.v4.new_output("stream", text="left over\n")]
+    for cell in [c for c in nb.cells if c.cell_type == "code"][1:3]:
+        cell.outputs = [nbformat.v4.new_output("stream", text="left over\n")]
+        cell.execution_count = 7
     nbformat.write(nb, path)
-    result = _render(tw)
-    assert result.exit_code == 2 and "carry outputs" in result.output  # bad input
+    saved = path.read_bytes()
+    result = _render(tw, "--json")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("cleared in the render's copy") == 1
+    assert "outputs of 2 cells" in result.stderr
+    assert path.read_bytes() == saved
+    folder = workspace.root / json.loads(result.stdout)["directory"]
+    assert "left over" not in (folder / "report.ipynb").read_text()
+    assert "left over" not in (folder / "report.html").read_text()
 
 
 def test_a_notebook_without_a_parameters_cell_is_bad_input(report, tw, workspace):
@@ -379,7 +396,8 @@ def test_a_failed_folder_that_is_not_ours_is_never_written_through(
     first_line, hint = result.stderr.splitlines()
     assert "checks fail at the register's pin" in first_line and "RT-ABS-net" in first_line
     assert hint == (
-        f"  hint: the executed notebook could not be kept: reports/demo/failed-{first[:12]} "
+        "  hint: fix the notebook or the register; the previous report is kept; "
+        f"the executed notebook could not be kept: reports/demo/failed-{first[:12]} "
         f"is {what}; move it away to keep the next failure's notebook; no report written"
     )
     assert sorted(p.name for p in elsewhere.iterdir()) == ["mine.txt"]
@@ -389,6 +407,11 @@ def test_a_failed_folder_that_is_not_ours_is_never_written_through(
         ) == "mine"
         assert not (failed.is_dir() and (failed / "report.ipynb").exists())
     assert not list(failed.parent.glob(".*.staging"))
+    # a later good render removes only a failed folder of ours
+    nb.cells[4].source = nb.cells[4].source.replace('patterns=["Store"]', 'patterns=["socket"]')
+    nbformat.write(nb, path)
+    assert _render(tw).exit_code == 0
+    assert os.path.lexists(failed) and sorted(p.name for p in elsewhere.iterdir()) == ["mine.txt"]
 
 
 @pytest.mark.parametrize(

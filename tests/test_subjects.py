@@ -14,8 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from conftest import git
+from tracework.cli import main
 from tracework.errors import UnsafeInput
 from tracework.git.env import SAFE_CONFIG, hardened_env, run_git
 from tracework.git.mirror import Mirror
@@ -636,6 +638,7 @@ def test_init_inside_a_repository_adds_what_its_gitignore_lacks(tmp_path):
         "node_modules/\n/reports/*\n# tracework\n"
         "/sources/.mirrors/\n/registers/.*.lock\n/registers/.*.compiled.json\n"
         "/captures/*/.*.lock\n/captures/*/.*.staging/\n/captures/*/failed-*/\n"
+        ".ipynb_checkpoints/\n"
     )
     Workspace.init(root)
     assert (root / ".gitignore").read_text(encoding="utf-8") == text
@@ -653,6 +656,42 @@ def test_init_inside_a_repository_adds_what_its_gitignore_lacks(tmp_path):
     assert ".mirrors" not in status and "compiled" not in status
 
 
+def test_init_makes_git_commit_notebooks_without_outputs(tmp_path):
+    """In a repository, init sets up nbstripout: a notebook saved with outputs is
+    committed clean (the file on disk keeps them), and JupyterLab's checkpoints are
+    ignored.  Outside one, .gitattributes is written and the message says what to do."""
+    import nbformat
+
+    outside = CliRunner().invoke(main, ["init", str(tmp_path / "loose")])
+    assert outside.exit_code == 0, outside.output
+    assert "run `tracework init` again inside a git repository" in outside.output
+    assert "filter=nbstripout" in (tmp_path / "loose" / ".gitattributes").read_text()
+
+    root = tmp_path / "analyst"
+    root.mkdir()
+    git = ["git", "-C", str(root), "-c", "user.name=A", "-c", "user.email=a@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    result = CliRunner().invoke(main, ["init", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "git strips them as notebooks are committed" in result.output
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print('hi')", execution_count=3)
+    cell.outputs = [nbformat.v4.new_output("stream", text="secret output\n")]
+    nb.cells.append(cell)
+    nbformat.write(nb, root / "notebooks" / "r.ipynb")
+    (root / "notebooks" / ".ipynb_checkpoints").mkdir()
+    (root / "notebooks" / ".ipynb_checkpoints" / "r-checkpoint.ipynb").write_text("{}")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "r"], check=True)
+    committed = subprocess.run(
+        [*git, "show", "HEAD:notebooks/r.ipynb"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "secret output" not in committed and "print('hi')" in committed
+    assert "secret output" in (root / "notebooks" / "r.ipynb").read_text()
+    files = subprocess.run([*git, "ls-files"], capture_output=True, text=True, check=True).stdout
+    assert ".ipynb_checkpoints" not in files
+
+
 def test_init_keeps_a_crlf_gitignore_crlf(tmp_path):
     root = tmp_path / "analyst"
     root.mkdir()
@@ -662,6 +701,7 @@ def test_init_keeps_a_crlf_gitignore_crlf(tmp_path):
         b"node_modules/\r\n/reports/*\r\n# tracework\r\n"
         b"/sources/.mirrors/\r\n/registers/.*.lock\r\n/registers/.*.compiled.json\r\n"
         b"/captures/*/.*.lock\r\n/captures/*/.*.staging/\r\n/captures/*/failed-*/\r\n"
+        b".ipynb_checkpoints/\r\n"
     )
 
 
@@ -1152,3 +1192,105 @@ def test_an_https_fetch_through_a_proxy_that_refuses_says_network(tw, workspace,
     assert_refused(result, "failed (network unreachable)", f"127.0.0.1 port {port}")
     assert "no mirror was made" in result.output and "fsck" not in result.output
     assert mirror_dirs(workspace) == []
+
+
+# -- a subject seeded from a local clone or bundle ------------------------------------------
+
+
+def _plant_dotdot(path: Path) -> str:
+    """Point ``main`` at a commit whose tree holds an entry named '..' (fsck's hasDotdot)."""
+    blob = git(path, "hash-object", "-w", "--stdin", input=b"payload\n").strip()
+    entry = b"100644 ..\0" + bytes.fromhex(blob)
+    tree = git(path, "hash-object", "-t", "tree", "--literally", "-w", "--stdin", input=entry)
+    when = {"GIT_AUTHOR_DATE": "@1767300000 +0000", "GIT_COMMITTER_DATE": "@1767300000 +0000"}
+    commit = git(path, "commit-tree", "-p", "HEAD", "-m", "dotdot", tree.strip(), env=when)
+    git(path, "update-ref", "refs/heads/main", commit.strip())
+    return commit.strip()
+
+
+def test_a_subject_seeded_from_a_clone_or_bundle_keeps_its_url(tw, workspace, make_repo, tmp_path):
+    repo = make_repo("lantern")
+    first = repo.write("a.txt", "a\n").commit("first")
+    url = "https://github.com/example/lantern"
+    result = tw("subject", "add", "lantern", url, "--from", str(repo.path))
+    assert result.exit_code == 0, result.output
+    assert f"mirror created from {repo.path}: sources/.mirrors/lantern.git" in result.output
+    assert (
+        'url = "https://github.com/example/lantern"'
+        in (workspace.sources / "lantern.toml").read_text()
+    )
+    mirror = workspace.mirrors / "lantern.git"
+    assert Mirror(mirror).resolve_commit(first) == first
+    config = ["config", "--file", str(mirror / "config"), "remote.origin.url"]
+    assert git(tmp_path, *config).strip() == url
+    # a bundle carrying a newer commit updates the mirror; the URL stays
+    second = repo.write("b.txt", "b\n").commit("second")
+    bundle = tmp_path / "lantern.bundle"
+    git(repo.path, "bundle", "create", str(bundle), "--all")
+    result = tw("fetch", "lantern", "--from", str(bundle))
+    assert result.exit_code == 0, result.output
+    assert Mirror(mirror).resolve_commit(second) == second
+    assert git(tmp_path, *config).strip() == url
+    assert not list(workspace.mirrors.glob(".lantern.*.tmp"))  # the scratch clone went
+    # the network failing later offers the bundle it was seeded from
+    from tracework.git.subjects import fetch_failure
+
+    failure = fetch_failure(
+        b"fatal: unable to access 'https://github.com/x/': Could not resolve host: github.com\n",
+        workspace,
+        "lantern",
+        has_mirror=True,
+    )
+    assert f"`tracework fetch lantern --from {bundle}`" in failure.hint
+
+
+@pytest.mark.parametrize("as_bundle", [False, True])
+def test_a_fetch_from_a_local_source_has_the_network_fetch_s_fsck(
+    tw, workspace, make_repo, tmp_path, as_bundle
+):
+    repo = make_repo("lantern")
+    first = repo.write("a.txt", "a\n").commit("first")
+    assert tw("subject", "add", "lantern", "https://example.org/lantern").exit_code == 0
+    assert tw("fetch", "lantern", "--from", str(repo.path)).exit_code == 0
+    bad = _plant_dotdot(repo.path)
+    source = repo.path
+    if as_bundle:
+        source = tmp_path / "bad.bundle"
+        git(repo.path, "bundle", "create", str(source), "--all")
+    result = tw("fetch", "lantern", "--from", str(source))
+    assert result.exit_code == 2
+    assert "fsck refused an object" in result.stderr and "hasDotdot" in result.stderr
+    assert "--from" not in result.stderr.split("hint:")[1]  # no offer of what just failed
+    mirror = Mirror(workspace.mirrors / "lantern.git")
+    assert mirror.resolve_commit(first) == first
+    with pytest.raises(Exception, match="no commit"):
+        mirror.resolve_commit(bad)
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda p: p, "is not a git repository or a git bundle"),  # nothing there
+        (lambda p: (p.write_text("# not a bundle\n"), p)[1], "is not a git repository or a"),
+        (lambda p: (p.mkdir(), p)[1], "is not a git repository or a git bundle"),
+    ],
+)
+def test_from_refuses_what_is_no_repository_or_bundle(tw, workspace, tmp_path, make, said):
+    assert tw("subject", "add", "lantern", "https://example.org/lantern").exit_code == 0
+    result = tw("fetch", "lantern", "--from", str(make(tmp_path / "thing")))
+    assert result.exit_code == 2 and said in result.stderr, result.output
+    assert "Traceback" not in result.output
+    assert not (workspace.mirrors / "lantern.git").exists()
+
+
+def test_an_unreachable_host_suggests_from(workspace):
+    from tracework.git.subjects import fetch_failure
+
+    failure = fetch_failure(
+        b"ssh: connect to host git.example.org port 22: Network is unreachable\n",
+        workspace,
+        "lantern",
+        has_mirror=False,
+    )
+    assert failure.cause == "network unreachable"
+    assert "`tracework fetch lantern --from PATH`" in failure.hint

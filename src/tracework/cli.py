@@ -101,10 +101,11 @@ def main() -> None:
 @click.argument("directory", required=False, default=".", type=click.Path(file_okay=False))
 def init(directory: str) -> None:
     """Make DIR (default: here) a workspace: tracework.toml and its four folders."""
-    from tracework.workspace import Workspace
+    from tracework.workspace import Workspace, strip_notebook_outputs
 
     ws = Workspace.init(Path(directory))
     click.echo(f"workspace ready at {ws.root}")
+    click.echo(strip_notebook_outputs(ws.root))
 
 
 # -- subjects ---------------------------------------------------------------------------
@@ -124,30 +125,52 @@ def subject() -> None:
     show_default=True,
     help="Branch to follow for new commits (a tag: refs/tags/NAME; HEAD: the default branch).",
 )
-def subject_add(name: str, url: str, track: str) -> None:
+@click.option(
+    "--from",
+    "source",
+    default=None,
+    metavar="PATH",
+    help="Seed the mirror now from this local clone or bundle; URL stays the identity.",
+)
+def subject_add(name: str, url: str, track: str, source: str | None) -> None:
     """Write sources/NAME.toml for the repository at URL (https, ssh or a local path)."""
     from tracework.git.subjects import add_subject
 
     ws = _workspace()
     subj = add_subject(ws, name, url, track)
     click.echo(f"subject {subj.name}: {subj.url} ({subj.kind}), tracking {subj.track}")
-    click.echo(f"next: tracework fetch {subj.name}")
+    if source is None:
+        click.echo(f"next: tracework fetch {subj.name}")
+    else:
+        _fetched(ws, subj.name, source)
 
 
 @main.command()
 @click.argument("name")
-def fetch(name: str) -> None:
+@click.option(
+    "--from",
+    "source",
+    default=None,
+    metavar="PATH",
+    help="Fetch from this local clone or bundle instead of the subject's URL.",
+)
+def fetch(name: str, source: str | None) -> None:
     """Create or update the bare mirror of subject NAME (the only command using the network)."""
+    _fetched(_workspace(), name, source)
+
+
+def _fetched(ws: Any, name: str, source: str | None) -> None:
+    """Fetch subject ``name`` (from ``source`` when given) and say what the mirror holds."""
     from tracework.git.subjects import fetch as do_fetch
 
-    ws = _workspace()
-    result = do_fetch(ws, name)
+    result = do_fetch(ws, name, source)
     verb = "created" if result.created else "updated"
     head = f", {result.head[:12]} at its tracked ref" if result.head else ""
-    click.echo(f"mirror {verb}: {result.mirror.relative_to(ws.root)}{head}")
-    if result.removed_config:
-        from tracework.text import visible_name
+    from tracework.text import visible_name
 
+    origin = f" from {visible_name(source)}" if source is not None else ""
+    click.echo(f"mirror {verb}{origin}: {result.mirror.relative_to(ws.root)}{head}")
+    if result.removed_config:
         keys = ", ".join(visible_name(key) for key in result.removed_config)
         click.echo(f"mirror config rewritten; removed keys tracework never sets: {keys}")
 
@@ -575,6 +598,42 @@ def new(name: str, subject_name: str, commit: str) -> None:
 
 @main.command()
 @click.argument("name")
+@click.option("--commit", default=None, help="Run at this commit (default: the pin).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def author(name: str, commit: str | None, as_json: bool) -> None:
+    """Run notebooks/NAME.ipynb in author mode, headless, into reports/NAME/draft/."""
+    from tracework.render.author import as_json as author_json
+    from tracework.render.author import author as do_author
+    from tracework.render.author import records_text
+    from tracework.text import visible
+
+    ws = _workspace()
+    result = do_author(ws, name, commit)
+    if result.cleared:
+        click.echo(
+            f"notebooks/{name}.ipynb: the outputs of {result.cleared} cells were cleared in "
+            "the run's copy (the notebook itself is unchanged)",
+            err=True,
+        )
+    summary = result.summary
+    if as_json:
+        _json(author_json(result, ws.root))
+    else:
+        click.echo(f"ran {result.directory.relative_to(ws.root)}/report.ipynb")
+        click.echo(f"{len(result.records)} records")
+        for line in records_text(result):
+            click.echo(f"  {visible(line)}")
+        for check_name_, check in summary["checks"].items():
+            mark = "holds" if check["ok"] else "FAILS"
+            click.echo(f"  {check_name_:<9} {mark:<6} {check['detail']}")
+        for problem in summary["problems"][:20]:
+            click.echo(f"  - {visible(problem)}")
+    if result.at_pin and not summary["ok"]:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("name")
 @click.option("--commit", default=None, help="Render at this commit (default: the pin).")
 @click.option(
     "--analysis-date",
@@ -590,6 +649,12 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
     ws = _workspace()
     result = do_render(ws, name, commit, analysis_date)
     summary = result.summary
+    if result.cleared:
+        click.echo(
+            f"notebooks/{name}.ipynb: the outputs of {result.cleared} cells were cleared in "
+            "the render's copy (the notebook itself is unchanged)",
+            err=True,
+        )
     if as_json:
         _json(
             {

@@ -7,7 +7,16 @@ and exit code 2 in a single place; the library never calls ``sys.exit``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+#: Where the user is: on the command line, or in a notebook cell.
+Interface = Literal["cli", "notebook"]
+
+
+def option(name: str, interface: Interface) -> str:
+    """How the user names option ``name`` where they are: ``--name`` on the command
+    line, ``name=`` in a notebook (hints speak the user's idiom)."""
+    return f"--{name}" if interface == "cli" else f"{name}="
 
 
 class TraceworkError(Exception):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import shlex
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,18 +47,76 @@ _GITIGNORE = """\
 /captures/*/.*.lock
 /captures/*/.*.staging/
 /captures/*/failed-*/
+.ipynb_checkpoints/
+"""
+
+#: Notebooks go into git without outputs: nbstripout, the field's filter, cleans them as
+#: they are staged (and ``git diff`` compares them clean), whatever JupyterLab saved.
+_GITATTRIBUTES = """\
+/notebooks/*.ipynb filter=nbstripout
+/notebooks/*.ipynb diff=ipynb
 """
 
 
 def _ignore_outputs(path: Path) -> None:
-    """Make git ignore mirrors, locks, compiled copies and reports: a new ``.gitignore``,
-    or the lines an existing one lacks appended (a workspace inside an analyst's repo)."""
+    """Make git ignore mirrors, locks, compiled copies, reports and JupyterLab's
+    checkpoints: a new ``.gitignore``, or the lines an existing one lacks appended (a
+    workspace inside an analyst's repo)."""
+    _complete(path, _GITIGNORE)
+
+
+def strip_notebook_outputs(root: Path) -> str:
+    """Set up nbstripout for the workspace's notebooks, and say what was done.
+
+    ``.gitattributes`` names the filter (its missing lines appended); the filter itself
+    is git configuration, which no committed file may set, so it is written into the
+    local config of the repository holding the workspace — as ``nbstripout --install``
+    would, with this Python.  Outside a repository, the message says to run ``init``
+    again once there is one."""
+    _complete(root / ".gitattributes", _GITATTRIBUTES)
+    git = ["git", "-C", str(root)]
+    try:
+        inside = subprocess.run(
+            [*git, "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True
+        )
+    except OSError as exc:
+        raise TraceworkError(
+            f"cannot run git to set up nbstripout: {exc.strerror or exc}",
+            hint="install git, then run `tracework init` again",
+        ) from None
+    if inside.returncode != 0 or inside.stdout.strip() != "true":
+        return (
+            "notebook outputs: .gitattributes names the nbstripout filter; run `tracework "
+            "init` again inside a git repository to set the filter up"
+        )
+    clean = f"{shlex.quote(sys.executable)} -m nbstripout"
+    for key, value in (
+        ("filter.nbstripout.clean", clean),
+        ("filter.nbstripout.smudge", "cat"),
+        ("filter.nbstripout.required", "true"),
+        ("diff.ipynb.textconv", f"{clean} -t"),
+    ):
+        done = subprocess.run(
+            [*git, "config", "--local", key, value], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise TraceworkError(
+                f"cannot set {key} in the git repository holding {root}: "
+                + (done.stderr.strip().splitlines() or ["git failed"])[-1],
+                hint="run `nbstripout --install` there once git can write its config",
+            )
+    return "notebook outputs: git strips them as notebooks are committed (nbstripout filter)"
+
+
+def _complete(path: Path, lines: str) -> None:
+    """Write ``lines`` to a new file, or append those an existing one lacks under
+    ``# tracework``, its own line endings kept."""
     if not path.exists():
-        write_atomic(path, _GITIGNORE)
+        write_atomic(path, lines)
         return
     raw = path.read_bytes()  # bytes: the file's own line endings stay as they are
     present = {line.strip() for line in raw.split(b"\n")}
-    missing = [line for line in _GITIGNORE.encode().splitlines() if line not in present]
+    missing = [line for line in lines.encode().splitlines() if line not in present]
     if missing:
         eol = b"\r\n" if b"\r\n" in raw else b"\n"
         lead = b"" if not raw or raw.endswith(b"\n") else eol

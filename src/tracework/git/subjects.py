@@ -12,7 +12,8 @@ import json
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NoReturn
@@ -272,7 +273,7 @@ class FetchResult:
 REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 
 
-def fetch(ws: Workspace, name: str) -> FetchResult:
+def fetch(ws: Workspace, name: str, source: str | None = None) -> FetchResult:
     """Create or update the bare mirror of a subject, with fsck on every object received.
 
     Nothing in the mirror's own config may run a program or send the fetch elsewhere,
@@ -309,39 +310,135 @@ def fetch(ws: Workspace, name: str) -> FetchResult:
     A tracked ref that does not resolve to a commit is a :class:`SubjectError` raised
     after the fetch (:func:`tracked_commit`): what was fetched stays in the mirror, but
     the analyst learns now, not when ``rerender --latest`` finds nothing.
+
+    ``source`` (``--from``) seeds or updates the mirror from a local repository or a
+    bundle instead of the subject's URL, through the same transfer (``file`` the only
+    protocol, ``--no-local``, fsck on); the URL stays the subject's identity, in the
+    mirror's config as in reports.  A bundle is first cloned into a scratch repository
+    and fetched from there, so its objects meet fetch's fsck whatever git's version
+    (git checks bundles itself only since 2.46).  Where the mirror was last seeded
+    from is kept in it, for the messages of later fetches.
     """
     subject = load_subject(ws, name)
-    url = subject.git_url(ws.root)
+    url = subject.git_url(ws.root) if source is None else _identity(ws, subject)
     mirror = ws.mirror_dir(name)
     ws.mirrors.mkdir(parents=True, exist_ok=True)
     removed: tuple[str, ...] = ()
     with locked(mirror):
         _sweep_clones(ws.mirrors, name)
-        created = not mirror.exists()
-        if created:
-            _clone(ws, subject, url, mirror)
-        else:
-            _refuse_foreign(ws, name, mirror)
-            removed = _reset_config(ws, name, mirror, url)
-            _check_format(mirror, name)
-            _transfer(
-                ws,
-                subject,
-                mirror,
-                ["fetch", "--prune", "--no-write-fetch-head", "--quiet", _UPLOAD_PACK],
-                url,
-                *REFSPECS,
-            )
+        with _origin(ws, subject, source) as (origin, protocols):
+            created = not mirror.exists()
+            if created:
+                _clone(ws, subject, url, mirror, origin, protocols)
+            else:
+                _refuse_foreign(ws, name, mirror)
+                removed = _reset_config(ws, name, mirror, url)
+                _check_format(mirror, name)
+                _transfer(
+                    ws,
+                    subject,
+                    mirror,
+                    ["fetch", "--prune", "--no-write-fetch-head", "--quiet", _UPLOAD_PACK],
+                    origin,
+                    *REFSPECS,
+                    protocols=protocols,
+                    seeding=source is not None,
+                )
+        if source is not None:
+            write_atomic(mirror / SEEDED_FROM, _local_path(source) + "\n")
     head = tracked_commit(ws, subject, Mirror(mirror), fetched="created" if created else "updated")
     return FetchResult(name, mirror, created, head, removed)
+
+
+#: The file in a mirror naming the local repository or bundle it was last seeded from.
+SEEDED_FROM = "tracework-seeded-from"
+
+
+def _identity(ws: Workspace, subject: Subject) -> str:
+    """The URL a mirror seeded from elsewhere keeps in its config: the subject's own (a
+    local subject's path made absolute when it exists, as a plain fetch would write)."""
+    try:
+        return subject.git_url(ws.root)
+    except SubjectError:
+        return subject.url
+
+
+def _local_path(source: str) -> str:
+    return str(Path(os.path.expanduser(source)).absolute())
+
+
+@contextmanager
+def _origin(
+    ws: Workspace, subject: Subject, source: str | None
+) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """What a fetch transfers from, and the protocols it may use: the subject's URL, or
+    the repository ``--from`` names (a bundle: a scratch clone of it, removed after)."""
+    if source is None:
+        yield subject.git_url(ws.root), subject.protocols()
+        return
+    what = f"--from {source}"
+    if classify_url(source) != "local" and not Path(source).exists():
+        raise UnsafeInput(
+            f"{what}: not a local path", hint="give the path of a git repository or a bundle file"
+        )
+    path = Path(_local_path(source))
+    if path.is_dir() and _looks_like_repository(path):
+        yield str(path.resolve()), ("file",)
+        return
+    if not (path.is_file() and _is_bundle(path)):
+        raise SubjectError(
+            f"{what}: {path} is not a git repository or a git bundle",
+            hint="give a clone (bare or with a .git folder) or a file made by `git bundle create`",
+        )
+    import secrets
+    import shutil
+
+    scratch = ws.mirrors / f".{subject.name}.{secrets.token_hex(4)}.tmp"
+    scratch.mkdir(mode=0o700)
+    try:
+        _transfer(
+            ws,
+            subject,
+            None,
+            ["clone", "--bare", "--quiet"],
+            str(path.resolve()),
+            str(scratch / "bundle.git"),
+            protocols=("file",),
+            seeding=True,
+        )
+        yield str(scratch / "bundle.git"), ("file",)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _is_bundle(path: Path) -> bool:
+    """Whether ``path`` starts as ``git bundle create`` writes (v2 or v3)."""
+    with path.open("rb") as handle:
+        return handle.read(16) in (b"# v2 git bundle\n", b"# v3 git bundle\n")
+
+
+def seeded_from(mirror: Path) -> str | None:
+    """Where a mirror was last seeded from with ``--from``, if it was."""
+    try:
+        return (mirror / SEEDED_FROM).read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 # the serving program is named on the command line, so no config names another one
 _UPLOAD_PACK = "--upload-pack=git-upload-pack"
 
 
-def _clone(ws: Workspace, subject: Subject, url: str, mirror: Path) -> None:
-    """The first clone, made in a temporary folder and renamed into place when whole.
+def _clone(
+    ws: Workspace,
+    subject: Subject,
+    url: str,
+    mirror: Path,
+    origin: str,
+    protocols: tuple[str, ...],
+) -> None:
+    """The first clone, from ``origin``, made in a temporary folder and renamed into
+    place when whole, its config naming ``url``.
 
     The folder is ``.NAME.<8 characters>.tmp`` beside the mirrors, the shape
     :func:`_sweep_clones` removes when a fetch was killed before the rename.
@@ -358,8 +455,10 @@ def _clone(ws: Workspace, subject: Subject, url: str, mirror: Path) -> None:
             subject,
             None,
             ["clone", "--bare", "--no-local", "--quiet", _UPLOAD_PACK],
-            url,
+            origin,
             str(clone),
+            protocols=protocols,
+            seeding=origin != url,
         )
         _check_format(clone, subject.name)
         _reset_config(ws, subject.name, clone, url)
@@ -387,15 +486,21 @@ def _sweep_clones(mirrors: Path, name: str) -> None:
 
 
 def _transfer(
-    ws: Workspace, subject: Subject, git_dir: Path | None, args: list[str], *operands: str
+    ws: Workspace,
+    subject: Subject,
+    git_dir: Path | None,
+    args: list[str],
+    *operands: str,
+    protocols: tuple[str, ...],
+    seeding: bool = False,
 ) -> None:
     """Run a clone or fetch of ``subject`` (operands after ``--end-of-options``); a
     failure is one :class:`GitError` naming its cause, with the remedy for that cause."""
-    proc = run_git_supervised(
-        git_dir, [*args, "--end-of-options", *operands], protocols=subject.protocols()
-    )
+    proc = run_git_supervised(git_dir, [*args, "--end-of-options", *operands], protocols=protocols)
     if proc.returncode != 0:
-        failure = fetch_failure(proc.stderr, ws, subject.name, has_mirror=git_dir is not None)
+        failure = fetch_failure(
+            proc.stderr, ws, subject.name, has_mirror=git_dir is not None, seeding=seeding
+        )
         raise GitError(
             f"fetching subject {subject.name} failed ({failure.cause}): {failure.words}",
             hint=failure.hint,
@@ -445,6 +550,10 @@ _FAILURES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: The causes that mean the subject's host could not be reached from here.
+_OFFLINE = frozenset({"host not found", "network unreachable"})
+
+
 @dataclass(frozen=True)
 class FetchFailure:
     """Why a clone or fetch failed: the cause, git's (or ssh's) own words, the remedy."""
@@ -454,14 +563,18 @@ class FetchFailure:
     hint: str
 
 
-def fetch_failure(stderr: bytes, ws: Workspace, name: str, *, has_mirror: bool) -> FetchFailure:
+def fetch_failure(
+    stderr: bytes, ws: Workspace, name: str, *, has_mirror: bool, seeding: bool = False
+) -> FetchFailure:
     """The cause of a failed clone or fetch, and its remedy, from git's stderr.
 
     Each cause gets its own hint (a fsck refusal says nothing of the network, a missing
     host nothing of fsck), and the words shown are the line that told the cause (ssh's
     "Could not resolve hostname", not git's "Could not read from remote repository"
     after it).  When the fetch could not reach the subject, an existing mirror is
-    untouched: the hint says that it and its pins stay usable.
+    untouched: the hint says that it and its pins stay usable.  When the network failed
+    (and this was no ``--from`` fetch), the hint offers ``--from``, naming the clone or
+    bundle the mirror was last seeded from if it was.
     """
     text = stderr.decode("utf-8", errors="replace")
     rel = ws.subject_file(name).relative_to(ws.root)
@@ -479,6 +592,13 @@ def fetch_failure(stderr: bytes, ws: Workspace, name: str, *, has_mirror: bool) 
     if cause == "fsck refused an object":
         return FetchFailure(cause, words, remedy)
     remedy = remedy.replace("the subject file", str(rel))
+    if cause in _OFFLINE and not seeding:
+        before = seeded_from(ws.mirror_dir(name))
+        remedy += (
+            f"; or update the mirror from {before}: `tracework fetch {name} --from {before}`"
+            if before
+            else f"; or fetch from a clone or bundle at hand: `tracework fetch {name} --from PATH`"
+        )
     if has_mirror:
         remedy += (
             "; meanwhile the mirror and its pins stay usable: check, render and rerender "

@@ -11,7 +11,9 @@ short message rather than a traceback.
 from __future__ import annotations
 
 import json
+import logging
 import re
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +35,7 @@ from tracework.drift.check import CheckItem, CheckReport, check_documents, check
 from tracework.errors import (
     ChecksFailed,
     QuoteNotInRegister,
+    RecordError,
     RegisterError,
     TraceworkError,
     check_iso_date,
@@ -61,6 +64,8 @@ from tracework.notebook.jupyter import (
     cell_id,
     display,
     install_error_display,
+    notebook_file,
+    watch_cells,
 )
 from tracework.notebook.marks import Mark, marks_json, marks_section
 from tracework.notebook.records import (
@@ -78,11 +83,13 @@ from tracework.notebook.views import (
     FileInfo,
     QuoteInfo,
     diagram_note_html,
+    esc,
     file_key,
     records_section,
     screen_html,
     summary_html,
 )
+from tracework.readers import load_json
 from tracework.register.evidence import (
     QuoteRequest,
     add_capture_source,
@@ -98,6 +105,8 @@ from tracework.screen import Screen
 from tracework.workspace import Workspace
 
 Mode = Literal["author", "render"]
+
+log = logging.getLogger(__name__)
 
 
 class SourceHandle:
@@ -295,6 +304,7 @@ class Workbench(RecordDeclarations):
         self.output_dir = output_dir or ws.reports / self.register.name / "draft"
         self._records: dict[str, Record] = {}
         self._cells: dict[str, str | None] = {}
+        self._cell_runs: dict[str, float] = {}  # when each cell last started, by cell id
         self._quotes: dict[str, QuoteInfo] = {}
         self._files: dict[str, FileInfo] = {}  # whole files cited, by "SRC-n:path"
         self._captures: dict[str, CapturedAt] = {}  # captures cited, by source id
@@ -310,6 +320,7 @@ class Workbench(RecordDeclarations):
         self._texts: list[bytes] | None = None
         self._screen: Screen | None = None
         install_error_display()
+        watch_cells(self._cell_starts)
 
     def _read_register(self) -> None:
         """Load the register, keeping the SHA-256 of the very bytes read: records.json
@@ -511,8 +522,8 @@ class Workbench(RecordDeclarations):
     def _find_in_register(self, sid: str, path: str, request: QuoteRequest, qid: str | None) -> str:
         src = self.register.git_source(sid)
         mirror = open_mirror(self.ws, src.subject)
-        data = quotable_lines(mirror, mirror.entry(src.commit, path), path)
-        span, anchor = request.locate(data, path)
+        data = quotable_lines(mirror, mirror.entry(src.commit, path), path, "notebook")
+        span, anchor = request.locate(data, path, "notebook")
         wanted = make_quote(sid, path, data, span, anchor)
         candidates = [qid] if qid else list(self.register.quotes)
         for cid in candidates:
@@ -525,10 +536,81 @@ class Workbench(RecordDeclarations):
         raise QuoteNotInRegister(
             f"{qid or 'the quote'} ({where} at {src.commit[:12]}) is not in register "
             f"{self.register.name}{now}",
-            hint="open the notebook in author mode (JupyterLab) to add it"
+            hint="run the notebook in author mode to add it (JupyterLab, or `tracework author "
+            f"{self.register.name}`)"
             + (" (with replace=True to point the id at this span)" if have else "")
             + "; render mode never writes to the register",
         )
+
+    # -- cells -----------------------------------------------------------------------
+
+    def _cell_starts(self, cell: str) -> None:
+        """A cell runs (again): what it declared on its last run goes, so a record renamed
+        in it and re-run is not left behind under its old id, without a kernel restart."""
+        self._cell_runs[cell] = time.time()
+        self._forget_cell(cell)
+
+    def _forget_cell(self, cell: str) -> list[str]:
+        """Drop the records, marks and diagrams one cell declared; returns their names."""
+        gone = sorted(key for key, c in self._cells.items() if c == cell)
+        for key in gone:
+            del self._cells[key]
+            self._records.pop(key, None)
+            self._absences.pop(key, None)
+            self._marks.pop(key, None)
+        drawn = sorted(name for name, d in self._diagrams.items() if d.cell == cell)
+        for name in drawn:
+            del self._diagrams[name]
+        return gone + [f"diagram {name}" for name in drawn]
+
+    def _forget_deleted_cells(self) -> None:
+        """Drop what cells no longer in the saved notebook declared, each with a one-line
+        note.  Only the kernel knows what ran, only the saved file what was deleted, so a
+        cell counts as deleted when the notebook was saved after it last ran and does not
+        hold it: a cell added and run since the last save stays."""
+        path = notebook_file()
+        if path is None:
+            return
+        try:
+            saved = path.stat().st_mtime
+            notebook = load_json(path.read_bytes())
+        except (OSError, TraceworkError) as exc:
+            log.debug("cannot read %s for its cell ids: %s", path, exc)
+            return
+        cells = notebook.get("cells") if isinstance(notebook, dict) else None
+        if not isinstance(cells, list):
+            return
+        present = {c.get("id") for c in cells if isinstance(c, dict)}
+        declared = {c for c in self._cells.values() if c is not None}
+        for cell in sorted(declared - present):
+            if self._cell_runs.get(cell, 0.0) > saved:
+                continue
+            gone = ", ".join(self._forget_cell(cell))
+            note = f"Removed {gone}: the cell that declared them is no longer in the notebook."
+            display(Html(f'<p class="tw-note">{esc(note)}</p>', note))
+
+    def _refuse_dangling(self) -> None:
+        """A record that names or cites a record no longer declared (renamed or removed in
+        a cell run since) is one clear error, not a records.json with a dangling id."""
+        for record in self._records.values():
+            named = list(record.references().items()) + [
+                ("evidence", e) for e in record.evidence if e.startswith("RT-")
+            ]
+            for field_name, ref in named:
+                if ref not in self._records:
+                    raise RecordError(
+                        f"{record.id}: {field_name} names {ref}, which is no longer declared",
+                        hint=f"declare {ref} again, or re-run the cell that declares "
+                        f"{record.id} with what replaced it",
+                    )
+        for mark in self._marks.values():
+            for ref in mark.evidence:
+                if ref.startswith("RT-") and ref not in self._records:
+                    raise RecordError(
+                        f"mark {mark.rubric}/{mark.mechanism}: evidence names {ref}, which is "
+                        "no longer declared",
+                        hint=f"declare {ref} again, or re-run the cell that marks it",
+                    )
 
     # -- sections and the end ----------------------------------------------------------
 
@@ -601,24 +683,38 @@ class Workbench(RecordDeclarations):
             ```
         """
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", name):
-            raise DiagramError(f"{name!r} is not a diagram name (letters, digits, - and _)")
+            raise DiagramError(
+                f"diagram {name!r}: not a diagram name",
+                hint="name it with letters, digits, - and _ (up to 64)",
+            )
         cell = cell_id()
         if name in self._diagrams and (cell is None or self._diagrams[name].cell != cell):
             raise DiagramError(f"diagram {name} is drawn twice")
         if direction is not None and direction not in DIRECTIONS:
-            raise DiagramError(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}")
+            raise DiagramError(
+                f"diagram {name}: direction={direction!r} is not one of {', '.join(DIRECTIONS)}"
+            )
         if sum(bool(x) for x in (source, routes, records)) != 1:
-            raise DiagramError(f"diagram {name}: give exactly one of source, routes or records")
+            raise DiagramError(
+                f"diagram {name}: give exactly one of source, routes= or records=",
+                hint="source is Mermaid text; routes= and records= take record ids",
+            )
         kind = "hand-written" if source else "generated"
         titles = {rid: r.label or rid for rid, r in self._records.items()}
-        if routes:
-            chosen = [self._record_of(rid, (Route,), name) for rid in routes]
-            source = from_routes(chosen, titles, direction or "TB")
-        elif records:
-            source = self._runtime(name, records, titles, direction)
-        assert source is not None
-        parsed = parse(source)
-        result = check_diagram(name, parsed, self._records, self._defined)
+        try:
+            if routes:
+                chosen = [self._record_of(rid, (Route,), name, "routes") for rid in routes]
+                source = from_routes(chosen, titles, direction or "TB")
+            elif records:
+                source = self._runtime(name, records, titles, direction)
+            assert source is not None
+            parsed = parse(source)
+            result = check_diagram(name, parsed, self._records, self._defined)
+        except DiagramError as exc:
+            if exc.message.startswith(f"diagram {name}:"):
+                raise
+            # the parser and the generators speak of lines and nodes; say which diagram
+            raise DiagramError(f"diagram {name}: {exc.message}", hint=exc.hint) from None
         drawn = Diagram(name, caption, source, result, kind, cell)
         self._diagrams[name] = drawn
         if self.mode == "author":
@@ -666,7 +762,7 @@ class Workbench(RecordDeclarations):
                 and not (isinstance(r, AuthorityPath) and not r.source_material)
             ]
         else:
-            chosen = [self._record_of(rid, drawn, name) for rid in records]
+            chosen = [self._record_of(rid, drawn, name, "records") for rid in records]
         return runtime(
             [r.id for r in chosen if isinstance(r, (Component, OperativeObject))],
             [r for r in chosen if isinstance(r, Route)],
@@ -675,14 +771,23 @@ class Workbench(RecordDeclarations):
             direction,
         )
 
-    def _record_of(self, rid: str, kinds: tuple[type[Record], ...], diagram: str) -> Any:
+    def _record_of(
+        self, rid: str, kinds: tuple[type[Record], ...], diagram: str, argument: str
+    ) -> Any:
+        """The record ``rid`` given in ``routes=`` or ``records=``, of a kind that argument
+        draws; a record of another kind is named as what it is."""
         record = self._records.get(rid)
-        if not isinstance(record, kinds):
-            wanted = ", ".join(k.kind for k in kinds[:-1])
-            wanted = f"{wanted} or {kinds[-1].kind}" if wanted else kinds[-1].kind
+        if record is None:
             raise DiagramError(
-                f"diagram {diagram}: {rid} is not a declared {wanted}",
-                hint="declare the record above the diagram",
+                f"diagram {diagram}: {argument}= names {rid}, which is not declared above",
+                hint=f"declare {rid} in a cell above the diagram",
+            )
+        if not isinstance(record, kinds):
+            named = [f"{k.kind}s ({k.prefix}…)" for k in kinds]
+            wanted = " or ".join([", ".join(named[:-1]), named[-1]] if named[:-1] else named)
+            raise DiagramError(
+                f"diagram {diagram}: {argument}= takes {wanted}, and {rid} is a {record.kind}",
+                hint="other records go into a hand-written source, bound with `%% bind`",
             )
         return record
 
@@ -998,7 +1103,8 @@ class Workbench(RecordDeclarations):
         Call it in the notebook's last cell.  In render mode records.json goes to the render
         (as an output of this cell) rather than to disk.  At the register's pin a failing
         check in render mode raises `ChecksFailed`, so the render fails and the previous
-        report stays; at another commit the summary shows the drift instead.
+        report stays; at another commit the summary shows the drift instead.  What cells
+        deleted from the notebook declared goes first, with a note.
 
         Raises:
             ChecksFailed: In render mode at the pin, when a check fails.
@@ -1008,6 +1114,8 @@ class Workbench(RecordDeclarations):
             wb.done()
             ```
         """
+        self._forget_deleted_cells()
+        self._refuse_dangling()
         data = self.records_json()
         if self.mode == "render":
             # tracework render takes records.json from this output of the executed notebook

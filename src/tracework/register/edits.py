@@ -154,7 +154,11 @@ def _write(path: Path, doc: CommentedMap, header: str = "") -> Register:
     text = header + buffer.getvalue()
     register = validate(parse(text, path), path)
     write_atomic(path, text)
-    write_compiled(path, sha256_hex(text.encode("utf-8")), register)
+    digest = sha256_hex(text.encode("utf-8"))
+    write_compiled(path, digest, register)
+    from tracework.register.append import remember  # it builds entries with this module
+
+    remember(path, digest, text)
     return register
 
 

@@ -16,7 +16,14 @@ from typing import Any, Literal, NamedTuple
 
 import tracework.register.edits as regy
 import tracework.register.store as reg
-from tracework.errors import NotQuotable, PathNotFound, RegisterError, SpanError
+from tracework.errors import (
+    Interface,
+    NotQuotable,
+    PathNotFound,
+    RegisterError,
+    SpanError,
+    option,
+)
 from tracework.git.mirror import Blob, Mirror, TreeEntry, registered_kind
 from tracework.git.subjects import open_mirror
 from tracework.hashing import (
@@ -28,6 +35,7 @@ from tracework.hashing import (
     sha256_hex,
     workspace_file_sha256,
 )
+from tracework.register.append import append_quote
 from tracework.register.models import (
     QUOTE_ID,
     Anchor,
@@ -447,22 +455,29 @@ class QuoteRequest:
     match: str | None = None
     context: int = 0
 
-    def locate(self, data: Lines, path: str) -> tuple[Span, Anchor | None]:
+    def locate(
+        self, data: Lines, path: str, interface: Interface = "cli"
+    ) -> tuple[Span, Anchor | None]:
         chosen = [x for x in (self.lines, self.symbol, self.match) if x is not None]
         if len(chosen) != 1:
-            raise SpanError("give exactly one of lines, symbol or match")
+            raise SpanError(
+                "give exactly one of "
+                + ", ".join(option(o, interface) for o in ("lines", "symbol", "match"))
+            )
         if self.lines is not None:
             return by_lines(data, *self.lines, path), None
         if self.symbol is not None:
-            return by_symbol(data, self.symbol, path), Anchor(symbol=self.symbol)
+            return by_symbol(data, self.symbol, path, interface), Anchor(symbol=self.symbol)
         assert self.match is not None
         return (
-            by_match(data, self.match, self.context, path),
+            by_match(data, self.match, self.context, path, interface),
             Anchor(match=self.match, context=self.context),
         )
 
 
-def quotable_lines(mirror: Mirror, entry: TreeEntry, path: str) -> Lines:
+def quotable_lines(
+    mirror: Mirror, entry: TreeEntry, path: str, interface: Interface = "cli"
+) -> Lines:
     """The file's lines, or :class:`NotQuotable` for links, submodules, binaries, huge files."""
     if entry.kind == "symlink":
         target = display_text(mirror.read_blob(entry.oid).head)
@@ -479,7 +494,9 @@ def quotable_lines(mirror: Mirror, entry: TreeEntry, path: str) -> Lines:
     if blob.data is None:
         raise NotQuotable(
             f"{path} is {blob.size:,} bytes, over the {mirror.size_cap:,}-byte quoting limit",
-            hint="it can still be registered by hash with `tracework register add-file`",
+            hint="it can still be registered by hash with `tracework register add-file`"
+            if interface == "cli"
+            else f'it can still be cited whole, by hash: .file("{path}")',
         )
     if is_binary(blob.head):
         raise NotQuotable(f"{path} is binary; it can be registered and hashed but not quoted")
@@ -538,15 +555,6 @@ def quote_with_evidence(quotes: Mapping[str, Any], wanted: Quote) -> str | None:
     return None
 
 
-Interface = Literal["cli", "notebook"]
-
-
-def option(name: str, interface: Interface) -> str:
-    """How the user names option ``name`` where they are: ``--name`` on the command
-    line, ``name=`` in a notebook (hints speak the user's idiom)."""
-    return f"--{name}" if interface == "cli" else f"{name}="
-
-
 class QuoteAdded(NamedTuple):
     """What :func:`add_quote` did: the id, the quote, and the quote it replaced (if
     ``replace`` changed an existing id's span)."""
@@ -586,13 +594,27 @@ def add_quote(
             hint=f"give {option('id', interface)} with it",
         )
     _refuse_undecodable([path])
-    source = reg.load(register_path).git_source(sid)
-    mirror = open_mirror(ws, source.subject)
-    entry = mirror.entry(source.commit, path)
-    data = quotable_lines(mirror, entry, path)
-    span, anchor = request.locate(data, path)
-    quote = make_quote(sid, path, data, span, anchor)
-    where = f"{path}:{span.first}-{span.last}"
+    made: list[tuple[Quote, TreeEntry, Mirror]] = []
+
+    def locate(subject: str, commit: str) -> Quote:
+        mirror = open_mirror(ws, subject)
+        entry = mirror.entry(commit, path)
+        data = quotable_lines(mirror, entry, path, interface)
+        span, anchor = request.locate(data, path, interface)
+        made.append((make_quote(sid, path, data, span, anchor), entry, mirror))
+        return made[-1][0]
+
+    if not replace:
+        # the register read once, from its compiled copy, and the quote spliced in: a
+        # quote added to a large register must not cost a pass over every quote
+        fast = append_quote(register_path, sid, locate, quote_id, default_quote_id)
+        if fast is not None:
+            return QuoteAdded(*fast)
+    if not made:
+        source = reg.load(register_path).git_source(sid)
+        locate(source.subject, source.commit)
+    quote, entry, mirror = made[-1]
+    where = f"{path}:{quote.lines[0]}-{quote.lines[1]}"
     with regy.edit(register_path) as doc:
         quotes = regy.section(doc, "quotes")
         known = quote_with_evidence(quotes, quote)

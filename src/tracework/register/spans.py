@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tracework.errors import SpanError
+from tracework.errors import Interface, SpanError, option
 from tracework.hashing import Lines, display_text
 
 _LONE_CR = re.compile(rb"\r(?!\n)")
@@ -40,7 +40,9 @@ def by_lines(lines: Lines, first: int, last: int, path: str) -> Span:
     return Span(first, last)
 
 
-def by_match(lines: Lines, needle: str, context: int, path: str) -> Span:
+def by_match(
+    lines: Lines, needle: str, context: int, path: str, interface: Interface = "cli"
+) -> Span:
     """The one line containing ``needle``, widened by ``context`` lines either side."""
     if not needle or "\n" in needle:
         raise SpanError(f"{path}: a match must be non-empty text within one line")
@@ -51,7 +53,8 @@ def by_match(lines: Lines, needle: str, context: int, path: str) -> Span:
         shown = ", ".join(str(n) for n in hits[:20]) + (" …" if len(hits) > 20 else "")
         raise SpanError(
             f"{path}: {needle!r} occurs on {len(hits)} lines ({shown})",
-            hint="give a longer substring that occurs once, or quote with --lines",
+            hint="give a longer substring that occurs once, or quote with "
+            + option("lines", interface),
         )
     line = hits[0]
     return Span(max(1, line - context), min(len(lines), line + context))
@@ -70,7 +73,7 @@ def find_match_lines(lines: Lines, needle: str) -> list[int]:
     return [n for n in found if raw in lines.span(n, n)]
 
 
-def by_symbol(lines: Lines, qualname: str, path: str) -> Span:
+def by_symbol(lines: Lines, qualname: str, path: str, interface: Interface = "cli") -> Span:
     """A Python function, class, method or assignment by qualified name (``Class.method``).
 
     The span starts at the first decorator and ends at the definition's last line.
@@ -80,7 +83,7 @@ def by_symbol(lines: Lines, qualname: str, path: str) -> Span:
     except NotPython as exc:
         raise SpanError(
             f"{path}: {exc.problem}, so {qualname} cannot be found by name",
-            hint="quote it with --lines or --match",
+            hint=f"quote it with {option('lines', interface)} or {option('match', interface)}",
         ) from None
     if not spans:
         raise SpanError(
@@ -91,7 +94,7 @@ def by_symbol(lines: Lines, qualname: str, path: str) -> Span:
         where = ", ".join(f"{s.first}-{s.last}" for s in spans)
         raise SpanError(
             f"{path}: {qualname} is defined {len(spans)} times (lines {where})",
-            hint="quote one of them with --lines",
+            hint=f"quote one of them with {option('lines', interface)}",
         )
     return spans[0]
 

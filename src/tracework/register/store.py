@@ -255,7 +255,12 @@ def write_compiled(path: Path, digest: str, register: Register) -> None:
     # leaves the next load slower
     with suppress(OSError, ValueError):
         rows = json.dumps(_row(register), ensure_ascii=False, separators=(",", ":"))
-        content = rows.encode("utf-8") + b"\n"
+        write_compiled_rows(path, digest, rows.encode("utf-8") + b"\n")
+
+
+def write_compiled_rows(path: Path, digest: str, content: bytes) -> None:
+    """Seal and write compiled rows already made (a quote appended to a copy we read)."""
+    with suppress(OSError):
         seal = _seal(digest, content)
         if seal is None:
             return  # no key to seal it with: a copy nobody may trust is not worth writing

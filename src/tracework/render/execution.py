@@ -9,6 +9,7 @@ paths are removed — so that the same inputs give the same bytes.
 from __future__ import annotations
 
 import asyncio
+import copy
 import html
 import importlib
 import json
@@ -111,22 +112,31 @@ def _kernel_dirs() -> list[Path]:
 
 
 def notebook_problems(nb: nbformat.NotebookNode) -> list[str]:
-    """A source notebook carries no outputs and has a cell tagged ``parameters``."""
-    problems = []
+    """A source notebook has a cell tagged ``parameters`` (outputs it carries are cleared
+    by :func:`without_outputs`, not refused: JupyterLab saves them)."""
     tagged = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     if not tagged:
-        problems.append("no cell is tagged `parameters` (papermill injects parameters after it)")
-    dirty = [
-        i + 1
-        for i, c in enumerate(nb.cells)
+        return ["no cell is tagged `parameters` (papermill injects parameters after it)"]
+    return []
+
+
+def without_outputs(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, int]:
+    """A copy of ``nb`` with every code cell's outputs and execution count cleared, and
+    how many cells carried any.  A notebook saved from JupyterLab keeps its outputs; a
+    render runs it as if clean, in its own copy, and the analyst's file is never
+    written.  nbconvert's ``ClearOutputPreprocessor`` does the clearing, as
+    ``jupyter nbconvert --clear-output`` would."""
+    dirty = sum(
+        1
+        for c in nb.cells
         if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
-    ]
-    if dirty:
-        problems.append(
-            f"cells {', '.join(map(str, dirty[:10]))} carry outputs or execution counts; "
-            "commit notebooks without outputs (e.g. `jupyter nbconvert --clear-output`)"
-        )
-    return problems
+    )
+    if not dirty:
+        return nb, 0
+    from nbconvert.preprocessors import ClearOutputPreprocessor
+
+    cleared, _ = ClearOutputPreprocessor().preprocess(copy.deepcopy(nb), {})
+    return cleared, dirty
 
 
 def read_notebook_bytes(path: Path) -> bytes:
@@ -305,9 +315,15 @@ def _run(
             on_cell_execute=lambda cell, cell_index: sent.append(cell_index),
         )
     except PapermillExecutionError as exc:
-        hint = _keep(running, output, limits)
-        # a TraceworkError raised in the kernel carries its own hint line; keep one
-        text = f"{exc.ename}: {str(exc.evalue).split(chr(10))[0]}"
+        # a TraceworkError raised in the kernel carries its hint on a line of its own:
+        # the message stays one line, and the hint names the fix before what was kept
+        first, *rest = str(exc.evalue).split("\n")
+        inner = next(
+            (line.strip()[6:].strip() for line in rest if line.strip()[:5] == "hint:"), None
+        )
+        kept = _keep(running, output, limits)
+        hint = "; ".join(h for h in (inner, kept) if h) or None
+        text = f"{exc.ename}: {first}"
         if exc.ename == "ChecksFailed":
             raise ChecksFailed(text, hint=hint) from None
         raise RenderError(

@@ -40,6 +40,7 @@ from tracework.render.execution import (
     notebook_problems,
     parse_notebook,
     read_notebook_bytes,
+    without_outputs,
 )
 from tracework.render.history import drift_summary, read_history, updated_history
 from tracework.workspace import Workspace, check_name
@@ -53,6 +54,7 @@ class RenderResult:
     commit: str
     directory: Path
     summary: dict[str, Any]
+    cleared: int = 0  # code cells whose saved outputs the render cleared in its own copy
 
 
 def lock_file_sha256(ws: Workspace) -> str | None:
@@ -151,6 +153,7 @@ def render(
     problems = notebook_problems(inputs.notebook)
     if problems:  # bad input, like every problem found before a kernel starts: exit 2
         raise RenderError(f"{notebook.relative_to(ws.root)}: " + "; ".join(problems))
+    runnable, cleared = without_outputs(inputs.notebook)
     limits = Limits(ws.cell_timeout, ws.render_timeout, ws.output_cap)
     parameters: dict[str, Any] = {"register": name, "commit": full, "mode": "render"}
     if analysis_date is not None:
@@ -168,7 +171,7 @@ def render(
             try:
                 # 2. execute (it writes report.ipynb, also when the notebook fails)
                 executed = execute(
-                    inputs.notebook, staging / "report.ipynb", parameters, ws.root, limits, km
+                    runnable, staging / "report.ipynb", parameters, ws.root, limits, km
                 )
                 # 3. records and manifest
                 records = extract_records(executed)
@@ -234,6 +237,7 @@ def render(
             # 5. publish, then record the render in the report's history
             with locked(final):
                 replace_dir(staging, final)
+            _drop_failed(out_root / f"failed-{full[:12]}")
             with locked(history_path):
                 entries = updated_history(read_history(history_path), records)
                 try:
@@ -256,7 +260,7 @@ def render(
         except BaseException:
             _keep_failed(staging, out_root / f"failed-{full[:12]}", ws.root)
             raise
-    return RenderResult(name, full, final, records["checks"])
+    return RenderResult(name, full, final, records["checks"], cleared)
 
 
 def _check_what_ran(inputs: Inputs, records: dict[str, Any], name: str) -> None:
@@ -383,6 +387,13 @@ def _keep_failed(staging: Path, target: Path, root: Path) -> str | None:
             "move it away to keep the next failure's notebook"
         )
     return f"the executed notebook is kept in {shown}/"
+
+
+def _drop_failed(target: Path) -> None:
+    """A good render of a commit makes its ``failed-<commit12>`` folder history: remove
+    it, when it is one tracework kept (never a link, a file or a folder of other files)."""
+    if os.path.lexists(target) and _not_ours(target) is None:
+        shutil.rmtree(target, ignore_errors=True)
 
 
 def _not_ours(target: Path) -> str | None:

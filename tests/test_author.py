@@ -1,0 +1,82 @@
+"""`tracework author`: the notebook in author mode, headless, into reports/NAME/draft/."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+SUBJECT = {
+    "pkg/store.py": (
+        "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
+    ),
+}
+
+BODY = """q = src.quote("pkg/store.py", symbol="Store.put")
+wb.component("RT-CMP-store", label="Store", identity="The `Store` class.", evidence=[q])
+wb.route("RT-RTE-put", label="Put", progression="caller → `Store.put`", implementation="wired",
+         operation="uninspected", passes_through=["RT-CMP-store"], evidence=[q])
+"""
+
+
+@pytest.fixture
+def notebook(make_repo, tw, workspace):
+    """A report `demo` pinned at a subject's first commit, its notebook filled in; nothing
+    quoted yet (the author run adds the quotes)."""
+    repo = make_repo("toy")
+    for path, text in SUBJECT.items():
+        repo.write(path, text)
+    first = repo.commit("first")
+    assert tw("subject", "add", "toy", str(repo.path)).exit_code == 0
+    assert tw("fetch", "toy").exit_code == 0
+    assert tw("new", "demo", "--subject", "toy", "--commit", first).exit_code == 0
+    path = workspace.notebooks / "demo.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(4, nbformat.v4.new_code_cell(BODY))
+    nbformat.write(nb, path)
+    return path
+
+
+def test_author_runs_the_notebook_into_its_draft_and_adds_the_quotes(notebook, tw, workspace):
+    before = notebook.read_bytes()
+    result = tw("author", "demo")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[:4] == [
+        "ran reports/demo/draft/report.ipynb",
+        "2 records",
+        "  RT-CMP-store  component  Store",
+        "  RT-RTE-put  route  Put",
+    ]
+    assert "  records   holds" in result.stdout
+    draft = workspace.reports / "demo" / "draft"
+    assert sorted(p.name for p in draft.iterdir()) == ["records.json", "report.ipynb"]
+    assert notebook.read_bytes() == before  # never written
+    assert "Q-store-Store.put" in (workspace.registers / "demo.yaml").read_text()
+    assert tw("render", "demo").exit_code == 0  # render mode finds what author mode added
+    data = json.loads(tw("author", "demo", "--json").stdout)
+    assert data["ok"] is True and data["directory"] == "reports/demo/draft"
+    assert [r["id"] for r in data["records"]] == ["RT-CMP-store", "RT-RTE-put"]
+
+
+def test_an_error_in_a_cell_is_one_line_and_failing_checks_exit_1(notebook, tw):
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells[4].source = BODY.replace(
+        'passes_through=["RT-CMP-store"]', 'passes_through=["RT-CMP-x"]'
+    )
+    nbformat.write(nb, notebook)
+    result = tw("author", "demo")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "tracework: error: the notebook failed in cell 4: RecordError: RT-RTE-put: "
+        "passes_through[0] names 'RT-CMP-x', which is not declared above",
+        "  hint: declare the record it refers to first",
+    ]
+    assert "Traceback" not in result.output and "----" not in result.output
+    nb.cells[4].source = BODY + (
+        'wb.absence("RT-ABS-x", statement="No items.", scope=["pkg/*.py"], patterns=["items"])\n'
+    )
+    nbformat.write(nb, notebook)
+    result = tw("author", "demo")
+    assert result.exit_code == 1, result.output
+    assert "absence RT-ABS-x: the patterns now match" in result.stdout
