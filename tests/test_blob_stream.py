@@ -103,18 +103,21 @@ def test_a_stream_ended_early_says_so_rather_than_failing_obscurely(many):
     stream.close()  # closing twice is harmless
 
 
-def test_a_path_asked_at_a_commit_comes_from_the_same_process_after_the_streamed_blobs(many):
+def test_paths_asked_one_at_a_time_are_answered_by_one_process(many):
     repo, mirror, oids = many
     head = repo.commits[-1]
-    with mirror.stream_blobs(oids[:5]) as stream:
+    with mirror.stream_blobs([]) as stream:
         blob = stream.at(head, "f07.txt")
-        assert list(stream.blobs) == oids[:5]  # the blobs given up front were read first
         assert blob is not None and blob.data == b"line of file 7\n" * 8
         assert stream.at(head, "f07.txt") is blob  # asked once
         assert stream.at(head, "no-such-file.txt") is None
         assert stream.at(head, "") is None  # the root tree is not a file
         assert stream.at(head, "f07.txt\nf08.txt") is None  # one name per line, never two
         assert stream.at(head, "f08.txt") is not None  # the process still answers
+        process = stream._proc
+    assert process.returncode == 0  # the input ended and git left
+    with mirror.stream_blobs(oids) as stream, pytest.raises(ValueError):
+        stream.at(head, "f07.txt")  # git holds its answers back until the names end
 
 
 def test_whole_keeps_the_bytes_of_a_blob_over_the_size_cap(make_repo):

@@ -489,15 +489,15 @@ class Mirror:
 class BlobStream:
     """The one reader of blobs: a ``git cat-file --batch`` process, read only as far as asked.
 
-    Blobs named up front (by object id) are written to git by a feeder thread, so a
-    caller asking for them in the order given (:meth:`get`) works on the blobs read so
-    far while git decompresses the next ones on another core.  :meth:`at` asks for
-    ``<commit>:<path>`` on the same process when the next name depends on the last
-    answer (a bisection), which is why git answers each name as it comes rather than
-    buffering (``--buffer`` would hold answers back until the input ends).  The size
-    comes from each object's header before its content is read; a blob over the size
-    cap is streamed into the hash and its bytes are not kept.  Close it (or use it as a
-    context manager) to end git early.
+    Blobs named up front (by object id) are written to git by a feeder thread, and git
+    answers with ``--buffer``, so a caller asking for them in the order given
+    (:meth:`get`) works on the blobs read so far while git decompresses the next ones
+    on another core.  A stream given no names answers :meth:`at` instead, for
+    ``<commit>:<path>`` asked one at a time when the next name depends on the last
+    answer (a bisection): there git answers each name as it comes, since ``--buffer``
+    holds answers back until the input ends.  The size comes from each object's header
+    before its content is read; a blob over the size cap is streamed into the hash and
+    its bytes are not kept.  Close it (or use it as a context manager) to end git early.
     """
 
     def __init__(self, git_dir: Path, oids: list[str], size_cap: int | None) -> None:
@@ -506,8 +506,10 @@ class BlobStream:
         self._order = iter(oids)
         self.blobs: dict[str, Blob] = {}
         self._found: dict[str, Blob | None] = {}
+        self._asking = not oids  # names asked one at a time, answered at once
+        buffered = [] if self._asking else ["--buffer"]
         self._proc = subprocess.Popen(
-            ["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
+            ["git", f"--git-dir={git_dir}", "cat-file", "--batch", *buffered],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -539,12 +541,13 @@ class BlobStream:
     def at(self, commit: str, path: str) -> Blob | None:
         """The blob at ``path`` in ``commit``'s tree, asked now; None when the path is
         not there or is not a file (each name is asked once)."""
+        if not self._asking:
+            raise ValueError("at() reads from a stream given no blobs up front")
         spec = f"{commit}:{path}"
         if spec not in self._found:
             if "\n" in spec or "\r" in spec:  # one name per line: git would read two
                 self._found[spec] = None
                 return None
-            self.read_all()  # the blobs given up front come first on the pipe
             self._ask(spec)
             self._found[spec] = self._read_object(spec, missing_ok=True)
         return self._found[spec]
@@ -567,7 +570,8 @@ class BlobStream:
         self.close()
 
     def _ask(self, spec: str) -> None:
-        self._feeder.join()  # the names given up front are all written
+        if self._proc.returncode is not None:
+            raise self._ended()
         try:
             self._stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
             self._stdin.flush()
@@ -724,11 +728,14 @@ def _hunk(header: str) -> tuple[int, int, int, int]:
 
 
 def _feed(stdin: IO[bytes], oids: list[str]) -> None:
-    """Write the names given up front; the pipe stays open for names asked later."""
+    """Write the names given up front and end the input (so git lets out what it
+    buffered); a stream given none keeps its input open for names asked later."""
+    if not oids:
+        return
     try:
         for start in range(0, len(oids), 512):
             stdin.write("".join(f"{o}\n" for o in oids[start : start + 512]).encode())
-        stdin.flush()
+        stdin.close()
     except BrokenPipeError:  # git died; the reader reports it
         pass
 
