@@ -93,8 +93,20 @@ def _console() -> Any:
 
 @click.group(cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version=__version__, prog_name="tracework")
-def main() -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Show on stderr what tracework logs, debug included (the reasons behind fallbacks).",
+)
+@click.pass_context
+def main(ctx: click.Context, verbose: bool) -> None:
     """Evidence-backed reports about other people's code."""
+    from tracework.logs import show
+
+    show(verbose)
+    if verbose:  # for this command only: a process may run several (tests, notebooks)
+        ctx.call_on_close(lambda: show(False))
 
 
 @main.command()

@@ -9,6 +9,7 @@ stops the others, and its previous good output stays in place.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import multiprocessing.util
 import os
@@ -28,12 +29,15 @@ from tracework.drift.first_change import STATES
 from tracework.errors import TraceworkError, check_iso_date
 from tracework.fsio import locked
 from tracework.git.subjects import fetch, load_subject, open_mirror, tracked_commit
+from tracework.logs import show, shown, swallowed
 from tracework.readers import DataError, load_json
 from tracework.register.models import GitSource
 from tracework.register.store import load
 from tracework.render.execution import load_nbformat
 from tracework.render.pipeline import inputs_key, render
 from tracework.workspace import Workspace, check_name
+
+log = logging.getLogger(__name__)
 
 Status = Literal["rendered", "skipped", "failed"]
 
@@ -200,14 +204,18 @@ def render_one(
     except TraceworkError as exc:
         return Outcome(name, commit, "failed", error=exc.message).as_json()
     except Exception as exc:  # a worker must report, not die: the batch goes on
+        log.debug("rendering %s at %s failed", name, commit[:12], exc_info=True)
         return Outcome(name, commit, "failed", error=f"{type(exc).__name__}: {exc}").as_json()
     finally:
         if km is not None:
             shutdown(km)
 
 
-def start_pool_worker(root: str, parent: int) -> None:
+def start_pool_worker(root: str, parent: int, verbose: bool) -> None:
     """A pool worker's start: :func:`start_worker`, and leave when the batch is gone.
+
+    A worker shows its debug records on stderr when the batch does (``tracework -v``):
+    it is spawned, so it has none of its parent's logging set up.
 
     Ctrl-C is the batch's to handle: a worker ignores SIGINT (it started with SIGINT
     blocked, see :func:`_sigint_blocked`, so a Ctrl-C during its start left it alone
@@ -223,10 +231,12 @@ def start_pool_worker(root: str, parent: int) -> None:
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(1)
-        with suppress(Exception):
+        with swallowed(log, "stopping the kernels of a worker whose batch is gone"):
             release()
         os._exit(1)
 
+    if verbose:
+        show(True)
     threading.Thread(target=watch, name="tracework-parent-watch", daemon=True).start()
     # the last of a worker's exit handlers: leave without tearing down the interpreter
     # (a spawned worker ends in sys.exit, which unloads nbconvert, papermill and the
@@ -249,7 +259,7 @@ def start_worker(root: str) -> None:
 
     Never raises: whatever fails here fails again, and is reported, in the render.
     """
-    with suppress(Exception):
+    with swallowed(log, "readying a worker"):
         load_nbformat()  # before any thread: it swaps modules in sys.modules
         prestart(Path(root))
         import papermill  # noqa: F401  (its import is most of a worker's start)
@@ -357,7 +367,7 @@ def _in_pool(
         max_workers=workers,
         mp_context=spawn,
         initializer=start_pool_worker,
-        initargs=(str(ws.root), os.getpid()),
+        initargs=(str(ws.root), os.getpid(), shown()),
     )
     try:
         with _sigint_blocked():  # workers are spawned as jobs are submitted
@@ -393,7 +403,7 @@ def _sigint_blocked() -> Iterator[None]:
         return
     # multiprocessing's resource tracker unblocks SIGINT in this thread when it starts:
     # start it first (spawned workers need it anyway)
-    with suppress(Exception):
+    with swallowed(log, "starting multiprocessing's resource tracker"):
         from multiprocessing import resource_tracker
 
         resource_tracker.ensure_running()
