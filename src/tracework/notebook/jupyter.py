@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tracework.capture.evidence import CaseInfo, ExcerptInfo, case_html, excerpt_html
@@ -159,44 +156,6 @@ def cell_id() -> str | None:
     parent = shell.get_parent() or {}
     cell = parent.get("metadata", {}).get("cellId")
     return str(cell) if cell else None
-
-
-def watch_cells(start: Callable[[str], None]) -> bool:
-    """Call ``start(cell_id)`` as each JupyterLab cell begins to run (IPython's
-    ``pre_run_cell`` event).  The callback is a bound method held weakly, so a
-    workbench the notebook dropped (its ``tw.open`` cell re-run) stops listening
-    instead of being kept alive.  Returns False outside IPython, where there are no
-    cells."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    if shell is None or not hasattr(shell, "events"):
-        return False
-    on_start = weakref.WeakMethod(start)  # type: ignore[arg-type]
-
-    def pre_run_cell(info: Any) -> None:
-        callback, cell = on_start(), getattr(info, "cell_id", None)
-        if callback is not None and cell:
-            callback(str(cell))
-
-    shell.events.register("pre_run_cell", pre_run_cell)
-    return True
-
-
-def notebook_file() -> Path | None:
-    """The notebook file this kernel serves, as Jupyter's server names it to the kernel
-    (``__session__``), or None when it does not (a console, papermill, plain Python)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    shell = get_ipython()
-    name = getattr(shell, "user_ns", {}).get("__session__") if shell is not None else None
-    if not isinstance(name, str) or not name.endswith(".ipynb"):
-        return None
-    return Path(name)
 
 
 def install_error_display() -> None:

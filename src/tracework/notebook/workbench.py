@@ -11,9 +11,7 @@ short message rather than a traceback.
 from __future__ import annotations
 
 import json
-import logging
 import re
-import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,7 +33,6 @@ from tracework.drift.check import CheckItem, CheckReport, check_documents, check
 from tracework.errors import (
     ChecksFailed,
     QuoteNotInRegister,
-    RecordError,
     RegisterError,
     TraceworkError,
     check_iso_date,
@@ -63,8 +60,6 @@ from tracework.notebook.jupyter import (
     cell_id,
     display,
     install_error_display,
-    notebook_file,
-    watch_cells,
 )
 from tracework.notebook.marks import Mark, marks_json, marks_section
 from tracework.notebook.records import DRIFT_STATES, KINDS, AuthorityPath, Record, Route
@@ -74,13 +69,11 @@ from tracework.notebook.views import (
     FileInfo,
     QuoteInfo,
     diagram_note_html,
-    esc,
     file_key,
     records_section,
     screen_html,
     summary_html,
 )
-from tracework.readers import load_json
 from tracework.register.evidence import (
     QuoteRequest,
     add_capture_source,
@@ -96,8 +89,6 @@ from tracework.screen import Screen
 from tracework.workspace import Workspace
 
 Mode = Literal["author", "render"]
-
-log = logging.getLogger(__name__)
 
 
 class SourceHandle:
@@ -212,7 +203,6 @@ class Workbench(RecordDeclarations):
         self.output_dir = output_dir or ws.reports / self.register.name / "draft"
         self._records: dict[str, Record] = {}
         self._cells: dict[str, str | None] = {}
-        self._cell_runs: dict[str, float] = {}  # when each cell last started, by cell id
         self._quotes: dict[str, QuoteInfo] = {}
         self._files: dict[str, FileInfo] = {}  # whole files cited, by "SRC-n:path"
         self._captures: dict[str, CapturedAt] = {}  # captures cited, by source id
@@ -228,7 +218,6 @@ class Workbench(RecordDeclarations):
         self._texts: list[bytes] | None = None
         self._screen: Screen | None = None
         install_error_display()
-        watch_cells(self._cell_starts)
 
     def _read_register(self) -> None:
         """Load the register, keeping the SHA-256 of the very bytes read: records.json
@@ -420,76 +409,6 @@ class Workbench(RecordDeclarations):
             + (" (with replace=True to point the id at this span)" if have else "")
             + "; render mode never writes to the register",
         )
-
-    # -- cells -----------------------------------------------------------------------
-
-    def _cell_starts(self, cell: str) -> None:
-        """A cell runs (again): what it declared on its last run goes, so a record renamed
-        in it and re-run is not left behind under its old id, without a kernel restart."""
-        self._cell_runs[cell] = time.time()
-        self._forget_cell(cell)
-
-    def _forget_cell(self, cell: str) -> list[str]:
-        """Drop the records, marks and diagrams one cell declared; returns their names."""
-        gone = sorted(key for key, c in self._cells.items() if c == cell)
-        for key in gone:
-            del self._cells[key]
-            self._records.pop(key, None)
-            self._absences.pop(key, None)
-            self._marks.pop(key, None)
-        drawn = sorted(name for name, d in self._diagrams.items() if d.cell == cell)
-        for name in drawn:
-            del self._diagrams[name]
-        return gone + [f"diagram {name}" for name in drawn]
-
-    def _forget_deleted_cells(self) -> None:
-        """Drop what cells no longer in the saved notebook declared, each with a one-line
-        note.  Only the kernel knows what ran, only the saved file what was deleted, so a
-        cell counts as deleted when the notebook was saved after it last ran and does not
-        hold it: a cell added and run since the last save stays."""
-        path = notebook_file()
-        if path is None:
-            return
-        try:
-            saved = path.stat().st_mtime
-            notebook = load_json(path.read_bytes())
-        except (OSError, TraceworkError) as exc:
-            log.debug("cannot read %s for its cell ids: %s", path, exc)
-            return
-        cells = notebook.get("cells") if isinstance(notebook, dict) else None
-        if not isinstance(cells, list):
-            return
-        present = {c.get("id") for c in cells if isinstance(c, dict)}
-        declared = {c for c in self._cells.values() if c is not None}
-        for cell in sorted(declared - present):
-            if self._cell_runs.get(cell, 0.0) > saved:
-                continue
-            gone = ", ".join(self._forget_cell(cell))
-            note = f"Removed {gone}: the cell that declared them is no longer in the notebook."
-            display(Html(f'<p class="tw-note">{esc(note)}</p>', note))
-
-    def _refuse_dangling(self) -> None:
-        """A record that names or cites a record no longer declared (renamed or removed in
-        a cell run since) is one clear error, not a records.json with a dangling id."""
-        for record in self._records.values():
-            named = list(record.references().items()) + [
-                ("evidence", e) for e in record.evidence if e.startswith("RT-")
-            ]
-            for field_name, ref in named:
-                if ref not in self._records:
-                    raise RecordError(
-                        f"{record.id}: {field_name} names {ref}, which is no longer declared",
-                        hint=f"declare {ref} again, or re-run the cell that declares "
-                        f"{record.id} with what replaced it",
-                    )
-        for mark in self._marks.values():
-            for ref in mark.evidence:
-                if ref.startswith("RT-") and ref not in self._records:
-                    raise RecordError(
-                        f"mark {mark.rubric}/{mark.mechanism}: evidence names {ref}, which is "
-                        "no longer declared",
-                        hint=f"declare {ref} again, or re-run the cell that marks it",
-                    )
 
     # -- sections and the end ----------------------------------------------------------
 
@@ -864,11 +783,8 @@ class Workbench(RecordDeclarations):
         """Write records.json, run every check and display the summary.
 
         In render mode at the register's pin, a failing check raises
-        :class:`~tracework.errors.ChecksFailed` so that the render fails.  What cells
-        deleted from the notebook declared goes first, with a note.
+        :class:`~tracework.errors.ChecksFailed` so that the render fails.
         """
-        self._forget_deleted_cells()
-        self._refuse_dangling()
         data = self.records_json()
         if self.mode == "render":
             # tracework render takes records.json from this output of the executed notebook
