@@ -25,6 +25,7 @@ from ruamel.yaml import YAML
 
 from tracework import fsio
 from tracework.errors import RegisterError
+from tracework.register import edits
 from tracework.register import store as reg
 from tracework.register.models import (
     Anchor,
@@ -180,7 +181,7 @@ def test_comment_layouts_round_trip_and_stay_above_their_key(pinned, tw, layout)
     assert text.count(old) == 1
     REGISTER.write_text(text.replace(old, new.replace("COMMIT", commit)), encoding="utf-8")
     before = REGISTER.read_bytes()
-    with reg.edit(REGISTER.resolve()):
+    with edits.edit(REGISTER.resolve()):
         pass  # load, re-attach comments, dump: the same bytes
     assert REGISTER.read_bytes() == before
     ok(tw("quote", "demo", "SRC-1", "b.txt", "--lines", "1-1", "--id", "Q-b"))
@@ -444,7 +445,7 @@ def test_a_file_where_a_folder_goes_is_one_message_not_a_traceback(workspace, tw
 
 def test_an_edit_that_fails_inside_changes_nothing(pinned, tw):
     text = _good(pinned, tw)
-    with pytest.raises(RegisterError), reg.edit(REGISTER.resolve()) as doc:
+    with pytest.raises(RegisterError), edits.edit(REGISTER.resolve()) as doc:
         doc["quotes"]["Q-extra"] = doc["quotes"]["Q-f"]
         raise RegisterError("changed my mind")
     assert REGISTER.read_text() == text
@@ -452,10 +453,13 @@ def test_an_edit_that_fails_inside_changes_nothing(pinned, tw):
 
 def test_an_edit_that_would_make_the_register_invalid_changes_nothing(pinned, tw):
     text = _good(pinned, tw)
-    with pytest.raises(RegisterError, match="does not hash"), reg.edit(REGISTER.resolve()) as doc:
+    with pytest.raises(RegisterError, match="does not hash"), edits.edit(REGISTER.resolve()) as doc:
         doc["quotes"]["Q-f"]["text"] = "def f():\n    return 2\n"
     assert REGISTER.read_text() == text
-    with pytest.raises(RegisterError, match="not registered"), reg.edit(REGISTER.resolve()) as doc:
+    with (
+        pytest.raises(RegisterError, match="not registered"),
+        edits.edit(REGISTER.resolve()) as doc,
+    ):
         del doc["sources"]["SRC-1"]["files"]["a.py"]
     assert REGISTER.read_text() == text
 
