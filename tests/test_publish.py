@@ -30,6 +30,8 @@ from hypothesis import strategies as st
 
 from tracework.cli import main
 from tracework.errors import TraceworkError
+from tracework.render.artefacts import dumps, read_manifest, read_records, to_json
+from tracework.render.history import read_history
 from tracework.site import publish as publish_module
 from tracework.site.publish import write_site
 from tracework.site.read import gather
@@ -344,7 +346,7 @@ def test_a_broken_render_folder_is_skipped_and_named(demo, tmp_path, monkeypatch
         "reports/larkspur/0123456789ab",
         "reports/larkspur/ba9876543210",
     ]
-    assert "records.json: commit_date: Field required" in out["skipped"][1]
+    assert "records.json: format: Field required (and 17 more)" in out["skipped"][1]
 
 
 @pytest.mark.parametrize(
@@ -353,6 +355,13 @@ def test_a_broken_render_folder_is_skipped_and_named(demo, tmp_path, monkeypatch
         ("commit_date", "last Tuesday", "not an ISO 8601 date and time"),
         ("commit_date", "2026-03-23T16:40:00", "without its UTC offset"),
         ("pin", "HEAD", "should match pattern"),
+        # the whole file is read through its model: any part that is not what a render
+        # writes names where it is, and the render is left out
+        ("checks", {"ok": True}, "checks.commit: Field required"),
+        ("quotes", {"Q-x": {"state": "verified"}}, "quotes.Q-x.source: Field required"),
+        ("marks", {"r": {"title": 3}}, "marks.r.title: Input should be a valid string"),
+        ("drift", {"commits_since_pin": "many"}, "drift.commits_since_pin: Input should be"),
+        ("surprise", "a key no render writes", "surprise: Extra inputs are not permitted"),
     ],
 )
 def test_a_render_whose_records_cannot_be_ordered_is_skipped(
@@ -816,3 +825,25 @@ def test_every_page_and_the_search_show_hidden_characters_as_marks(demo, tmp_pat
         strings = _strings(data)
         assert not any(HIDDEN_CHARS.search(s) for s in strings)
         assert sum(visible(HIDDEN) in s for s in strings) > 20
+
+
+def test_what_a_render_writes_reads_back_through_its_model_byte_for_byte(demo):
+    """records.json, manifest.json and history.json are each one model, written by one
+    function: reading a render's file and writing it again gives the same bytes."""
+    ws, commits = demo
+    report = ws.reports / "larkspur"
+    folders = sorted(p for p in report.iterdir() if re.fullmatch(r"[0-9a-f]{12}", p.name))
+    assert [f.name for f in folders] == sorted({commits[0][:12], commits[-1][:12]})
+    for folder in folders:
+        records_file, manifest_file = folder / "records.json", folder / "manifest.json"
+        records = read_records(records_file)
+        assert dumps(to_json(records)).encode() == records_file.read_bytes()
+        assert dumps(to_json(read_manifest(manifest_file))).encode() == manifest_file.read_bytes()
+        # typed all the way down: what mypy sees is what the file holds
+        counts = records.checks.checks.registered.counts
+        assert sum(counts["quote"].values()) == len(records.quotes)
+        assert records.register_name == "larkspur" and records.title
+    history_file = report / "history.json"
+    entries = read_history(history_file)
+    assert [e.commit for e in entries] == [commits[0], commits[-1]]
+    assert dumps([to_json(e) for e in entries]).encode() == history_file.read_bytes()

@@ -36,7 +36,7 @@ from tracework.register.models import (
     Quote,
     Register,
 )
-from tracework.register.schema import register_schema_text
+from tracework.register.schema import register_schema_text, schema_texts
 
 REGISTER = Path("registers/demo.yaml")
 PROJECT = Path(__file__).resolve().parents[1]
@@ -619,6 +619,26 @@ def test_the_committed_schema_is_current(tw):
     result = tw("schema")
     assert result.exit_code == 0
     assert committed == result.stdout == register_schema_text()
+    # and those of what a render writes, beside it
+    texts = schema_texts()
+    assert set(texts) == {
+        "register",
+        "records",
+        "history-entry",
+        "manifest",
+        "batch-outcome",
+        "check-summary",
+    }
+    for name, text in texts.items():
+        path = SCHEMA_FILE.parent / f"{name}.schema.json"
+        assert path.is_file(), f"run `make schema` and commit schemas/{name}.schema.json"
+        assert path.read_text(encoding="utf-8") == text, f"run `make schema`: {name} changed"
+        if name == "register":
+            continue
+        described = json.loads(text)  # every field of a render's files says what it is
+        for model in [*described.get("$defs", {}).values(), described]:
+            for field_name, field in model.get("properties", {}).items():
+                assert field.get("description"), f"{name}: {model['title']}.{field_name}"
     # structurally: every model and every field of the register format is described
     schema = json.loads(committed)
     assert set(schema["properties"]) == set(Register.model_fields)

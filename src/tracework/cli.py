@@ -552,20 +552,26 @@ def _print_check(report: Any) -> None:
 
 
 @main.command()
-@click.option("--write", is_flag=True, help="Write schemas/register.schema.json in the workspace.")
+@click.option(
+    "--write",
+    is_flag=True,
+    help="Write every schema (register, records, history entry, manifest, batch outcome, "
+    "check summary) as schemas/NAME.schema.json in the workspace.",
+)
 def schema(write: bool) -> None:
-    """Print (or write) the register's JSON Schema, generated from the models."""
-    from tracework.register.schema import register_schema_text
+    """Print the register's JSON Schema (or write every schema), generated from the models."""
+    from tracework.register.schema import register_schema_text, schema_texts
 
-    text = register_schema_text()
     if write:
         from tracework.fsio import write_atomic
 
-        target = _workspace().root / "schemas" / "register.schema.json"
-        write_atomic(target, text)
-        click.echo(f"wrote {target}")
+        folder = _workspace().root / "schemas"
+        for name, text in schema_texts().items():
+            target = folder / f"{name}.schema.json"
+            write_atomic(target, text)
+            click.echo(f"wrote {target}")
     else:
-        click.echo(text, nl=False)
+        click.echo(register_schema_text(), nl=False)
 
 
 # -- reports ----------------------------------------------------------------------------
@@ -597,11 +603,12 @@ def new(name: str, subject_name: str, commit: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def render(name: str, commit: str | None, analysis_date: str | None, as_json: bool) -> None:
     """Execute notebooks/NAME.ipynb with papermill and export reports/NAME/<commit12>/."""
+    from tracework.render.artefacts import to_json
     from tracework.render.pipeline import render as do_render
 
     ws = _workspace()
     result = do_render(ws, name, commit, analysis_date)
-    summary = result.summary
+    summary = to_json(result.summary)
     if as_json:
         _json(
             {
@@ -614,7 +621,7 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
         )
         return
     click.echo(f"rendered {result.directory.relative_to(ws.root)}/report.html")
-    for check_name_, check in summary["checks"].items():
+    for check_name_, check in sorted(summary["checks"].items()):
         mark = "holds" if check["ok"] else "FAILS"
         click.echo(f"  {check_name_:<9} {mark:<6} {check['detail']}")
     for problem in summary["problems"][:20]:

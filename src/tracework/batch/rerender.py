@@ -20,9 +20,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+from pydantic import ValidationError
 
 from tracework.batch.kernels import next_kernel, prestart, release, shutdown
 from tracework.drift.first_change import STATES
@@ -30,42 +31,16 @@ from tracework.errors import TraceworkError, check_iso_date
 from tracework.fsio import locked
 from tracework.git.subjects import fetch, load_subject, open_mirror, tracked_commit
 from tracework.logs import show, shown, swallowed
-from tracework.readers import DataError, load_json
+from tracework.readers import DataError
 from tracework.register.models import GitSource
 from tracework.register.store import load
+from tracework.render.artefacts import BatchOutcome, read_manifest, read_records, to_json
 from tracework.render.execution import load_nbformat
 from tracework.render.pipeline import inputs_key, render
 from tracework.workspace import Workspace, check_name
 
 log = logging.getLogger(__name__)
-
-Status = Literal["rendered", "skipped", "failed"]
-
-
-@dataclass
-class Outcome:
-    """One report's result, in the shape of the ``--json`` contract."""
-
-    name: str
-    commit: str
-    status: Status
-    counts: dict[str, int] = field(default_factory=dict)
-    first_changed: dict[str, str] = field(default_factory=dict)
-    first_content_change: dict[str, str] = field(default_factory=dict)
-    format_only: list[str] = field(default_factory=list)
-    error: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "commit": self.commit,
-            "status": self.status,
-            "counts": self.counts,
-            "first_changed": self.first_changed,
-            "first_content_change": self.first_content_change,
-            "format_only": self.format_only,
-            "error": self.error,
-        }
+T = TypeVar("T")
 
 
 def report_names(ws: Workspace, names: Sequence[str], every: bool) -> list[str]:
@@ -136,27 +111,24 @@ def targets(
 def up_to_date(ws: Workspace, name: str, commit: str, analysis_date: str | None = None) -> bool:
     """Whether the last good render at ``commit`` used exactly today's inputs.
 
-    A manifest or records.json that cannot be read, or is not a JSON object, is not
-    a good render: the report renders again.
+    A manifest or records.json that cannot be read as its model is not a good render:
+    the report renders again.
     """
     folder = ws.reports / name / commit[:12]
-    manifest, records = (
-        _json_object(folder / "manifest.json"),
-        _json_object(folder / "records.json"),
-    )
-    if manifest is None or records is None:
+    manifest = _read(folder / "manifest.json", read_manifest)
+    if manifest is None or _read(folder / "records.json", read_records) is None:
         return False
-    recorded = manifest.get("inputs_sha256")
-    return isinstance(recorded, str) and recorded == inputs_key(ws, name, commit, analysis_date)
+    return manifest.inputs_sha256 == inputs_key(ws, name, commit, analysis_date)
 
 
-def _json_object(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``; None when it is missing, unreadable or not an object."""
+def _read(path: Path, read: Callable[[Path], T]) -> T | None:
+    """A file a render wrote, through its model; None when it is missing, unreadable or
+    not what the model says (the report renders again)."""
     try:
-        data = load_json(path.read_bytes())
-    except (OSError, DataError):  # not UTF-8, not JSON, nested too deeply
+        return read(path)
+    except (OSError, DataError, ValidationError) as exc:  # DataError: not UTF-8, not JSON, …
+        log.debug("%s is not a good render's: %s", path, exc)
         return None
-    return data if isinstance(data, dict) else None
 
 
 def recapture(
@@ -202,10 +174,10 @@ def render_one(
             result = render(ws, name, commit, analysis_date, km=km)
         return _outcome(name, commit, "rendered", result.directory / "records.json")
     except TraceworkError as exc:
-        return Outcome(name, commit, "failed", error=exc.message).as_json()
+        return _failed(name, commit, exc.message)
     except Exception as exc:  # a worker must report, not die: the batch goes on
         log.debug("rendering %s at %s failed", name, commit[:12], exc_info=True)
-        return Outcome(name, commit, "failed", error=f"{type(exc).__name__}: {exc}").as_json()
+        return _failed(name, commit, f"{type(exc).__name__}: {exc}")
     finally:
         if km is not None:
             shutdown(km)
@@ -274,20 +246,38 @@ def skipped(ws: Workspace, name: str, commit: str) -> dict[str, Any]:
     return _outcome(name, commit, "skipped", ws.reports / name / commit[:12] / "records.json")
 
 
-def _outcome(name: str, commit: str, status: Status, records_json: Path) -> dict[str, Any]:
-    """A rendered or skipped report's outcome, from the drift in its records.json."""
-    records = _json_object(records_json) or {}
-    drift = records.get("drift")
-    drift = drift if isinstance(drift, dict) else {}
-    return Outcome(
-        name,
-        commit,
-        status,
-        counts={s: drift.get("counts", {}).get(s, 0) for s in STATES},
-        first_changed=drift.get("first_changed", {}),
-        first_content_change=drift.get("first_content_change", {}),
-        format_only=drift.get("format_only", []),
-    ).as_json()
+def _outcome(
+    name: str, commit: str, status: Literal["rendered", "skipped"], records_json: Path
+) -> dict[str, Any]:
+    """A rendered or skipped report's outcome, from the drift in its records.json (none
+    when it cannot be read: the report's next render makes it again)."""
+    records = _read(records_json, read_records)
+    drift = records.drift if records is not None else None
+    outcome = BatchOutcome(
+        name=name,
+        commit=commit,
+        status=status,
+        counts={s: drift.counts.get(s, 0) if drift else 0 for s in STATES},
+        first_changed=drift.first_changed if drift else {},
+        first_content_change=drift.first_content_change if drift else {},
+        format_only=drift.format_only if drift else [],
+        error=None,
+    )
+    return to_json(outcome)
+
+
+def _failed(name: str, commit: str, error: str) -> dict[str, Any]:
+    outcome = BatchOutcome(
+        name=name,
+        commit=commit,
+        status="failed",
+        counts={},
+        first_changed={},
+        first_content_change={},
+        format_only=[],
+        error=error,
+    )
+    return to_json(outcome)
 
 
 def rerender(
@@ -314,7 +304,7 @@ def rerender(
     results: dict[str, dict[str, Any]] = {}
     if capture:
         for name, error in recapture(ws, plan, on_update).items():
-            results[name] = Outcome(name, plan[name], "failed", error=error).as_json()
+            results[name] = _failed(name, plan[name], error)
             on_update(name, "failed")
     todo = []
     for name, commit in plan.items():
