@@ -695,11 +695,15 @@ def test_an_unmarked_mechanism_and_a_hostile_rubric_publish_safely(demo, tmp_pat
 
 
 def test_the_newest_render_is_at_the_current_pin_then_by_time():
+    from tracework.render.artefacts import Drift, RenderManifest, ReportRecords
     from tracework.site.read import Render
 
     def render(commit: str, pin: str, date: str, since: int) -> Render:
-        records = {"commit": commit, "pin": pin, "commit_date": date}
-        return Render(commit[:12], {**records, "drift": {"commits_since_pin": since}}, {})
+        drift = Drift.model_construct(commits_since_pin=since)
+        records = ReportRecords.model_construct(
+            commit=commit, pin=pin, commit_date=date, drift=drift
+        )
+        return Render(commit[:12], records, RenderManifest.model_construct())
 
     old_pin, new_pin = "a" * 40, "b" * 40
     old = render("c" * 40, old_pin, "2026-03-10T10:00:00+00:00", 10)
@@ -715,8 +719,9 @@ def test_the_newest_render_is_at_the_current_pin_then_by_time():
 
 HIDDEN = "\u202egnp.exe \x1b[31m \u2066x\u2069 \u200b\x07\x85\ufeff"
 HIDDEN_CHARS = re.compile("[\u202e\x1b\u2066\u2069\u200b\x07\x85\ufeff]")
-#: Values a render's files must keep as they are for the site to read them at all.
-KEPT = {"commit", "pin", "commit_date", "pin_date", "date", "checked", "sha256"}
+#: Values a render's files must keep as they are for the site to read them at all (the
+#: format id and the mode are one of a few fixed words, never shown).
+KEPT = {"commit", "pin", "commit_date", "pin_date", "date", "checked", "sha256", "format", "mode"}
 
 
 def _hide(value: Any, key: str | None = None) -> Any:
