@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from tracework.cli import main
 from tracework.errors import TraceworkError
-from tracework.render.artefacts import dumps, read_manifest, read_records, to_json
+from tracework.render.artefacts import ReportRecords, dumps, read_manifest, read_records, to_json
 from tracework.render.history import read_history
 from tracework.site import publish as publish_module
 from tracework.site.publish import write_site
@@ -852,3 +852,19 @@ def test_what_a_render_writes_reads_back_through_its_model_byte_for_byte(demo):
     entries = read_history(history_file)
     assert [e.commit for e in entries] == [commits[0], commits[-1]]
     assert dumps([to_json(e) for e in entries]).encode() == history_file.read_bytes()
+
+
+def test_marks_with_a_review_and_the_rubrics_mechanisms_read_back_as_written(demo):
+    """A mark's review (``reviewed=``, ``reviewer=``) and the rubric's list of mechanisms
+    are part of records.json's model: a file holding them reads and writes back as is."""
+    ws, commits = demo
+    data = json.loads((ws.reports / "larkspur" / commits[-1][:12] / "records.json").read_text())
+    for rubric in data["marks"].values():
+        rubric["rubric_mechanisms"] = [{"id": m, "name": m.title()} for m in rubric["marks"]]
+        for mark in rubric["marks"].values():
+            mark["reviewed_at"] = {"commit": commits[0], "date": "2026-03-20"}
+            mark["reviewer"] = "an analyst"
+    records = ReportRecords.model_validate(data)
+    assert dumps(to_json(records)) == dumps(data)
+    mark = next(iter(records.marks["retention"].marks.values()))
+    assert mark.reviewed_at is not None and mark.reviewed_at.commit == commits[0]

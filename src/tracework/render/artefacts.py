@@ -166,6 +166,13 @@ class DiagramEntry(_Ours):
     ok: bool = Field(description="Whether every binding and identifier holds.")
 
 
+class ReviewedAt(_Ours):
+    """The commit an analyst last confirmed a mark against, and when."""
+
+    commit: str = _commit("The commit reviewed.")
+    date: str = Field(description="The date of the review (YYYY-MM-DD).")
+
+
 class MarkEntry(_Ours):
     """One mechanism of a rubric, marked."""
 
@@ -173,6 +180,17 @@ class MarkEntry(_Ours):
     evidence: list[str] = Field(description="The records and quotes it cites.")
     note: str | None = Field(description="The analyst's note.")
     needs_review: list[str] = Field(description="Cited evidence that no longer holds.")
+    reviewed_at: ReviewedAt | None = Field(
+        None, description="When the mark was last reviewed (marks written with `reviewed=`)."
+    )
+    reviewer: str | None = Field(None, description="Who reviewed it, in their own words.")
+
+
+class RubricMechanism(_Ours):
+    """A mechanism of the rubric, as the report's header lists it."""
+
+    id: str = Field(description="The mechanism's id.")
+    name: str = Field(description="The mechanism's name.")
 
 
 class RubricMarks(_Ours):
@@ -183,6 +201,10 @@ class RubricMarks(_Ours):
     mechanisms: int = Field(description="How many mechanisms the rubric has.")
     carries: int = Field(description="How many of them are marked present.")
     marks: dict[str, MarkEntry] = Field(description="Mechanism id → its mark.")
+    rubric_mechanisms: list[RubricMechanism] = Field(
+        default_factory=list,
+        description="Every mechanism of the rubric, in its order, marked or not.",
+    )
 
 
 class Check(_Ours):
