@@ -868,3 +868,16 @@ def test_marks_with_a_review_and_the_rubrics_mechanisms_read_back_as_written(dem
     assert dumps(to_json(records)) == dumps(data)
     mark = next(iter(records.marks["retention"].marks.values()))
     assert mark.reviewed_at is not None and mark.reviewed_at.commit == commits[0]
+
+
+def test_the_site_shows_the_title_records_json_gives(demo, site):
+    """The site read records.json through a partial model that dropped ``title``, so its
+    index, report page and search named every report "NAME KIND" instead."""
+    ws, commits = demo
+    records = json.loads((ws.reports / "larkspur" / commits[-1][:12] / "records.json").read_text())
+    title = records["title"]
+    assert title != "larkspur runtime report"  # the notebook's own heading
+    assert f">{title}</a>" in (site / "index.html").read_text()
+    assert f"<h1>{title}</h1>" in (site / "reports" / "larkspur" / "index.html").read_text()
+    labels = [e["label"] for e in json.loads((site / "search.json").read_text())]
+    assert f"{title} · larkspur at {commits[-1][:12]}" in labels
