@@ -101,3 +101,33 @@ def test_a_stream_ended_early_says_so_rather_than_failing_obscurely(many):
             stream.read_all()
     assert stream.get(oids[1]).oid == oids[1]  # what was read stays readable
     stream.close()  # closing twice is harmless
+
+
+def test_paths_asked_one_at_a_time_are_answered_by_one_process(many):
+    repo, mirror, oids = many
+    head = repo.commits[-1]
+    with mirror.stream_blobs([]) as stream:
+        blob = stream.at(head, "f07.txt")
+        assert blob is not None and blob.data == b"line of file 7\n" * 8
+        assert stream.at(head, "f07.txt") is blob  # asked once
+        assert stream.at(head, "no-such-file.txt") is None
+        assert stream.at(head, "") is None  # the root tree is not a file
+        assert stream.at(head, "f07.txt\nf08.txt") is None  # one name per line, never two
+        assert stream.at(head, "f08.txt") is not None  # the process still answers
+        process = stream._proc
+    assert process.returncode == 0  # the input ended and git left
+    with mirror.stream_blobs(oids) as stream, pytest.raises(ValueError):
+        stream.at(head, "f07.txt")  # git holds its answers back until the names end
+
+
+def test_whole_keeps_the_bytes_of_a_blob_over_the_size_cap(make_repo):
+    repo = make_repo("big")
+    repo.write("big.txt", "x" * 100 + "\n")
+    commit = repo.commit("big")
+    capped = Mirror(repo.path / ".git", size_cap=10)
+    with capped.stream_blobs([]) as stream:
+        blob = stream.at(commit, "big.txt")
+        assert blob is not None and blob.data is None and blob.size == 101
+    with capped.stream_blobs([], whole=True) as stream:
+        blob = stream.at(commit, "big.txt")
+        assert blob is not None and blob.data == b"x" * 100 + b"\n"

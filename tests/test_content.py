@@ -150,6 +150,7 @@ def test_format_only_never_contradicts_itself(tmp_path_factory, monkeypatch, edi
     from conftest import Repo, git
     from tracework.cli import main
     from tracework.register import store as reg
+    from tracework.render.artefacts import KernelRecords, QuoteEntry, to_json
     from tracework.render.export import drift_html
     from tracework.render.history import drift_summary
     from tracework.workspace import Workspace
@@ -192,8 +193,11 @@ def test_format_only_never_contradicts_itself(tmp_path_factory, monkeypatch, edi
         "quotes": {"Q-p": {**item, "format_only": item["format_only"]}},
         "records": [],
     }
-    records["drift"] = drift_summary(ws, reg.load(ws.register_file("demo")), records)
-    drift = records["drift"]
+    quote = QuoteEntry.model_validate({k: item[k] for k in QuoteEntry.model_fields})
+    typed = KernelRecords.model_construct(
+        pin=pin, commit=target, subject="toy", quotes={"Q-p": quote}, records=[], absences={}
+    )
+    drift = records["drift"] = to_json(drift_summary(ws, reg.load(ws.register_file("demo")), typed))
     page = drift_html(records)
     assert item["format_only"] == ("Q-p" in drift["format_only"])
     assert item["format_only"] == ("Q-p" not in drift["first_content_change"])

@@ -30,6 +30,8 @@ from hypothesis import strategies as st
 
 from tracework.cli import main
 from tracework.errors import TraceworkError
+from tracework.render.artefacts import ReportRecords, dumps, read_manifest, read_records, to_json
+from tracework.render.history import read_history
 from tracework.site import publish as publish_module
 from tracework.site.publish import write_site
 from tracework.site.read import gather
@@ -344,7 +346,7 @@ def test_a_broken_render_folder_is_skipped_and_named(demo, tmp_path, monkeypatch
         "reports/larkspur/0123456789ab",
         "reports/larkspur/ba9876543210",
     ]
-    assert "records.json: commit_date: Field required" in out["skipped"][1]
+    assert "records.json: format: Field required (and 17 more)" in out["skipped"][1]
 
 
 @pytest.mark.parametrize(
@@ -353,6 +355,13 @@ def test_a_broken_render_folder_is_skipped_and_named(demo, tmp_path, monkeypatch
         ("commit_date", "last Tuesday", "not an ISO 8601 date and time"),
         ("commit_date", "2026-03-23T16:40:00", "without its UTC offset"),
         ("pin", "HEAD", "should match pattern"),
+        # the whole file is read through its model: any part that is not what a render
+        # writes names where it is, and the render is left out
+        ("checks", {"ok": True}, "checks.commit: Field required"),
+        ("quotes", {"Q-x": {"state": "verified"}}, "quotes.Q-x.source: Field required"),
+        ("marks", {"r": {"title": 3}}, "marks.r.title: Input should be a valid string"),
+        ("drift", {"commits_since_pin": "many"}, "drift.commits_since_pin: Input should be"),
+        ("surprise", "a key no render writes", "surprise: Extra inputs are not permitted"),
     ],
 )
 def test_a_render_whose_records_cannot_be_ordered_is_skipped(
@@ -686,11 +695,15 @@ def test_an_unmarked_mechanism_and_a_hostile_rubric_publish_safely(demo, tmp_pat
 
 
 def test_the_newest_render_is_at_the_current_pin_then_by_time():
+    from tracework.render.artefacts import Drift, RenderManifest, ReportRecords
     from tracework.site.read import Render
 
     def render(commit: str, pin: str, date: str, since: int) -> Render:
-        records = {"commit": commit, "pin": pin, "commit_date": date}
-        return Render(commit[:12], {**records, "drift": {"commits_since_pin": since}}, {})
+        drift = Drift.model_construct(commits_since_pin=since)
+        records = ReportRecords.model_construct(
+            commit=commit, pin=pin, commit_date=date, drift=drift
+        )
+        return Render(commit[:12], records, RenderManifest.model_construct())
 
     old_pin, new_pin = "a" * 40, "b" * 40
     old = render("c" * 40, old_pin, "2026-03-10T10:00:00+00:00", 10)
@@ -706,8 +719,9 @@ def test_the_newest_render_is_at_the_current_pin_then_by_time():
 
 HIDDEN = "\u202egnp.exe \x1b[31m \u2066x\u2069 \u200b\x07\x85\ufeff"
 HIDDEN_CHARS = re.compile("[\u202e\x1b\u2066\u2069\u200b\x07\x85\ufeff]")
-#: Values a render's files must keep as they are for the site to read them at all.
-KEPT = {"commit", "pin", "commit_date", "pin_date", "date", "checked", "sha256"}
+#: Values a render's files must keep as they are for the site to read them at all (the
+#: format id and the mode are one of a few fixed words, never shown).
+KEPT = {"commit", "pin", "commit_date", "pin_date", "date", "checked", "sha256", "format", "mode"}
 
 
 def _hide(value: Any, key: str | None = None) -> Any:
@@ -816,3 +830,54 @@ def test_every_page_and_the_search_show_hidden_characters_as_marks(demo, tmp_pat
         strings = _strings(data)
         assert not any(HIDDEN_CHARS.search(s) for s in strings)
         assert sum(visible(HIDDEN) in s for s in strings) > 20
+
+
+def test_what_a_render_writes_reads_back_through_its_model_byte_for_byte(demo):
+    """records.json, manifest.json and history.json are each one model, written by one
+    function: reading a render's file and writing it again gives the same bytes."""
+    ws, commits = demo
+    report = ws.reports / "larkspur"
+    folders = sorted(p for p in report.iterdir() if re.fullmatch(r"[0-9a-f]{12}", p.name))
+    assert [f.name for f in folders] == sorted({commits[0][:12], commits[-1][:12]})
+    for folder in folders:
+        records_file, manifest_file = folder / "records.json", folder / "manifest.json"
+        records = read_records(records_file)
+        assert dumps(to_json(records)).encode() == records_file.read_bytes()
+        assert dumps(to_json(read_manifest(manifest_file))).encode() == manifest_file.read_bytes()
+        # typed all the way down: what mypy sees is what the file holds
+        counts = records.checks.checks.registered.counts
+        assert sum(counts["quote"].values()) == len(records.quotes)
+        assert records.register_name == "larkspur" and records.title
+    history_file = report / "history.json"
+    entries = read_history(history_file)
+    assert [e.commit for e in entries] == [commits[0], commits[-1]]
+    assert dumps([to_json(e) for e in entries]).encode() == history_file.read_bytes()
+
+
+def test_marks_with_a_review_and_the_rubrics_mechanisms_read_back_as_written(demo):
+    """A mark's review (``reviewed=``, ``reviewer=``) and the rubric's list of mechanisms
+    are part of records.json's model: a file holding them reads and writes back as is."""
+    ws, commits = demo
+    data = json.loads((ws.reports / "larkspur" / commits[-1][:12] / "records.json").read_text())
+    for rubric in data["marks"].values():
+        rubric["rubric_mechanisms"] = [{"id": m, "name": m.title()} for m in rubric["marks"]]
+        for mark in rubric["marks"].values():
+            mark["reviewed_at"] = {"commit": commits[0], "date": "2026-03-20"}
+            mark["reviewer"] = "an analyst"
+    records = ReportRecords.model_validate(data)
+    assert dumps(to_json(records)) == dumps(data)
+    mark = next(iter(records.marks["retention"].marks.values()))
+    assert mark.reviewed_at is not None and mark.reviewed_at.commit == commits[0]
+
+
+def test_the_site_shows_the_title_records_json_gives(demo, site):
+    """The site read records.json through a partial model that dropped ``title``, so its
+    index, report page and search named every report "NAME KIND" instead."""
+    ws, commits = demo
+    records = json.loads((ws.reports / "larkspur" / commits[-1][:12] / "records.json").read_text())
+    title = records["title"]
+    assert title != "larkspur runtime report"  # the notebook's own heading
+    assert f">{title}</a>" in (site / "index.html").read_text()
+    assert f"<h1>{title}</h1>" in (site / "reports" / "larkspur" / "index.html").read_text()
+    labels = [e["label"] for e in json.loads((site / "search.json").read_text())]
+    assert f"{title} · larkspur at {commits[-1][:12]}" in labels

@@ -25,6 +25,7 @@ from ruamel.yaml import YAML
 
 from tracework import fsio
 from tracework.errors import RegisterError
+from tracework.register import edits
 from tracework.register import store as reg
 from tracework.register.models import (
     Anchor,
@@ -35,7 +36,7 @@ from tracework.register.models import (
     Quote,
     Register,
 )
-from tracework.register.schema import register_schema_text
+from tracework.register.schema import register_schema_text, schema_texts
 
 REGISTER = Path("registers/demo.yaml")
 PROJECT = Path(__file__).resolve().parents[1]
@@ -180,7 +181,7 @@ def test_comment_layouts_round_trip_and_stay_above_their_key(pinned, tw, layout)
     assert text.count(old) == 1
     REGISTER.write_text(text.replace(old, new.replace("COMMIT", commit)), encoding="utf-8")
     before = REGISTER.read_bytes()
-    with reg.edit(REGISTER.resolve()):
+    with edits.edit(REGISTER.resolve()):
         pass  # load, re-attach comments, dump: the same bytes
     assert REGISTER.read_bytes() == before
     ok(tw("quote", "demo", "SRC-1", "b.txt", "--lines", "1-1", "--id", "Q-b"))
@@ -444,7 +445,7 @@ def test_a_file_where_a_folder_goes_is_one_message_not_a_traceback(workspace, tw
 
 def test_an_edit_that_fails_inside_changes_nothing(pinned, tw):
     text = _good(pinned, tw)
-    with pytest.raises(RegisterError), reg.edit(REGISTER.resolve()) as doc:
+    with pytest.raises(RegisterError), edits.edit(REGISTER.resolve()) as doc:
         doc["quotes"]["Q-extra"] = doc["quotes"]["Q-f"]
         raise RegisterError("changed my mind")
     assert REGISTER.read_text() == text
@@ -452,10 +453,13 @@ def test_an_edit_that_fails_inside_changes_nothing(pinned, tw):
 
 def test_an_edit_that_would_make_the_register_invalid_changes_nothing(pinned, tw):
     text = _good(pinned, tw)
-    with pytest.raises(RegisterError, match="does not hash"), reg.edit(REGISTER.resolve()) as doc:
+    with pytest.raises(RegisterError, match="does not hash"), edits.edit(REGISTER.resolve()) as doc:
         doc["quotes"]["Q-f"]["text"] = "def f():\n    return 2\n"
     assert REGISTER.read_text() == text
-    with pytest.raises(RegisterError, match="not registered"), reg.edit(REGISTER.resolve()) as doc:
+    with (
+        pytest.raises(RegisterError, match="not registered"),
+        edits.edit(REGISTER.resolve()) as doc,
+    ):
         del doc["sources"]["SRC-1"]["files"]["a.py"]
     assert REGISTER.read_text() == text
 
@@ -615,6 +619,26 @@ def test_the_committed_schema_is_current(tw):
     result = tw("schema")
     assert result.exit_code == 0
     assert committed == result.stdout == register_schema_text()
+    # and those of what a render writes, beside it
+    texts = schema_texts()
+    assert set(texts) == {
+        "register",
+        "records",
+        "history-entry",
+        "manifest",
+        "batch-outcome",
+        "check-summary",
+    }
+    for name, text in texts.items():
+        path = SCHEMA_FILE.parent / f"{name}.schema.json"
+        assert path.is_file(), f"run `make schema` and commit schemas/{name}.schema.json"
+        assert path.read_text(encoding="utf-8") == text, f"run `make schema`: {name} changed"
+        if name == "register":
+            continue
+        described = json.loads(text)  # every field of a render's files says what it is
+        for model in [*described.get("$defs", {}).values(), described]:
+            for field_name, field in model.get("properties", {}).items():
+                assert field.get("description"), f"{name}: {model['title']}.{field_name}"
     # structurally: every model and every field of the register format is described
     schema = json.loads(committed)
     assert set(schema["properties"]) == set(Register.model_fields)

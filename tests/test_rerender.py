@@ -612,3 +612,36 @@ def test_repeated_batches_reach_none_of_their_timeouts(reports, workspace, jobs)
         assert run.returncode == 0, run.stderr
         assert "waited out" not in run.stderr, run.stderr
         assert _processes_in(workspace.root) == []
+
+
+# -- a fallback says why, and `tracework -v` shows it ----------------------------------------
+
+
+def _no_kernel_host(cwd: Path) -> None:
+    raise RuntimeError("no kernel host can start here")
+
+
+def test_a_warm_kernel_that_cannot_start_logs_its_reason_at_debug(workspace, monkeypatch, caplog):
+    monkeypatch.setattr(kernels, "_kernel_host", _no_kernel_host)
+    caplog.set_level("DEBUG", logger="tracework")
+    kernels.release()
+    assert kernels.next_kernel(workspace.root) is None  # papermill starts its own
+    [record] = [r for r in caplog.records if r.name == "tracework.batch.kernels"]
+    assert record.levelname == "DEBUG"
+    assert "no warm kernel could be started" in record.getMessage()
+    assert "no kernel host can start here" in caplog.text  # the reason, with its traceback
+
+
+def test_verbose_shows_a_swallowed_reason_and_only_for_its_own_command(
+    reports, tw, workspace, monkeypatch
+):
+    monkeypatch.setattr(kernels, "_kernel_host", _no_kernel_host)
+    quiet = tw("rerender", "good", "--latest", "-j", "1", "--force")
+    assert quiet.exit_code == 0, quiet.output
+    assert "no kernel host can start here" not in quiet.stderr
+    loud = tw("-v", "rerender", "good", "--latest", "-j", "1", "--force")
+    assert loud.exit_code == 0, loud.output
+    assert "DEBUG tracework.batch.kernels: no warm kernel could be started" in loud.stderr
+    assert "RuntimeError: no kernel host can start here" in loud.stderr
+    after = tw("rerender", "good", "--latest", "-j", "1", "--force")
+    assert "no kernel host can start here" not in after.stderr  # -v was for one command

@@ -93,8 +93,20 @@ def _console() -> Any:
 
 @click.group(cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version=__version__, prog_name="tracework")
-def main() -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Show on stderr what tracework logs, debug included (the reasons behind fallbacks).",
+)
+@click.pass_context
+def main(ctx: click.Context, verbose: bool) -> None:
     """Evidence-backed reports about other people's code."""
+    from tracework.logs import show
+
+    show(verbose)
+    if verbose:  # for this command only: a process may run several (tests, notebooks)
+        ctx.call_on_close(lambda: show(False))
 
 
 @main.command()
@@ -563,20 +575,26 @@ def _print_check(report: Any) -> None:
 
 
 @main.command()
-@click.option("--write", is_flag=True, help="Write schemas/register.schema.json in the workspace.")
+@click.option(
+    "--write",
+    is_flag=True,
+    help="Write every schema (register, records, history entry, manifest, batch outcome, "
+    "check summary) as schemas/NAME.schema.json in the workspace.",
+)
 def schema(write: bool) -> None:
-    """Print (or write) the register's JSON Schema, generated from the models."""
-    from tracework.register.schema import register_schema_text
+    """Print the register's JSON Schema (or write every schema), generated from the models."""
+    from tracework.register.schema import register_schema_text, schema_texts
 
-    text = register_schema_text()
     if write:
         from tracework.fsio import write_atomic
 
-        target = _workspace().root / "schemas" / "register.schema.json"
-        write_atomic(target, text)
-        click.echo(f"wrote {target}")
+        folder = _workspace().root / "schemas"
+        for name, text in schema_texts().items():
+            target = folder / f"{name}.schema.json"
+            write_atomic(target, text)
+            click.echo(f"wrote {target}")
     else:
-        click.echo(text, nl=False)
+        click.echo(register_schema_text(), nl=False)
 
 
 # -- reports ----------------------------------------------------------------------------
@@ -644,11 +662,12 @@ def author(name: str, commit: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def render(name: str, commit: str | None, analysis_date: str | None, as_json: bool) -> None:
     """Execute notebooks/NAME.ipynb with papermill and export reports/NAME/<commit12>/."""
+    from tracework.render.artefacts import to_json
     from tracework.render.pipeline import render as do_render
 
     ws = _workspace()
     result = do_render(ws, name, commit, analysis_date)
-    summary = result.summary
+    summary = to_json(result.summary)
     if result.cleared:
         click.echo(
             f"notebooks/{name}.ipynb: the outputs of {result.cleared} cells were cleared in "
@@ -667,7 +686,7 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
         )
         return
     click.echo(f"rendered {result.directory.relative_to(ws.root)}/report.html")
-    for check_name_, check in summary["checks"].items():
+    for check_name_, check in sorted(summary["checks"].items()):
         mark = "holds" if check["ok"] else "FAILS"
         click.echo(f"  {check_name_:<9} {mark:<6} {check['detail']}")
     for problem in summary["problems"][:20]:

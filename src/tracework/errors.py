@@ -73,18 +73,6 @@ class RegisterError(TraceworkError):
     """A malformed register, an unknown source, or a duplicate id."""
 
 
-class QuoteHashMismatch(TraceworkError):
-    """A stored quote whose text does not hash to its recorded SHA-256."""
-
-    def __init__(self, quote_id: str, path: str, expected: str, actual: str) -> None:
-        super().__init__(
-            f"quote {quote_id} ({path}): stored text hashes to {actual[:12]}…, "
-            f"register says {expected[:12]}…",
-            hint="the register was edited by hand; restore it from version control",
-        )
-        self.quote_id, self.path, self.expected, self.actual = quote_id, path, expected, actual
-
-
 class RecordError(TraceworkError):
     """A record that cannot be declared: bad id, duplicate, bad status, dangling reference."""
 

@@ -29,6 +29,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, NoReturn
 
+from tracework.logs import swallowed
+
 #: What the kernel host imports before it forks: ipykernel's application, kernel and
 #: debugger (debugpy: the kernelspec enables it), and what a warm kernel's preload imports.
 HOST_IMPORTS = (
@@ -260,7 +262,7 @@ def _kernel_env() -> dict[str, str]:
 
 def _prctl() -> Any:
     """The C library's ``prctl`` (Linux), or None."""
-    with suppress(Exception):  # not Linux, or no C library to ask
+    with swallowed(log, "finding prctl"):  # not Linux, or no C library to ask
         import ctypes
 
         return ctypes.CDLL(None, use_errno=True).prctl
@@ -321,9 +323,9 @@ def host_main(fd: int) -> None:
         os.dup2(null.fileno(), 2)
     try:
         for name in HOST_IMPORTS:
-            with suppress(Exception):  # a forked kernel imports it again and says why
+            with swallowed(log, f"importing {name} ahead"):  # a kernel says why, again
                 importlib.import_module(name)
-        with suppress(Exception):
+        with swallowed(log, "warming up the kernel host"):
             _warm_up()
     finally:
         sys.stderr.flush()

@@ -34,6 +34,7 @@ from tracework.batch.kernel_host import (
     hosted_provisioner,
 )
 from tracework.batch.kernel_host import waited_out as _waited_out
+from tracework.logs import swallowed
 from tracework.render.execution import ensure_kernelspec
 
 #: What a notebook's ``import tracework as tw; tw.open(...)`` loads, and no more: the
@@ -134,7 +135,7 @@ class WarmKernel:
         if not self._started:
             return None
         alive = False
-        with suppress(Exception):
+        with swallowed(log, "asking whether a warm kernel is alive"):
             alive = bool(self.km.is_alive())
         if not alive:
             self.discard()
@@ -148,7 +149,7 @@ class WarmKernel:
         self._cancelled.set()
         if not self._launched.wait(timeout=60):
             _waited_out("a kernel to launch", 60)
-        with suppress(Exception):  # already gone: nothing left to stop
+        with swallowed(log, "stopping a discarded kernel"):  # already gone, say
             _kill(self.km.provisioner)
             Path(self.km.connection_file).unlink(missing_ok=True)
         if self._thread is not threading.current_thread():
@@ -163,7 +164,7 @@ def shutdown(km: Any) -> None:
     a tenth of a second per report.  It then only releases the connection file,
     ports and sockets.
     """
-    with suppress(Exception):  # a kernel that died on its own needs no shutdown
+    with swallowed(log, "shutting a kernel down"):  # one that died on its own needs none
         if km.has_kernel:
             _kill(km.provisioner)
             from jupyter_core.utils import run_sync
@@ -211,7 +212,7 @@ def prestart(cwd: Path) -> None:
     if _spare is not None and _spare.cwd == cwd:
         return
     release()
-    with suppress(Exception):  # no kernel could be started here: next_kernel will say so
+    with swallowed(log, "starting a warm kernel ahead"):  # next_kernel tries again
         _spare = WarmKernel(cwd, _kernel_host(cwd))
 
 
@@ -226,6 +227,7 @@ def next_kernel(cwd: Path) -> Any:
             current = WarmKernel(cwd, _kernel_host(cwd))
         _spare = WarmKernel(cwd, _kernel_host(cwd))
     except Exception:  # no kernel could be started here: let papermill try its own way
+        log.debug("no warm kernel could be started", exc_info=True)
         _spare = None
         return current.take() if current is not None else None
     return current.take()

@@ -9,6 +9,7 @@ stops the others, and its previous good output stays in place.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import multiprocessing.util
 import os
@@ -19,49 +20,27 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+from pydantic import ValidationError
 
 from tracework.batch.kernels import next_kernel, prestart, release, shutdown
 from tracework.drift.first_change import STATES
 from tracework.errors import TraceworkError, check_iso_date
 from tracework.fsio import locked
 from tracework.git.subjects import fetch, load_subject, open_mirror, tracked_commit
-from tracework.readers import DataError, load_json
+from tracework.logs import show, shown, swallowed
+from tracework.readers import DataError
 from tracework.register.models import GitSource
 from tracework.register.store import load
+from tracework.render.artefacts import BatchOutcome, read_manifest, read_records, to_json
 from tracework.render.execution import load_nbformat
 from tracework.render.pipeline import inputs_key, render
 from tracework.workspace import Workspace, check_name
 
-Status = Literal["rendered", "skipped", "failed"]
-
-
-@dataclass
-class Outcome:
-    """One report's result, in the shape of the ``--json`` contract."""
-
-    name: str
-    commit: str
-    status: Status
-    counts: dict[str, int] = field(default_factory=dict)
-    first_changed: dict[str, str] = field(default_factory=dict)
-    first_content_change: dict[str, str] = field(default_factory=dict)
-    format_only: list[str] = field(default_factory=list)
-    error: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "commit": self.commit,
-            "status": self.status,
-            "counts": self.counts,
-            "first_changed": self.first_changed,
-            "first_content_change": self.first_content_change,
-            "format_only": self.format_only,
-            "error": self.error,
-        }
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def report_names(ws: Workspace, names: Sequence[str], every: bool) -> list[str]:
@@ -132,27 +111,24 @@ def targets(
 def up_to_date(ws: Workspace, name: str, commit: str, analysis_date: str | None = None) -> bool:
     """Whether the last good render at ``commit`` used exactly today's inputs.
 
-    A manifest or records.json that cannot be read, or is not a JSON object, is not
-    a good render: the report renders again.
+    A manifest or records.json that cannot be read as its model is not a good render:
+    the report renders again.
     """
     folder = ws.reports / name / commit[:12]
-    manifest, records = (
-        _json_object(folder / "manifest.json"),
-        _json_object(folder / "records.json"),
-    )
-    if manifest is None or records is None:
+    manifest = _read(folder / "manifest.json", read_manifest)
+    if manifest is None or _read(folder / "records.json", read_records) is None:
         return False
-    recorded = manifest.get("inputs_sha256")
-    return isinstance(recorded, str) and recorded == inputs_key(ws, name, commit, analysis_date)
+    return manifest.inputs_sha256 == inputs_key(ws, name, commit, analysis_date)
 
 
-def _json_object(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``; None when it is missing, unreadable or not an object."""
+def _read(path: Path, read: Callable[[Path], T]) -> T | None:
+    """A file a render wrote, through its model; None when it is missing, unreadable or
+    not what the model says (the report renders again)."""
     try:
-        data = load_json(path.read_bytes())
-    except (OSError, DataError):  # not UTF-8, not JSON, nested too deeply
+        return read(path)
+    except (OSError, DataError, ValidationError) as exc:  # DataError: not UTF-8, not JSON, …
+        log.debug("%s is not a good render's: %s", path, exc)
         return None
-    return data if isinstance(data, dict) else None
 
 
 def recapture(
@@ -198,16 +174,20 @@ def render_one(
             result = render(ws, name, commit, analysis_date, km=km)
         return _outcome(name, commit, "rendered", result.directory / "records.json")
     except TraceworkError as exc:
-        return Outcome(name, commit, "failed", error=exc.message).as_json()
+        return _failed(name, commit, exc.message)
     except Exception as exc:  # a worker must report, not die: the batch goes on
-        return Outcome(name, commit, "failed", error=f"{type(exc).__name__}: {exc}").as_json()
+        log.debug("rendering %s at %s failed", name, commit[:12], exc_info=True)
+        return _failed(name, commit, f"{type(exc).__name__}: {exc}")
     finally:
         if km is not None:
             shutdown(km)
 
 
-def start_pool_worker(root: str, parent: int) -> None:
+def start_pool_worker(root: str, parent: int, verbose: bool) -> None:
     """A pool worker's start: :func:`start_worker`, and leave when the batch is gone.
+
+    A worker shows its debug records on stderr when the batch does (``tracework -v``):
+    it is spawned, so it has none of its parent's logging set up.
 
     Ctrl-C is the batch's to handle: a worker ignores SIGINT (it started with SIGINT
     blocked, see :func:`_sigint_blocked`, so a Ctrl-C during its start left it alone
@@ -223,10 +203,12 @@ def start_pool_worker(root: str, parent: int) -> None:
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(1)
-        with suppress(Exception):
+        with swallowed(log, "stopping the kernels of a worker whose batch is gone"):
             release()
         os._exit(1)
 
+    if verbose:
+        show(True)
     threading.Thread(target=watch, name="tracework-parent-watch", daemon=True).start()
     # the last of a worker's exit handlers: leave without tearing down the interpreter
     # (a spawned worker ends in sys.exit, which unloads nbconvert, papermill and the
@@ -249,7 +231,7 @@ def start_worker(root: str) -> None:
 
     Never raises: whatever fails here fails again, and is reported, in the render.
     """
-    with suppress(Exception):
+    with swallowed(log, "readying a worker"):
         load_nbformat()  # before any thread: it swaps modules in sys.modules
         prestart(Path(root))
         import papermill  # noqa: F401  (its import is most of a worker's start)
@@ -264,20 +246,38 @@ def skipped(ws: Workspace, name: str, commit: str) -> dict[str, Any]:
     return _outcome(name, commit, "skipped", ws.reports / name / commit[:12] / "records.json")
 
 
-def _outcome(name: str, commit: str, status: Status, records_json: Path) -> dict[str, Any]:
-    """A rendered or skipped report's outcome, from the drift in its records.json."""
-    records = _json_object(records_json) or {}
-    drift = records.get("drift")
-    drift = drift if isinstance(drift, dict) else {}
-    return Outcome(
-        name,
-        commit,
-        status,
-        counts={s: drift.get("counts", {}).get(s, 0) for s in STATES},
-        first_changed=drift.get("first_changed", {}),
-        first_content_change=drift.get("first_content_change", {}),
-        format_only=drift.get("format_only", []),
-    ).as_json()
+def _outcome(
+    name: str, commit: str, status: Literal["rendered", "skipped"], records_json: Path
+) -> dict[str, Any]:
+    """A rendered or skipped report's outcome, from the drift in its records.json (none
+    when it cannot be read: the report's next render makes it again)."""
+    records = _read(records_json, read_records)
+    drift = records.drift if records is not None else None
+    outcome = BatchOutcome(
+        name=name,
+        commit=commit,
+        status=status,
+        counts={s: drift.counts.get(s, 0) if drift else 0 for s in STATES},
+        first_changed=drift.first_changed if drift else {},
+        first_content_change=drift.first_content_change if drift else {},
+        format_only=drift.format_only if drift else [],
+        error=None,
+    )
+    return to_json(outcome)
+
+
+def _failed(name: str, commit: str, error: str) -> dict[str, Any]:
+    outcome = BatchOutcome(
+        name=name,
+        commit=commit,
+        status="failed",
+        counts={},
+        first_changed={},
+        first_content_change={},
+        format_only=[],
+        error=error,
+    )
+    return to_json(outcome)
 
 
 def rerender(
@@ -304,7 +304,7 @@ def rerender(
     results: dict[str, dict[str, Any]] = {}
     if capture:
         for name, error in recapture(ws, plan, on_update).items():
-            results[name] = Outcome(name, plan[name], "failed", error=error).as_json()
+            results[name] = _failed(name, plan[name], error)
             on_update(name, "failed")
     todo = []
     for name, commit in plan.items():
@@ -357,7 +357,7 @@ def _in_pool(
         max_workers=workers,
         mp_context=spawn,
         initializer=start_pool_worker,
-        initargs=(str(ws.root), os.getpid()),
+        initargs=(str(ws.root), os.getpid(), shown()),
     )
     try:
         with _sigint_blocked():  # workers are spawned as jobs are submitted
@@ -393,7 +393,7 @@ def _sigint_blocked() -> Iterator[None]:
         return
     # multiprocessing's resource tracker unblocks SIGINT in this thread when it starts:
     # start it first (spawned workers need it anyway)
-    with suppress(Exception):
+    with swallowed(log, "starting multiprocessing's resource tracker"):
         from multiprocessing import resource_tracker
 
         resource_tracker.ensure_running()

@@ -37,8 +37,6 @@ from tracework.workspace import Workspace
 if TYPE_CHECKING:
     from tracework.register.models import Register
 
-FileState = Literal["verified", "moved", "changed", "missing"]
-
 
 class CheckItem(NamedTuple):
     """One checked file or quote (the JSON contract's item).

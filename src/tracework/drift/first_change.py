@@ -8,69 +8,20 @@ a quote is format only exactly when it has no first content change.  The search
 bisects the target's first-parent line; when the culprit is a merge whose first parent
 is still good, it descends into the merged branch, so that, as with ``git bisect``,
 the non-merge commit that made the change is named.  Only blobs are read, through one
-persistent ``git cat-file --batch`` process.
+``git cat-file --batch`` process (the mirror's :class:`~tracework.git.mirror.BlobStream`).
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
 from tracework.drift.content import Content
-from tracework.git.env import hardened_env
-from tracework.git.mirror import FULL_OID, Mirror
+from tracework.git.mirror import FULL_OID, BlobStream, Mirror
 
 STATES = ("verified", "moved", "changed", "ambiguous", "missing")
-
-
-class ObjectReader:
-    """A persistent ``git cat-file --batch``: ``read("<commit>:<path>")`` → bytes or None."""
-
-    def __init__(self, mirror: Mirror) -> None:
-        self._proc = subprocess.Popen(
-            ["git", f"--git-dir={mirror.git_dir}", "cat-file", "--batch"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=hardened_env(),
-        )
-        self._cache: dict[str, bytes | None] = {}
-
-    def read(self, spec: str) -> bytes | None:
-        if "\n" in spec:
-            return None
-        if spec not in self._cache:
-            assert self._proc.stdin is not None and self._proc.stdout is not None
-            self._proc.stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
-            self._proc.stdin.flush()
-            header = self._proc.stdout.readline().split()
-            if len(header) != 3 or header[1] != b"blob":
-                if len(header) == 3:
-                    self._proc.stdout.read(int(header[2]) + 1)
-                self._cache[spec] = None
-            else:
-                data = self._proc.stdout.read(int(header[2]))
-                self._proc.stdout.read(1)
-                self._cache[spec] = data
-        return self._cache[spec]
-
-    def close(self) -> None:
-        if self._proc.stdin:
-            self._proc.stdin.close()
-        self._proc.wait()
-
-
-@contextmanager
-def object_reader(mirror: Mirror) -> Iterator[ObjectReader]:
-    reader = ObjectReader(mirror)
-    try:
-        yield reader
-    finally:
-        reader.close()
 
 
 @dataclass(frozen=True)
@@ -150,7 +101,7 @@ def first_changes(
     if not FULL_OID.fullmatch(pin) or not FULL_OID.fullmatch(target) or pin == target:
         return {}
     graph = Graph(mirror, pin, target)
-    with object_reader(mirror) as reader:
+    with mirror.stream_blobs([], whole=True) as reader:
         probe = _Probe(reader)
         found = {}
         for qid, (path, moved_to, needle, lines) in quotes.items():
@@ -170,7 +121,7 @@ def first_changes(
 class _Probe:
     """Tests one quote at one commit, reading each blob, and its content, once."""
 
-    def __init__(self, reader: ObjectReader) -> None:
+    def __init__(self, reader: BlobStream) -> None:
         self.reader = reader
         self._contents: dict[tuple[str, str], Content] = {}
 
@@ -179,10 +130,14 @@ class _Probe:
     ) -> tuple[str, ...]:
         """The content of the quote at the pin, read in its file (its text alone when
         the file is not there)."""
-        data = self.reader.read(f"{commit}:{path}")
+        data = self._data(commit, path)
         if data is None:
             return Content(needle, path).span(1, lines[1] - lines[0] + 1)
         return self._content(commit, path, data).span(*lines)
+
+    def _data(self, commit: str, path: str) -> bytes | None:
+        blob = self.reader.at(commit, path)
+        return blob.data if blob is not None else None
 
     def _content(self, commit: str, path: str, data: bytes) -> Content:
         key = (commit, path)
@@ -193,7 +148,7 @@ class _Probe:
     def _blob(self, commit: str, path: str, moved_to: str | None) -> tuple[str, bytes] | None:
         for candidate in (path, moved_to):
             if candidate:
-                data = self.reader.read(f"{commit}:{candidate}")
+                data = self._data(commit, candidate)
                 if data is not None:
                     return candidate, data
         return None

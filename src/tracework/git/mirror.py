@@ -383,9 +383,13 @@ class Mirror:
         with self.stream_blobs(wanted) as stream:
             return stream.read_all()
 
-    def stream_blobs(self, oids: list[str]) -> BlobStream:
-        """Start reading blobs ``oids`` in that order; take each one when it is needed."""
-        return BlobStream(self.git_dir, oids, self.size_cap)
+    def stream_blobs(self, oids: list[str], *, whole: bool = False) -> BlobStream:
+        """Start reading blobs ``oids`` in that order; take each one when it is needed.
+
+        ``whole`` keeps every blob's bytes whatever its size: the first-change search
+        looks for a quote's bytes in each version of its file.
+        """
+        return BlobStream(self.git_dir, oids, None if whole else self.size_cap)
 
     def read_blob(self, oid: str) -> Blob:
         """One blob (see :meth:`read_blobs`)."""
@@ -483,22 +487,29 @@ class Mirror:
 
 
 class BlobStream:
-    """Blobs read in a given order from one ``git cat-file --batch --buffer`` process.
+    """The one reader of blobs: a ``git cat-file --batch`` process, read only as far as asked.
 
-    :meth:`get` reads forward to the blob asked for, so a caller asking in the order
-    given works on the blobs read so far while git decompresses the next ones on
-    another core.  The size comes from each object's header before its content is
-    read; a blob over the size cap is streamed into the hash and its bytes are not
-    kept.  Close it (or use it as a context manager) to end git early.
+    Blobs named up front (by object id) are written to git by a feeder thread, and git
+    answers with ``--buffer``, so a caller asking for them in the order given
+    (:meth:`get`) works on the blobs read so far while git decompresses the next ones
+    on another core.  A stream given no names answers :meth:`at` instead, for
+    ``<commit>:<path>`` asked one at a time when the next name depends on the last
+    answer (a bisection): there git answers each name as it comes, since ``--buffer``
+    holds answers back until the input ends.  The size comes from each object's header
+    before its content is read; a blob over the size cap is streamed into the hash and
+    its bytes are not kept.  Close it (or use it as a context manager) to end git early.
     """
 
-    def __init__(self, git_dir: Path, oids: list[str], size_cap: int) -> None:
+    def __init__(self, git_dir: Path, oids: list[str], size_cap: int | None) -> None:
         oids = list(dict.fromkeys(oids))
         self._git_dir, self._name, self._size_cap = git_dir, git_dir.name, size_cap
         self._order = iter(oids)
         self.blobs: dict[str, Blob] = {}
+        self._found: dict[str, Blob | None] = {}
+        self._asking = not oids  # names asked one at a time, answered at once
+        buffered = [] if self._asking else ["--buffer"]
         self._proc = subprocess.Popen(
-            ["git", f"--git-dir={git_dir}", "cat-file", "--batch", "--buffer"],
+            ["git", f"--git-dir={git_dir}", "cat-file", "--batch", *buffered],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -527,13 +538,27 @@ class BlobStream:
             self._read_next()
         return self.blobs
 
+    def at(self, commit: str, path: str) -> Blob | None:
+        """The blob at ``path`` in ``commit``'s tree, asked now; None when the path is
+        not there or is not a file (each name is asked once)."""
+        if not self._asking:
+            raise ValueError("at() reads from a stream given no blobs up front")
+        spec = f"{commit}:{path}"
+        if spec not in self._found:
+            if "\n" in spec or "\r" in spec:  # one name per line: git would read two
+                self._found[spec] = None
+                return None
+            self._ask(spec)
+            self._found[spec] = self._read_object(spec, missing_ok=True)
+        return self._found[spec]
+
     def close(self) -> None:
         """End git (killed if blobs are left unread) and reap it."""
         if self._proc.returncode is None:
             if len(self.blobs) < len(self._wanted):
                 self._proc.kill()
             self._feeder.join()
-            with suppress(OSError):  # the feeder's pipe, if git died while it wrote
+            with suppress(OSError):  # git died while the feeder or a question wrote
                 self._stdin.close()
             self._stdout.close()
             self._proc.wait()
@@ -544,33 +569,54 @@ class BlobStream:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _ask(self, spec: str) -> None:
+        if self._proc.returncode is not None:
+            raise self._ended()
+        try:
+            self._stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
+            self._stdin.flush()
+        except OSError:
+            raise self._ended() from None
+
+    def _ended(self) -> GitError:
+        return GitError(
+            f"the read of blobs from {self._name} was ended early",
+            hint="read a closed stream's blobs from its `blobs`, or start a new one",
+        )
+
     def _read_next(self) -> None:
         if self._proc.returncode is not None:
-            raise GitError(
-                f"the read of blobs from {self._name} was ended early",
-                hint="read a closed stream's blobs from its `blobs`, or start a new one",
-            )
+            raise self._ended()
         oid = next(self._order)
         try:
-            self.blobs[oid] = self._read_one(oid)
+            blob = self._read_object(oid, missing_ok=False)
         except BaseException:
             self.close()  # kills git, which unblocks the feeder
             raise
+        assert blob is not None
+        self.blobs[oid] = blob
 
-    def _read_one(self, oid: str) -> Blob:
+    def _read_object(self, name: str, *, missing_ok: bool) -> Blob | None:
+        """The next answer on the pipe, the object called ``name``.  An object that is
+        not there, or not a blob, is None when ``missing_ok`` (a path a commit lacks),
+        else an error (an object id the mirror should hold)."""
         stream = self._stdout
         header = stream.readline().decode(errors="replace").split()
         if len(header) != 3:
+            if missing_ok and len(header) == 2:  # "<name> missing" or "<name> ambiguous"
+                return None
             raise GitError(
-                f"object {oid[:12]} is missing or unreadable in {self._name}",
+                f"object {name[:12]} is missing or unreadable in {self._name}",
                 hint=f"the mirror may be incomplete; run {_fetch_command(self._git_dir)} again",
             )
-        _oid, kind, size_text = header
+        oid, kind, size_text = header
         size = int(size_text)
         if kind != "blob":
             _drain(stream, size + 1)
-            raise GitError(f"object {oid[:12]} is a {kind}, not a file")
-        if size <= self._size_cap:
+            if missing_ok:
+                return None
+            raise GitError(f"object {name[:12]} is a {kind}, not a file")
+        if self._size_cap is None or size <= self._size_cap:
             data = _read_exact(stream, size)
             stream.read(1)
             return Blob(oid, size, sha256_hex(data), data, data[:8000])
@@ -682,6 +728,10 @@ def _hunk(header: str) -> tuple[int, int, int, int]:
 
 
 def _feed(stdin: IO[bytes], oids: list[str]) -> None:
+    """Write the names given up front and end the input (so git lets out what it
+    buffered); a stream given none keeps its input open for names asked later."""
+    if not oids:
+        return
     try:
         for start in range(0, len(oids), 512):
             stdin.write("".join(f"{o}\n" for o in oids[start : start + 512]).encode())

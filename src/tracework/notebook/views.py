@@ -85,10 +85,6 @@ def markdown(text: str) -> str:
     return str(_MD.render(visible(text)))
 
 
-def markdown_inline(text: str) -> str:
-    return str(_MD.renderInline(visible(text)))
-
-
 def code_block(text: str, path: str, first_line: int) -> str:
     """Highlighted code with line numbers starting at ``first_line`` (pygments escapes it)."""
     formatter = HtmlFormatter(

@@ -1,15 +1,36 @@
-"""JSON Schemas generated from the models, so other tools can read tracework files."""
+"""JSON Schemas generated from the models, so other tools can read tracework files.
+
+The register's, and those of what a render writes (records.json, a history.json entry,
+manifest.json, a batch outcome, the check summary: :mod:`tracework.render.artefacts`).
+``tracework schema --write`` puts each in ``schemas/NAME.schema.json``.
+"""
 
 from __future__ import annotations
 
 import json
+from typing import Any
+
+from pydantic import BaseModel
 
 from tracework.register.models import Register
 
 
 def register_schema_text() -> str:
     """The register's JSON Schema as stable, sorted JSON text."""
-    schema = Register.model_json_schema()
+    return _text(Register, "tracework source register")
+
+
+def schema_texts() -> dict[str, str]:
+    """Every schema tracework publishes, by name (``schemas/<name>.schema.json``)."""
+    from tracework.render.artefacts import SCHEMAS
+
+    texts = {"register": register_schema_text()}
+    texts.update({name: _text(model, title) for name, (model, title) in SCHEMAS.items()})
+    return texts
+
+
+def _text(model: type[BaseModel], title: str) -> str:
+    schema: dict[str, Any] = model.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "tracework source register"
+    schema["title"] = title
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"

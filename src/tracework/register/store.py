@@ -26,7 +26,7 @@ import hmac
 import json
 import os
 import secrets
-from contextlib import AbstractContextManager, suppress
+from contextlib import suppress
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -41,7 +41,7 @@ from tracework.register.data import RegisterData
 if TYPE_CHECKING:
     from tracework.register.models import Register
 
-__all__ = ["create", "data_of", "edit", "load", "load_data"]
+__all__ = ["create", "data_of", "load", "load_data"]
 
 #: Bump when the compiled copy's layout changes.
 COMPILED_FORMAT = 3
@@ -275,10 +275,3 @@ def create(path: Path, name: str) -> Register:
     from tracework.register.edits import create as create_yaml
 
     return create_yaml(path, name)
-
-
-def edit(path: Path) -> AbstractContextManager[Any]:
-    """Change a register under its lock (see :func:`tracework.register.edits.edit`)."""
-    from tracework.register.edits import edit as edit_yaml
-
-    return edit_yaml(path)

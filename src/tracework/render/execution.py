@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracework.errors import ChecksFailed, RenderError, TraceworkError
 from tracework.hashing import sha256_hex
+from tracework.logs import swallowed
 from tracework.readers import DataError, load_json
 
 if TYPE_CHECKING:  # nbformat costs a second to import (jsonschema); load it on use
@@ -34,6 +35,8 @@ if TYPE_CHECKING:  # nbformat costs a second to import (jsonschema); load it on 
 
 KERNEL_NAME = "tracework"
 RECORDS_MIME = "application/vnd.tracework.notebook.records+json"
+
+log = logging.getLogger(__name__)
 
 
 def load_nbformat() -> None:
@@ -343,6 +346,7 @@ def _run(
     except TraceworkError:
         raise
     except Exception as exc:  # a missing kernel, a papermill refusal
+        log.debug("the notebook could not be executed", exc_info=True)
         raise RenderError(
             f"the notebook could not be executed: {type(exc).__name__}: "
             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else 'no detail'}",
@@ -353,7 +357,7 @@ def _run(
         raise
     finally:
         for client in clients:
-            with suppress(Exception):  # never hide the run's own error behind this
+            with swallowed(log, "stopping a kernel client"):  # never hide the run's error
                 client.stop_channels()
     running.clear()  # the uncapped notebook goes as soon as the capped one is made
     result = capped(normalise(executed), limits.output_cap)
@@ -392,9 +396,9 @@ def _quiet_papermill_log() -> None:
     every warning raw ("Kernel died while waiting for execute reply."), beside the one
     message tracework gives for the same failure.  An application that configures
     logging still receives them (the records propagate)."""
-    log = logging.getLogger("papermill")
-    if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
-        log.addHandler(logging.NullHandler())
+    papermill_log = logging.getLogger("papermill")
+    if not any(isinstance(h, logging.NullHandler) for h in papermill_log.handlers):
+        papermill_log.addHandler(logging.NullHandler())
 
 
 def _end_abandoned_tasks() -> None:
@@ -405,7 +409,7 @@ def _end_abandoned_tasks() -> None:
     kernel with no one to retrieve the error, and asyncio printed "Task exception was
     never retrieved" and a traceback after tracework's "interrupted".
     """
-    with suppress(Exception):  # a clean-up: never hide the interrupt itself
+    with swallowed(log, "ending an interrupted cell's tasks"):  # never hide the interrupt
         from jupyter_core.utils import ensure_event_loop
 
         loop = ensure_event_loop()
@@ -425,7 +429,7 @@ def _how_it_ended(km: Any) -> str:
     it can be told ("" otherwise: papermill's own kernel is gone with its manager)."""
     process: Any = getattr(getattr(km, "provisioner", None), "process", None)
     code: int | None = None
-    with suppress(Exception):  # no process (papermill's kernel), or its host is gone
+    with swallowed(log, "asking how a kernel ended"):  # papermill's own, or its host gone
         exit_status = getattr(process, "exit_status", None)  # a forked kernel's host knows
         code = exit_status() if callable(exit_status) else process.poll()
     if code is None:

@@ -4,7 +4,7 @@
 pin: counts of quote states, the first commit that changed each quote (see
 :mod:`tracework.drift.first_change`), broken absences, vanished identifiers and the
 records that need re-review.  :func:`read_history` and :func:`updated_history` keep one
-entry per render.
+entry per render.  Both files' shapes are models of :mod:`tracework.render.artefacts`.
 """
 
 from __future__ import annotations
@@ -13,34 +13,44 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from tracework.drift.first_change import STATES, commits_between, describe, first_changes
-from tracework.errors import TraceworkError
+from tracework.errors import TraceworkError, validation_problem
 from tracework.git.subjects import open_mirror
 from tracework.readers import DataError, load_json
+from tracework.render.artefacts import (
+    ChangedIn,
+    Culprit,
+    Drift,
+    HistoryEntry,
+    KernelRecords,
+    ReportRecords,
+)
 from tracework.workspace import Workspace
 
 if TYPE_CHECKING:
     from tracework.register.models import Register
 
 
-def drift_summary(ws: Workspace, register: Register, records: dict[str, Any]) -> dict[str, Any]:
+def drift_summary(ws: Workspace, register: Register, records: KernelRecords) -> Drift:
     """What changed between the pin and the rendered commit, and since which commit.
 
     For each quote that no longer holds (changed, ambiguous, missing), the first commit
     at which its bytes left the file and the first at which its content changed.
     """
-    pin, commit = records["pin"], records["commit"]
-    quotes = records.get("quotes", {})
-    mirror = open_mirror(ws, records["subject"])
+    pin, commit = records.pin, records.commit
+    quotes = records.quotes
+    mirror = open_mirror(ws, records.subject)
     wanted = {
         qid: (
-            q["path"],
-            q.get("new_path"),
+            q.path,
+            q.new_path,
             register.quotes[qid].span_bytes(),
             register.quotes[qid].lines,
         )
         for qid, q in quotes.items()
-        if q["state"] in ("changed", "ambiguous", "missing") and qid in register.quotes
+        if q.state in ("changed", "ambiguous", "missing") and qid in register.quotes
     }
     found = first_changes(mirror, pin, commit, wanted) if pin != commit else {}
     first = {qid: c for qid, (c, _) in sorted(found.items()) if c}
@@ -48,35 +58,33 @@ def drift_summary(ws: Workspace, register: Register, records: dict[str, Any]) ->
     culprits = {}
     for c in sorted({*first.values(), *content.values()}):
         info = describe(mirror, c)
-        culprits[c] = {"date": info.date, "subject": info.subject}
-    counts = Counter(q["state"] for q in quotes.values())
-    diagrams = dict(sorted(records.get("diagrams", {}).items()))
-    absences = records.get("absences", {})
-    return {
-        "commits_since_pin": commits_between(mirror, pin, commit),
-        "counts": {s: counts.get(s, 0) for s in STATES},
-        "format_only": sorted(qid for qid, q in quotes.items() if q.get("format_only")),
-        "first_changed": first,
-        "first_content_change": content,
-        "culprits": culprits,
-        "broken_absences": sorted(a for a, r in absences.items() if not r["holds"]),
-        "vanished_identifiers": {
-            d: r["vanished"] for d, r in sorted(diagrams.items()) if r["vanished"]
+        culprits[c] = Culprit(date=info.date, subject=info.subject)
+    counts = Counter(q.state for q in quotes.values())
+    return Drift(
+        commits_since_pin=commits_between(mirror, pin, commit),
+        counts={s: counts.get(s, 0) for s in STATES},
+        format_only=sorted(qid for qid, q in quotes.items() if q.format_only),
+        first_changed=first,
+        first_content_change=content,
+        culprits=culprits,
+        broken_absences=sorted(a for a, r in records.absences.items() if not r.holds),
+        vanished_identifiers={
+            d: r.vanished for d, r in sorted(records.diagrams.items()) if r.vanished
         },
-        "needs_review": sorted(
-            r["id"] for r in records.get("records", []) if r.get("needs_review")
-        ),
-    }
+        needs_review=sorted(r.id for r in records.records if r.needs_review),
+    )
 
 
-def read_history(path: Path) -> list[dict[str, Any]]:
-    """The report's render history: none yet when the file is missing.
+def history_data(path: Path) -> list[dict[str, Any]]:
+    """The report's render history as JSON: none yet when the file is missing.
 
     A file that cannot be read as a list of entries, each with its commit id, is an
     error rather than an empty history: the next render would write over it, and the
-    record of every earlier render would be lost without a word.
+    record of every earlier render would be lost without a word.  (The site takes the
+    entries it can show from this, one by one; a render takes them all, typed, from
+    :func:`read_history`.)
     """
-    where = f"reports/{path.parent.name}/history.json"
+    where = _where(path)
     try:
         data = load_json(path.read_bytes())
     except FileNotFoundError:
@@ -93,6 +101,22 @@ def read_history(path: Path) -> list[dict[str, Any]]:
     return data
 
 
+def read_history(path: Path) -> list[HistoryEntry]:
+    """The report's render history, every entry a :class:`HistoryEntry` (see
+    :func:`history_data`); an entry that is not one is the file's error."""
+    entries = []
+    for n, entry in enumerate(history_data(path), 1):
+        try:
+            entries.append(HistoryEntry.model_validate(entry))
+        except ValidationError as exc:
+            raise _not_a_history(_where(path), f"entry {n}'s {validation_problem(exc)}") from None
+    return entries
+
+
+def _where(path: Path) -> str:
+    return f"reports/{path.parent.name}/history.json"
+
+
 def _not_a_history(where: str, why: str) -> TraceworkError:
     return TraceworkError(
         f"{where} is not a render history ({why[:200]})",
@@ -100,27 +124,27 @@ def _not_a_history(where: str, why: str) -> TraceworkError:
     )
 
 
-def updated_history(entries: list[dict[str, Any]], records: dict[str, Any]) -> list[dict[str, Any]]:
+def updated_history(entries: list[HistoryEntry], records: ReportRecords) -> list[HistoryEntry]:
     """The history with this render's entry added (or replaced, for the same commit)."""
-    drift = records["drift"]
+    drift = records.drift
     changed_in = {
-        qid: {
-            "path": records["quotes"][qid]["path"],
-            "commit": c,
-            "date": drift["culprits"][c]["date"],
-            "format_only": qid in drift["format_only"],
-        }
-        for qid, c in drift["first_changed"].items()
+        qid: ChangedIn(
+            path=records.quotes[qid].path,
+            commit=c,
+            date=drift.culprits[c].date,
+            format_only=qid in drift.format_only,
+        )
+        for qid, c in drift.first_changed.items()
     }
-    entry = {
-        "commit": records["commit"],
-        "date": records["commit_date"],
-        "commits_since_pin": drift["commits_since_pin"],
-        "counts": drift["counts"],
-        "format_only": len(drift["format_only"]),
-        "changed_in": changed_in,
-        "ok": records["checks"]["ok"],
-        "checked": records.get("analysis_date"),
-    }
-    kept = [e for e in entries if e.get("commit") != entry["commit"]]
-    return sorted([*kept, entry], key=lambda e: (e.get("commits_since_pin", 0), e["commit"]))
+    entry = HistoryEntry(
+        commit=records.commit,
+        date=records.commit_date,
+        commits_since_pin=drift.commits_since_pin,
+        counts=drift.counts,
+        format_only=len(drift.format_only),
+        changed_in=changed_in,
+        ok=records.checks.ok,
+        checked=records.analysis_date,
+    )
+    kept = [e for e in entries if e.commit != entry.commit]
+    return sorted([*kept, entry], key=lambda e: (e.commits_since_pin, e.commit))

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
@@ -23,15 +22,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 import tracework.register.store as reg
 from tracework import __version__
-from tracework.errors import RenderError, TraceworkError, check_iso_date
+from tracework.errors import RenderError, TraceworkError, check_iso_date, validation_problem
 from tracework.fsio import held, locked, replace_dir, staging_dir, sweep_staging, write_atomic
 from tracework.git.subjects import load_subject, open_mirror
 from tracework.hashing import sha256_hex
 from tracework.notebook.rubrics import load_rubric, rubric_names, rubrics_key
 from tracework.notebook.views import summary_html
 from tracework.register.models import GitSource, Register
+from tracework.render.artefacts import (
+    CheckSummary,
+    KernelRecords,
+    RenderManifest,
+    ReportRecords,
+    to_json,
+    write_history,
+    write_manifest,
+    write_records,
+)
 from tracework.render.execution import (
     Limits,
     execute,
@@ -53,7 +64,7 @@ class RenderResult:
     name: str
     commit: str
     directory: Path
-    summary: dict[str, Any]
+    summary: CheckSummary
     cleared: int = 0  # code cells whose saved outputs the render cleared in its own copy
 
 
@@ -78,10 +89,6 @@ def distribution_sha256() -> str | None:
     except PackageNotFoundError:
         return None
     return sha256_hex(record.encode("utf-8")) if record else None
-
-
-def _dump(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 @dataclass(frozen=True)
@@ -174,38 +181,41 @@ def render(
                     runnable, staging / "report.ipynb", parameters, ws.root, limits, km
                 )
                 # 3. records and manifest
-                records = extract_records(executed)
-                if records is None:
+                raw = extract_records(executed)
+                if raw is None:
                     raise RenderError(
                         f"{notebook.name} never called wb.done()",
                         hint="end the notebook with wb.done()",
                     )
-                _check_what_ran(inputs, records, name)
-                records["drift"] = drift_summary(ws, register, records)
+                kernel = _kernel_records(raw, notebook.name)
+                _check_what_ran(inputs, kernel, name)
+                drift = drift_summary(ws, register, kernel)
                 from tracework.render.export import (
                     report_title,  # nbconvert: only once a notebook ran
                 )
 
-                records["title"] = report_title(executed, records)
-                write_atomic(staging / "records.json", _dump(records))
+                # the page is built from this data, in the kernel's order of keys
+                data = {**raw, "drift": to_json(drift), "title": report_title(executed, raw)}
+                records = ReportRecords.model_validate(data)
+                write_records(staging / "records.json", records)
                 history_path = out_root / "history.json"
                 entries = updated_history(read_history(history_path), records)
                 lock = lock_file_sha256(ws)
-                manifest = {
-                    "subject": subject.name,
-                    "url": subject.url,
-                    "commit": full,
-                    "notebook": f"notebooks/{name}.ipynb",
-                    "notebook_sha256": inputs.notebook_sha256,
-                    "register": f"registers/{name}.yaml",
-                    "register_sha256": inputs.register_sha256,
-                    "tracework": __version__,
-                    "lock_sha256": lock,
-                    "distribution_sha256": None if lock else distribution_sha256(),
-                    "parameters": parameters,
-                    "inputs_sha256": _key(inputs, ws, full, analysis_date),
-                }
-                write_atomic(staging / "manifest.json", _dump(manifest))
+                manifest = RenderManifest(
+                    subject=subject.name,
+                    url=subject.url,
+                    commit=full,
+                    notebook=f"notebooks/{name}.ipynb",
+                    notebook_sha256=inputs.notebook_sha256,
+                    register_path=f"registers/{name}.yaml",
+                    register_sha256=inputs.register_sha256,
+                    tracework=__version__,
+                    lock_sha256=lock,
+                    distribution_sha256=None if lock else distribution_sha256(),
+                    parameters=parameters,
+                    inputs_sha256=_key(inputs, ws, full, analysis_date),
+                )
+                write_manifest(staging / "manifest.json", manifest)
                 # 4. diagrams, their assets, and the HTML
                 from tracework.render.export import (
                     diagram_sources,
@@ -229,7 +239,12 @@ def render(
                     write_atomic(staging / "assets" / "report.js", report_js().read_bytes())
 
                 page = export_html(
-                    executed, records, register, manifest, summary_html(records["checks"]), entries
+                    executed,
+                    data,
+                    register,
+                    to_json(manifest),
+                    summary_html(data["checks"]),
+                    [to_json(e) for e in entries],
                 )
                 write_atomic(staging / "report.html", page)
             except OSError as exc:  # a full disk, say: name the report's file, not a temporary
@@ -241,7 +256,7 @@ def render(
             with locked(history_path):
                 entries = updated_history(read_history(history_path), records)
                 try:
-                    write_atomic(history_path, _dump(entries))
+                    write_history(history_path, entries)
                 except OSError as exc:
                     raise _write_failed(exc, staging, shown) from None
         except TraceworkError as exc:
@@ -260,19 +275,31 @@ def render(
         except BaseException:
             _keep_failed(staging, out_root / f"failed-{full[:12]}", ws.root)
             raise
-    return RenderResult(name, full, final, records["checks"], cleared)
+    return RenderResult(name, full, final, records.checks, cleared)
 
 
-def _check_what_ran(inputs: Inputs, records: dict[str, Any], name: str) -> None:
+def _kernel_records(raw: Any, notebook: str) -> KernelRecords:
+    """The records the notebook's ``wb.done()`` displayed, as the model says they are:
+    anything else is a notebook that did not come from this tracework's workbench."""
+    try:
+        return KernelRecords.model_validate(raw)
+    except ValidationError as exc:
+        raise RenderError(
+            f"{notebook}: the records wb.done() gave are not tracework's records.json "
+            f"({validation_problem(exc)})",
+            hint="render with the tracework kernel, whose tracework wrote the render",
+        ) from None
+
+
+def _check_what_ran(inputs: Inputs, records: KernelRecords, name: str) -> None:
     """Fail the render when the notebook read a register or rubric other than the one
     hashed before it started (an edit during the render): the manifest would describe
     inputs that did not run."""
     changed = []
-    if records.get("register_sha256") != inputs.register_sha256:
+    if records.register_sha256 != inputs.register_sha256:
         changed.append(f"registers/{name}.yaml")
-    marks = records.get("marks")
-    for rubric, entry in sorted(marks.items() if isinstance(marks, dict) else []):
-        if not isinstance(entry, dict) or entry.get("sha256") != inputs.rubrics.get(rubric):
+    for rubric, entry in sorted(records.marks.items()):
+        if entry.sha256 != inputs.rubrics.get(rubric):
             changed.append(f"registers/rubrics/{rubric}.yaml")
     if changed:
         raise RenderError(

@@ -255,10 +255,10 @@ def _index_row(site: Site, report: Report) -> dict[str, Any]:
         "kind": report.kind,
         "href": f"reports/{report.name}/index.html",
         "report_href": f"reports/{report.name}/{newest.folder}/report.html",
-        "subject": records["subject"],
-        "pin": records["pin"],
+        "subject": records.subject,
+        "pin": records.pin,
         "newest": newest.commit,
-        "newest_date": records["commit_date"],
+        "newest_date": records.commit_date,
         "state": state,
         "status": text,
         "marks": _marks_of(site, report),
@@ -268,38 +268,37 @@ def _index_row(site: Site, report: Report) -> dict[str, Any]:
 
 def _render_list(report: Report) -> list[dict[str, Any]]:
     """The report's renders, newest first, each with its history entry when there is one."""
-    entries = {e["commit"]: e for e in report.history}
+    entries = {e.commit: e for e in report.history}
     out = []
     for render in reversed(report.renders):
         state, text = render.status()
-        entry = entries.get(render.commit, {})
-        drift = render.records.get("drift") or {}
+        entry = entries.get(render.commit)
         out.append(
             {
                 "href": f"{render.folder}/report.html",
                 "commit": render.commit,
-                "date": render.records["commit_date"],
-                "since_pin": drift.get("commits_since_pin", 0),
+                "date": render.records.commit_date,
+                "since_pin": render.records.drift.commits_since_pin,
                 "state": state,
                 "status": text,
-                "checked": entry.get("checked"),
+                "checked": entry.checked if entry else None,
                 "changed_in": sorted(
-                    (qid, c["path"], c["commit"], bool(c.get("format_only")))
-                    for qid, c in entry.get("changed_in", {}).items()
+                    (qid, c.path, c.commit, c.format_only)
+                    for qid, c in (entry.changed_in if entry else {}).items()
                 ),
             }
         )
     kept = {r.commit for r in report.renders}
-    gone = [e for e in reversed(report.history) if e["commit"] not in kept]
+    gone = [e for e in reversed(report.history) if e.commit not in kept]
     return out + [
         {
             "href": None,
-            "commit": e["commit"],
-            "date": e.get("date", ""),
-            "since_pin": e.get("commits_since_pin", 0),
-            "state": "holds" if e.get("ok") else "drift",
+            "commit": e.commit,
+            "date": e.date,
+            "since_pin": e.commits_since_pin,
+            "state": "holds" if e.ok else "drift",
             "status": "render no longer kept",
-            "checked": e.get("checked"),
+            "checked": e.checked,
             "changed_in": [],
         }
         for e in gone
@@ -312,9 +311,9 @@ def _marks_of(site: Site, report: Report) -> list[dict[str, Any]]:
     return [
         {
             "name": name,
-            "title": entry["title"],
-            "carries": entry["carries"],
-            "of": entry["mechanisms"],
+            "title": entry.title,
+            "carries": entry.carries,
+            "of": entry.mechanisms,
             "linked": name in site.rubrics,
         }
         for name, entry in sorted(report.marks().items())
@@ -372,20 +371,20 @@ def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[st
         cells: list[dict[str, Any]] = []
         carried = 0
         for mechanism in rubric.mechanisms:
-            mark = entry["marks"].get(mechanism.id)
+            mark = entry.marks.get(mechanism.id)
             if mark is None:
                 cells.append(
                     {"state": "unmarked", "text": "not marked", "review": False, "href": None}
                 )
                 continue
-            state = "present" if mark["present"] else "absent"
-            carried += mark["present"]
-            per_mechanism[mechanism.id] += mark["present"]
+            state = "present" if mark.present else "absent"
+            carried += mark.present
+            per_mechanism[mechanism.id] += mark.present
             cells.append(
                 {
                     "state": state,
                     "text": state,
-                    "review": bool(mark.get("needs_review")),
+                    "review": bool(mark.needs_review),
                     "href": f"{base}#{mark_anchor(name, mechanism.id)}",
                 }
             )
@@ -396,7 +395,7 @@ def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[st
                 "commit": newest.commit,
                 "cells": cells,
                 "carries": carried,
-                "stale": entry.get("sha256") != digest,
+                "stale": entry.sha256 != digest,
             }
         )
     systems = len(rows)
@@ -432,38 +431,38 @@ def search_index(site: Site) -> list[dict[str, Any]]:
     for report in site.reports:
         newest = report.newest
         base = f"reports/{report.name}/{newest.folder}/report.html"
-        quotes = newest.records.get("quotes", {})
+        quotes = newest.records.quotes
         out.append(
             {
                 "kind": report.kind,
                 "id": report.name,
-                "label": f"{report.title} · {newest.records['subject']} at {newest.commit[:12]}",
+                "label": f"{report.title} · {newest.records.subject} at {newest.commit[:12]}",
                 "report": report.name,
                 "paths": [],
                 "href": f"reports/{report.name}/index.html",
             }
         )
-        for record in newest.records.get("records", []):
-            paths = sorted({quotes[e]["path"] for e in record.get("evidence", []) if e in quotes})
+        for record in newest.records.records:
+            paths = sorted({quotes[e].path for e in record.evidence if e in quotes})
             out.append(
                 {
-                    "kind": record["kind"],
-                    "id": record["id"],
-                    "label": record.get("label", ""),
+                    "kind": record.kind,
+                    "id": record.id,
+                    "label": record.label,
                     "report": report.name,
                     "paths": paths,
-                    "href": f"{base}#{record['id']}",
+                    "href": f"{base}#{record.id}",
                 }
             )
         for qid, quote in sorted(quotes.items()):
-            first, last = quote["lines"]
+            first, last = quote.lines
             out.append(
                 {
                     "kind": "quote",
                     "id": qid,
-                    "label": f"{quote['path']}:{first}-{last}",
+                    "label": f"{quote.path}:{first}-{last}",
                     "report": report.name,
-                    "paths": [quote["path"]],
+                    "paths": [quote.path],
                     "href": f"{base}#{qid}",
                 }
             )

@@ -12,109 +12,34 @@ import os
 import re
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 import tracework.register.store as reg
 from tracework.errors import TraceworkError, validation_problem
 from tracework.hashing import sha256_hex
 from tracework.notebook.records import DRIFT_STATES
 from tracework.notebook.rubrics import Rubric, load_rubric, rubric_names
-from tracework.readers import DataError, load_json
+from tracework.readers import DataError
 from tracework.register.models import GitSource, Register
-from tracework.render.history import read_history
+from tracework.render.artefacts import (
+    HistoryEntry,
+    RenderManifest,
+    ReportRecords,
+    RubricMarks,
+    read_manifest,
+    read_records,
+)
+from tracework.render.history import history_data
 from tracework.text import visible_name
 from tracework.workspace import NAME, Workspace
 
 RENDER_FOLDER = re.compile(r"[0-9a-f]{12}")
-
-
-class _Read(BaseModel):
-    """What the site reads of a file a render wrote; anything else in it is ignored."""
-
-    model_config = ConfigDict(extra="ignore")
-
-
-class _QuoteState(_Read):
-    state: str
-    path: str
-    lines: tuple[int, int]
-    format_only: bool = False
-
-
-class _RecordEntry(_Read):
-    id: str
-    kind: str
-    label: str = ""
-    evidence: list[str] = Field(default_factory=list)
-
-
-class _AbsenceState(_Read):
-    holds: bool
-
-
-class _MarkEntry(_Read):
-    present: bool
-    needs_review: list[str] = Field(default_factory=list)
-
-
-class _RubricMarks(_Read):
-    title: str
-    sha256: str
-    mechanisms: int
-    carries: int
-    marks: dict[str, _MarkEntry]
-
-
-class _Drift(_Read):
-    commits_since_pin: int = 0
-
-
-class RenderedRecords(_Read):
-    """The parts of a render's records.json the site shows."""
-
-    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
-    commit_date: str
-    pin: str = Field(pattern=r"^[0-9a-f]{40}$")
-    subject: str
-
-    @field_validator("commit_date")
-    @classmethod
-    def _zoned(cls, value: str) -> str:
-        """An ISO 8601 time with its offset (renders are ordered by it, in UTC)."""
-        try:
-            moment = dt.datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError("not an ISO 8601 date and time") from None
-        if moment.tzinfo is None:
-            raise ValueError("an ISO 8601 date and time without its UTC offset")
-        return value
-
-    quotes: dict[str, _QuoteState]
-    records: list[_RecordEntry]
-    absences: dict[str, _AbsenceState]
-    marks: dict[str, _RubricMarks] = Field(default_factory=dict)
-    drift: _Drift = Field(default_factory=_Drift)
-
-
-class _ChangedIn(_Read):
-    path: str
-    commit: str
-    format_only: bool = False
-
-
-class HistoryEntry(_Read):
-    """One entry of a report's history.json."""
-
-    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
-    date: str = ""
-    commits_since_pin: int = 0
-    ok: bool = False
-    checked: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
-    changed_in: dict[str, _ChangedIn] = Field(default_factory=dict)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -122,36 +47,33 @@ class Render:
     """One rendered commit of a report: its folder and what the render recorded."""
 
     folder: str
-    records: dict[str, Any]
-    manifest: dict[str, Any]
+    records: ReportRecords
+    manifest: RenderManifest
 
     @property
     def commit(self) -> str:
-        return str(self.records["commit"])
+        return self.records.commit
 
     def order(self, current_pin: str | None) -> tuple[bool, str, int, str]:
         """Sort key, oldest first: renders against the register's current pin come last
         (a re-pinned report's old renders never count as its newest), then by commit time
         in UTC, then by commits since the pin."""
-        when = dt.datetime.fromisoformat(self.records["commit_date"]).astimezone(dt.UTC)
-        drift = self.records.get("drift") or {}
+        when = dt.datetime.fromisoformat(self.records.commit_date).astimezone(dt.UTC)
         return (
-            self.records["pin"] == current_pin,
+            self.records.pin == current_pin,
             when.isoformat(),
-            int(drift.get("commits_since_pin", 0)),
+            self.records.drift.commits_since_pin,
             self.commit,
         )
 
     def status(self) -> tuple[str, str]:
         """("holds" | "drift", a one-line account of the cited evidence at this render)."""
-        quotes = list(self.records.get("quotes", {}).values())
+        quotes = list(self.records.quotes.values())
         states = Counter(
-            "changed (format only)"
-            if q.get("format_only") and q["state"] == "changed"
-            else q["state"]
+            "changed (format only)" if q.format_only and q.state == "changed" else q.state
             for q in quotes
         )
-        broken = sum(1 for a in self.records.get("absences", {}).values() if not a["holds"])
+        broken = sum(1 for a in self.records.absences.values() if not a.holds)
         at, total = self.commit[:12], len(quotes)
         drift_of = [s for s in DRIFT_STATES if states[s]]
         drift = [f"{states[s]} {s}" for s in drift_of]
@@ -174,7 +96,7 @@ class Report:
 
     name: str
     renders: list[Render]
-    history: list[dict[str, Any]]
+    history: list[HistoryEntry]
     register: Register | None
     register_text: str | None
     register_sha256: str | None
@@ -186,24 +108,22 @@ class Report:
     @property
     def title(self) -> str:
         """The newest render's title (see rendering.report_title)."""
-        records = self.newest.records
-        kind = str(records.get("kind") or "runtime report")
-        return str(records.get("title") or f"{self.name} {kind}")
+        return self.newest.records.title or f"{self.name} {self.kind}"
 
     @property
     def kind(self) -> str:
-        return str(self.newest.records.get("kind") or "runtime report")
+        return self.newest.records.kind or "runtime report"
 
     def last_checked(self) -> str | None:
         """The latest date evidence was checked: a render's analysis date, or a check
         recorded with ``check --record``."""
-        dates = [str(e["checked"]) for e in self.history if e.get("checked")]
+        dates = [e.checked for e in self.history if e.checked]
         if self.register is not None:
             dates += [c.date for c in self.register.checks]
         return max(dates) if dates else None
 
-    def marks(self) -> dict[str, Any]:
-        return dict(self.newest.records.get("marks") or {})
+    def marks(self) -> dict[str, RubricMarks]:
+        return dict(self.newest.records.marks)
 
 
 @dataclass
@@ -288,15 +208,10 @@ def _renders(folder: Path, staged: Path, skipped: list[str]) -> list[Render]:
             link_tree(sub, target)
             if not (target / "report.html").is_file():
                 raise ValueError("no report.html")
-            raw = _render_json(target / "records.json")
-            records = RenderedRecords.model_validate(raw).model_dump(mode="json")
-            manifest = _render_json(target / "manifest.json")
-            if not isinstance(manifest, dict):
-                raise ValueError("manifest.json is not an object")
-            if not records["commit"].startswith(sub.name):
+            records = _render_file(target / "records.json", read_records)
+            manifest = _render_file(target / "manifest.json", read_manifest)
+            if not records.commit.startswith(sub.name):
                 raise ValueError("records.json is not this render's")
-        except ValidationError as exc:
-            problem = f"records.json: {validation_problem(exc)}"
         except OSError as exc:
             problem = f"{exc.strerror or exc} ({Path(exc.filename or '').name})"
         except ValueError as exc:
@@ -309,12 +224,15 @@ def _renders(folder: Path, staged: Path, skipped: list[str]) -> list[Render]:
     return out
 
 
-def _render_json(path: Path) -> Any:
-    """A JSON file a render wrote, or a ``ValueError`` that names it (nesting bounded)."""
+def _render_file(path: Path, read: Callable[[Path], T]) -> T:
+    """A file a render wrote, read through its model, or a ``ValueError`` naming it and
+    what is wrong (nesting bounded)."""
     try:
-        return load_json(path.read_bytes())
+        return read(path)
     except DataError as exc:
         raise ValueError(f"{path.name}: {exc}") from None
+    except ValidationError as exc:
+        raise ValueError(f"{path.name}: {validation_problem(exc)}") from None
 
 
 def link_tree(src: Path, dst: Path) -> None:
@@ -334,17 +252,17 @@ def link_tree(src: Path, dst: Path) -> None:
             shutil.copyfile(path, target)
 
 
-def _history(path: Path, skipped: list[str]) -> list[dict[str, Any]]:
+def _history(path: Path, skipped: list[str]) -> list[HistoryEntry]:
     """The report's history.json entries the site can show; others are named and left out."""
     out = []
     try:
-        entries = read_history(path)
+        entries = history_data(path)
     except TraceworkError as exc:
         skipped.append(exc.message)
         return []
     for entry in entries:
         try:
-            out.append(HistoryEntry.model_validate(entry).model_dump(mode="json"))
+            out.append(HistoryEntry.model_validate(entry))
         except ValidationError as exc:
             skipped.append(
                 f"reports/{path.parent.name}/history.json: an entry's {validation_problem(exc)}"
