@@ -110,6 +110,23 @@ display({{"application/vnd.jupyter.widget-view+json": {{"model_id": "m"}}, "text
 wb.claim("RT-CLM-html", label="A claim", claim=attacks, assessment=attacks,
          operation="uninspected");""",
 ]
+#: What would widen a page on a phone: a Markdown code block, a long word, a wide table.
+WIDE_CELLS = [
+    nbformat.v4.new_markdown_cell(
+        "## Wide things\n\n```\nresult = "
+        + "a_long_identifier_" * 12
+        + "\n```\n\n"
+        + "sha256:"
+        + "0123456789abcdef" * 8
+        + "\n\n| "
+        + " | ".join(f"column {i}" for i in range(16))
+        + " |\n|"
+        + "---|" * 16
+        + "\n| "
+        + " | ".join("a value" for _ in range(16))
+        + " |\n"
+    )
+]
 #: What may load: the page and its own two scripts (and images carried inside it).
 OWN = ("report.html", "assets/mermaid.min.js", "assets/report.js")
 
@@ -120,7 +137,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     every attack above, rendered at its pin and published; beside the reports lie the
     files the attacks name (``x.js`` would set ``window.pwned``)."""
     needs_chromium()
-    folder = render_store_report(tmp_path_factory.mktemp("browser"), CELLS + HOSTILE_CELLS)
+    folder = render_store_report(
+        tmp_path_factory.mktemp("browser"), CELLS + HOSTILE_CELLS + WIDE_CELLS
+    )
     planted = folder.parent.parent
     (planted / "x.js").write_text("window.pwned = 'a local script file';\n")
     (planted / "x.css").write_text("body { background: red }\n")
@@ -297,3 +316,59 @@ def test_the_site_index_runs_its_search_and_nothing_else(browser, report, server
     own = ("index.html", "assets/site.css", "assets/search-index.js", "assets/search.js")
     assert sorted(set(requests)) == sorted(base + p for p in own), requests
     page.close()
+
+
+#: The phone and the desktop widths every page kind must fit without scrolling sideways.
+WIDTHS = (1280, 390)
+#: Page kinds of the published site this report gives (the rubric page: test_publish.py).
+SITE_PAGES = ("index.html", "reports/{name}/index.html", "reports/{name}/register.html")
+
+
+def page_fits(browser, url: str, width: int) -> dict[str, object]:
+    """Open ``url`` ``width`` pixels wide; what a reader would see of its width: the
+    page's scroll width, the words and boxes past the right edge that no box of their
+    own scrolls, console errors and requests."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(url)
+    page.wait_for_load_state("load")
+    found = page.evaluate(
+        """() => {
+        const width = document.documentElement.clientWidth;
+        const past = [];
+        const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+            const range = document.createRange();
+            range.selectNodeContents(n);
+            const box = range.getBoundingClientRect();
+            if (box.width && box.right > width + 1) {
+                let scrolled = false;
+                for (let a = n.parentElement; a && !scrolled; a = a.parentElement)
+                    scrolled = ['auto', 'scroll', 'hidden'].includes(getComputedStyle(a).overflowX);
+                if (!scrolled) past.push(n.textContent.slice(0, 60));
+            }
+        }
+        return {scroll: document.documentElement.scrollWidth, width, past: past.slice(0, 5)};
+    }"""
+    )
+    context.close()
+    return {**found, "errors": errors, "requests": requests}
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_page_kind_fits_its_width(browser, report, width):
+    """No sideways scrolling of the page at 390 px (a phone) or 1280 px: analyst
+    Markdown's code blocks, tables and long words scroll or break inside their own box."""
+    site = report.parents[1] / "site"
+    urls = [(report / "report.html").as_uri()]
+    urls += [(site / p.format(name=report.parent.name)).as_uri() for p in SITE_PAGES]
+    urls.append((site / "reports" / report.parent.name / report.name / "report.html").as_uri())
+    for url in urls:
+        found = page_fits(browser, url, width)
+        assert found["scroll"] <= found["width"] and found["past"] == [], (url, found)
+        assert found["errors"] == [], (url, found["errors"])
+        assert all(u.startswith("file://") for u in found["requests"]), found["requests"]
