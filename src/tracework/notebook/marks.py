@@ -4,7 +4,8 @@
 A mark of *present* needs evidence (quotes or records); *absent* may cite an
 evidenced absence.  Marks are checked like records: their evidence must exist, and
 a mark whose evidence drifted at the commit needs re-review.  They appear in the
-report header ("carries N of M"), in their own section, and in ``records.json``.
+report header ("carries N of M" and a chip per mechanism), in their own section near
+the top of the page, and in ``records.json``.
 """
 
 from __future__ import annotations
@@ -95,10 +96,11 @@ def marks_section(
         )
         for mechanism in rubric.mechanisms:
             found = marked.get(mechanism.id)
-            if found is None:
+            if found is None:  # with the mark's anchor, for the header's chip to land on
+                ident = esc(mark_anchor(name, mechanism.id))
                 out.append(
-                    f'<p class="tw-none">{esc(mechanism.id)} ({esc(mechanism.name)}): '
-                    "not marked</p>"
+                    f'<p class="tw-none" id="{ident}">{esc(mechanism.id)} '
+                    f"({esc(mechanism.name)}): not marked</p>"
                 )
             else:
                 out.append(mark_html(found, rubric, drifted.get(found.anchor, ()), anchor=True))
@@ -126,6 +128,7 @@ def marks_json(
                 "mechanisms": len(rubric.mechanisms),
                 "carries": 0,
                 "marks": {},
+                "rubric_mechanisms": [{"id": m.id, "name": m.name} for m in rubric.mechanisms],
             },
         )
         entry["carries"] += mark.present
@@ -138,11 +141,35 @@ def marks_json(
     return {name: out[name] for name in sorted(out)}
 
 
-def carries_html(marks: Mapping[str, Any]) -> str:
-    """The header's line per rubric, from records.json "marks": "<title>: carries N of M",
-    linking the report's section on it."""
-    return "<br>".join(
-        f'<a href="#{esc(rubric_anchor(name))}">{esc(entry["title"])}</a>: carries '
-        f"{int(entry['carries'])} of {int(entry['mechanisms'])}"
-        for name, entry in marks.items()
-    )
+def atlas(marks: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The header's view of each rubric, from records.json "marks": "carries N of M" and
+    one chip per mechanism in the rubric's order (present, absent, needs re-review or not
+    marked), each linking its mark.  A render made before records.json listed the
+    rubric's mechanisms has chips for its marks only."""
+    out = []
+    for name, entry in marks.items():
+        marked = entry.get("marks") or {}
+        listed = entry.get("rubric_mechanisms") or [{"id": m, "name": m} for m in marked]
+        chips = []
+        for mechanism in listed:
+            mark = marked.get(mechanism["id"])
+            state = "unmarked" if mark is None else "present" if mark["present"] else "absent"
+            chips.append(
+                {
+                    "id": mechanism["id"],
+                    "name": mechanism["name"],
+                    "state": state,
+                    "review": bool(mark and mark.get("needs_review")),
+                    "href": "#" + mark_anchor(name, mechanism["id"]),
+                }
+            )
+        out.append(
+            {
+                "href": "#" + rubric_anchor(name),
+                "title": entry["title"],
+                "carries": int(entry["carries"]),
+                "of": int(entry["mechanisms"]),
+                "chips": chips,
+            }
+        )
+    return out

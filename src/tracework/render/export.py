@@ -12,6 +12,7 @@ as its filter, and the finished page through one rule for hidden characters.
 from __future__ import annotations
 
 import copy
+import functools
 import html
 import threading
 from html.parser import HTMLParser
@@ -19,11 +20,12 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import jinja2
 import nbformat
 from pygments.formatters import HtmlFormatter
 
 from tracework import __version__
-from tracework.notebook.marks import carries_html
+from tracework.notebook.marks import atlas
 from tracework.notebook.views import badge, esc, esc_name
 from tracework.register.models import CaptureSource, DocumentSource, GitSource, Register
 from tracework.render.execution import RECORDS_MIME
@@ -34,6 +36,20 @@ if TYPE_CHECKING:  # nbconvert loads on first export
     from nbconvert import HTMLExporter
 
 TEMPLATES = Path(str(files("tracework") / "templates"))
+
+
+@functools.cache
+def fragments() -> jinja2.Environment:
+    """The Jinja environment of the page's own parts (``templates/tracework/fragments``):
+    autoescaped, as the site's pages are; an undefined name is an error."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES / "tracework" / "fragments")),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
 
 #: No request may leave the page: everything it needs is inline or beside it.  Scripts
 #: run only from the page's own ``<script>`` elements (the pinned Mermaid and report.js
@@ -91,23 +107,34 @@ def diagram_sources(nb: nbformat.NotebookNode) -> dict[str, str]:
 
 def reader_notebook(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, str | None]:
     """A copy for readers: machine outputs dropped, what may run or load dropped from the
-    others, the first ``# title`` taken out."""
+    others, the first ``# title`` taken out, and the rubric marks (which ``wb.done()``
+    shows last) moved near the top, after the cell that held the title: a reader of an
+    atlas looks for the verdicts first."""
     nb = copy.deepcopy(nb)
-    title = None
-    for cell in nb.cells:
+    title, after, marks = None, 0, []
+    for n, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
             outputs = [_reader_output(o) for o in cell.get("outputs", []) if _for_readers(o)]
-            cell.outputs = [o for o in outputs if o is not None]
+            marks += [o for o in outputs if o is not None and _is_marks(o)]
+            cell.outputs = [o for o in outputs if o is not None and not _is_marks(o)]
         elif cell.cell_type == "markdown" and title is None:
             lines = cell.source.split("\n")
             for i, line in enumerate(lines):
                 if line.startswith("# "):
-                    title = line[2:].strip()
+                    title, after = line[2:].strip(), n + 1
                     cell.source = "\n".join(lines[:i] + lines[i + 1 :])
                     break
                 if line.strip():
                     break
+    if marks:
+        held = nbformat.v4.new_code_cell(outputs=marks)
+        held.id = "tracework-marks"  # a fixed id: renders stay byte-identical
+        nb.cells.insert(after, held)
     return nb, title
+
+
+def _is_marks(output: nbformat.NotebookNode) -> bool:
+    return bool(output.get("metadata", {}).get("tracework") == "marks")
 
 
 def _reader_output(output: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
@@ -159,52 +186,34 @@ def report_kind(records: dict[str, Any]) -> str:
     return str(records.get("kind") or "runtime report")
 
 
-def header_html(records: dict[str, Any], summary_html: str, title: str) -> str:
-    url = records["url"]
-    link = (
-        f'<a href="{esc(url)}" rel="noopener">{esc(url)}</a>'
-        if url.startswith("https://")
-        else f"<code>{esc(url)}</code>"
-    )
-    rows = [
-        ("Subject", f"{esc(records['subject'])} · {link}"),
-        ("Commit", f"<code>{esc(records['commit'])}</code> · {esc(records['commit_date'])}"),
-    ]
-    if records["commit"] != records["pin"]:
-        rows.append(
-            ("Pinned at", f"<code>{esc(records['pin'])}</code> · {esc(records['pin_date'])}")
-        )
-    if records.get("analysis_date"):
-        rows.append(("Analysis date", esc(records["analysis_date"])))
-    carries = carries_html(records.get("marks") or {})
-    if carries:
-        rows.append(("Rubrics", carries))
-    rows.append(("Checks", summary_html))
-    meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
+def header_html(records: dict[str, Any], title: str) -> str:
+    """The page's header, from ``fragments/header.html.j2``."""
+    quotes = records["checks"]["checks"]["register"]["counts"].get("quote", {})
     kind = report_kind(records)
-    eyebrow = kind[:1].upper() + kind[1:]
     return (
-        f'<header class="tw-header"><p class="tw-eyebrow">{esc(eyebrow)}</p>'
-        f'<h1 id="top">{esc(title)}</h1><dl class="tw-meta">{meta}</dl></header>'
+        fragments()
+        .get_template("header.html.j2")
+        .render(
+            eyebrow=kind[:1].upper() + kind[1:],
+            title=title,
+            subject=records["subject"],
+            url=records["url"],
+            commit=records["commit"],
+            commit_date=records["commit_date"],
+            pin=records["pin"],
+            pin_date=records["pin_date"],
+            analysis_date=records.get("analysis_date"),
+            rubrics=atlas(records.get("marks") or {}),
+            checks={
+                "ok": records["checks"]["ok"],
+                "verified": quotes.get("verified", 0),
+                "total": sum(quotes.values()),
+                "others": ", ".join(
+                    f"{n} {s}" for s, n in sorted(quotes.items()) if s != "verified"
+                ),
+            },
+        )
     )
-
-
-def header_summary(records: dict[str, Any]) -> str:
-    checks = records["checks"]
-    reg = checks["checks"]["register"]["counts"]
-    quotes = reg.get("quote", {})
-    total = sum(quotes.values())
-    verified = quotes.get("verified", 0)
-    state = "holds" if checks["ok"] else "fails"
-    parts = [
-        badge(state, "all checks hold" if checks["ok"] else "checks do not all hold"),
-        f"{verified}/{total} quotes verified",
-    ]
-    others = ", ".join(f"{n} {s}" for s, n in sorted(quotes.items()) if s != "verified")
-    if others:
-        parts.append(f"({esc(others)})")
-    parts.append('· <a href="#check-summary">details</a>')
-    return " ".join(parts)
 
 
 def assertions_html(assertions: list[dict[str, Any]], register: Register) -> str:
@@ -498,7 +507,7 @@ def export_html(
             "title": title,
             "version": __version__,
             "css": css,
-            "header_html": header_html(records, header_summary(records), title),
+            "header_html": header_html(records, title),
             "appendix_html": summary_section
             + history_html(history or [])
             + appendix_html(register, records, manifest),
