@@ -398,8 +398,8 @@ def test_the_matrix_counts_systems_and_the_distribution(demo, tmp_path, monkeypa
     assert "Carries none or one: 67% of systems." in page
     footer = page.split("<tfoot>", 1)[1].split("</tfoot>", 1)[0]
     # larkspur carries recall, bounded and framing; "third" carries expiry only
-    assert re.findall(r"<td>(\d) of 3</td>", footer) == ["1", "0", "0", "0", "1", "1", "1"]
-    assert "<td>0 of 7</td>" in page  # "second" carries nothing
+    assert re.findall(r"<td[^>]*>(\d) of 3</td>", footer) == ["1", "0", "0", "0", "1", "1", "1"]
+    assert '<td data-label="Carries">0 of 7</td>' in page  # "second" carries nothing
 
 
 @pytest.mark.browser
@@ -816,3 +816,170 @@ def test_every_page_and_the_search_show_hidden_characters_as_marks(demo, tmp_pat
         strings = _strings(data)
         assert not any(HIDDEN_CHARS.search(s) for s in strings)
         assert sum(visible(HIDDEN) in s for s in strings) > 20
+
+
+# -- pages at every width, and the charts ---------------------------------------------
+
+
+class Charts(HTMLParser):
+    """Each inline SVG of a page: its class, role, text alternative and what it holds."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.charts: list[dict[str, Any]] = []
+        self.texts: dict[str, str] = {}
+        self._depth = 0
+        self._open: list[str] = []
+        self._text_of: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "svg" and "chart" in a.get("class", "").split():
+            self.charts.append({**a, "inside": [], "titles": []})
+            self._depth = 1
+        elif self._depth:
+            self._depth += tag != "rect" and tag not in ("line", "circle", "polyline")
+            self.charts[-1]["inside"].append((tag, a))
+            if tag in ("title", "desc"):
+                self._text_of = a.get("id") or f"{tag}-{len(self.charts)}-{len(self.texts)}"
+                self.texts[self._text_of] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("title", "desc"):
+            if self._text_of and self._depth:
+                self.charts[-1]["titles"].append(self.texts[self._text_of])
+            self._text_of = None
+        if self._depth and tag not in ("rect", "line", "circle", "polyline"):
+            self._depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self._text_of:
+            self.texts[self._text_of] += data
+
+
+def charts_of(path: Path) -> Charts:
+    found = Charts()
+    found.feed(path.read_text(encoding="utf-8"))
+    return found
+
+
+def test_charts_are_inline_svg_with_text_alternatives(site, demo):
+    """The history (a stacked bar per render, format-only apart), the rubric's
+    distribution and the index's sparklines: drawn at publish time, no script, each an
+    image with a text alternative that says what it shows, coloured by class only."""
+    _, commits = demo
+    history = charts_of(site / "reports" / "larkspur" / "index.html")
+    (chart,) = history.charts
+    assert chart["role"] == "img" and "chart-history" in chart["class"]
+    title, desc = chart["aria-labelledby"].split()
+    assert history.texts[title] == "Quote states per render"
+    assert history.texts[desc] == (
+        "Larkspur runtime report: quote states at 2 renders, oldest first: from 13 of 13 "
+        f"quotes verified at {commits[0][:12]} to 5 of 13 quotes verified, 2 moved, 1 changed "
+        f"(format only), 3 changed, 2 missing at {commits[-1][:12]}."
+    )
+    bars = [t for t in chart["titles"] if t.startswith("at ")]
+    assert bars[1] == (
+        f"at {commits[-1][:12]} (2026-03-23), 3 after the pin: 5 of 13 quotes verified, "
+        "2 moved, 1 changed (format only), 3 changed, 2 missing"
+    )
+    states = [a["class"] for tag, a in chart["inside"] if tag == "rect"]
+    pin_bar = ["s-verified"]
+    newest_bar = ["s-verified", "s-moved", "s-format-only", "s-changed", "s-missing"]
+    assert states == [*pin_bar, *newest_bar]
+    rubric = charts_of(site / "rubrics" / "retention.html")
+    (chart,) = rubric.charts
+    desc = rubric.texts[chart["aria-labelledby"].split()[1]]
+    assert desc.startswith("Systems by how many mechanisms they carry: 0 of 7: 0 (0%);")
+    assert "3 of 7: 1 (100%)" in desc
+    index = charts_of(site / "index.html")
+    (spark,) = index.charts
+    assert spark["role"] == "img" and spark["aria-label"] == (
+        "Larkspur runtime report: share of quotes verified at each of 2 renders, oldest "
+        "first: 100%, 38%"
+    )
+    for path in pages(site):
+        text = path.read_text(encoding="utf-8")
+        for svg in re.findall(r"<svg\b.*?</svg>", text, re.S):
+            assert "<script" not in svg and " style=" not in svg and "<foreignObject" not in svg
+
+
+def test_a_hostile_report_title_stays_text_in_its_charts(demo, tmp_path, monkeypatch):
+    ws, commits = demo
+    monkeypatch.chdir(ws.root)
+    hostile = '</title></desc></svg><script>alert(1)</script>"><img src=x>'
+    folder = ws.reports / "hostile" / commits[-1][:12]
+    shutil.copytree(ws.reports / "larkspur" / commits[-1][:12], folder)
+    records = json.loads((folder / "records.json").read_text())
+    records["title"] = hostile
+    (folder / "records.json").write_text(json.dumps(records))
+    try:
+        run("publish", "--out", str(tmp_path / "s"))
+    finally:
+        shutil.rmtree(ws.reports / "hostile")
+    for page in ("index.html", "reports/hostile/index.html"):
+        text = (tmp_path / "s" / page).read_text(encoding="utf-8")
+        assert "<script>alert" not in text and "<img src=x" not in text, page
+        found = charts_of(tmp_path / "s" / page)
+        assert any(hostile in " ".join(c["titles"]) for c in found.charts) or any(
+            hostile in t for t in found.texts.values()
+        ), page
+    spark = charts_of(tmp_path / "s" / "index.html").charts
+    assert any(c.get("aria-label", "").startswith(hostile + ": share") for c in spark)
+
+
+def test_format_only_is_drawn_apart_from_changed():
+    from tracework.site.charts import quote_states
+
+    counts = {"verified": 5, "moved": 2, "changed": 4, "missing": 2, "ambiguous": 0}
+    assert list(quote_states(counts, 1).items()) == [
+        ("verified", 5),
+        ("moved", 2),
+        ("format only", 1),
+        ("changed", 3),
+        ("ambiguous", 0),
+        ("missing", 2),
+    ]
+    # a mangled history cannot make a bar negative or larger than its quotes
+    assert quote_states({"changed": 1, "verified": -3, "moved": "x"}, 7)["format only"] == 1
+    assert quote_states({"changed": True}, 0)["changed"] == 0
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 390])
+def test_every_page_kind_fits_and_shows_its_charts(browser, site, width):
+    """Index, report history, register, rubric and both renders' pages: no sideways
+    scrolling of the page, the charts drawn with their text alternatives, no console
+    error, nothing requested from outside the site."""
+    from conftest import page_fits
+
+    kinds = set()
+    for path in pages(site):
+        found = page_fits(browser, path.as_uri(), width)
+        rel = str(path.relative_to(site))
+        assert found["scroll"] <= found["width"] and found["past"] == [], (rel, found)
+        assert found["errors"] == [] and all(u.startswith("file://") for u in found["requests"]), (
+            rel,
+            found,
+        )
+        kinds.add(rel.split("/")[-1] if "/" in rel else rel)
+    assert kinds == {"index.html", "register.html", "report.html", "retention.html"}
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    for rel, selector in (
+        ("index.html", "svg.sparkline"),
+        ("reports/larkspur/index.html", "svg.chart-history"),
+        ("rubrics/retention.html", "svg.chart-distribution"),
+    ):
+        page.goto((site / rel).as_uri())
+        chart = page.locator(selector)
+        assert chart.count() == 1 and chart.is_visible(), rel
+        box = chart.bounding_box()
+        assert box and box["width"] > 40 and box["x"] + box["width"] <= width, (rel, box)
+        assert page.evaluate(
+            """(s) => { const c = document.querySelector(s);
+                const ids = (c.getAttribute('aria-labelledby') || '').split(' ').filter(Boolean);
+                return c.getAttribute('aria-label') || ids.map(
+                    i => document.getElementById(i).textContent).join(' '); }""",
+            selector,
+        ), rel
+    page.close()

@@ -31,6 +31,7 @@ from tracework.notebook.marks import mark_anchor
 from tracework.notebook.rubrics import Rubric
 from tracework.register.models import CaptureSource, GitSource, Register
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
+from tracework.site import charts
 from tracework.site.read import SITE_MARKER, Report, Site, gather
 from tracework.text import visible, visible_markup, visible_name
 from tracework.workspace import FOLDERS, MARKER, Workspace
@@ -217,6 +218,7 @@ def write_site(site: Site, root: Path) -> int:
             report=report,
             row=_index_row(site, report),
             renders=_render_list(report),
+            history=charts.history_chart(report),
         )
         if report.register is not None and report.register_text is not None:
             _write(root / base / "register.yaml", report.register_text)
@@ -263,6 +265,7 @@ def _index_row(site: Site, report: Report) -> dict[str, Any]:
         "status": text,
         "marks": _marks_of(site, report),
         "checked": report.last_checked(),
+        "spark": charts.sparkline(report),
     }
 
 
@@ -415,6 +418,7 @@ def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[st
         "per_mechanism": [per_mechanism[m.id] for m in rubric.mechanisms],
         "distribution": distribution,
         "none_or_one": _percent(spread[0] + spread[1], systems),
+        "chart": charts.distribution_chart(distribution, len(rubric.mechanisms)),
     }
 
 

@@ -80,6 +80,8 @@ class RenderedRecords(_Read):
     commit_date: str
     pin: str = Field(pattern=r"^[0-9a-f]{40}$")
     subject: str
+    title: str | None = None
+    kind: str | None = None
 
     @field_validator("commit_date")
     @classmethod
@@ -115,6 +117,8 @@ class HistoryEntry(_Read):
     ok: bool = False
     checked: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
     changed_in: dict[str, _ChangedIn] = Field(default_factory=dict)
+    counts: dict[str, int] = Field(default_factory=dict)
+    format_only: int = 0
 
 
 @dataclass(frozen=True)
