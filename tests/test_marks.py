@@ -79,6 +79,8 @@ def test_marks_are_checked_counted_and_written_to_records_json(wb, workspace):
         "evidence": ["RT-GRT-bound", "Q-guard"],
         "note": None,
         "needs_review": [],
+        "reviewed_at": None,
+        "reviewer": None,
     }
     assert marks["marks"]["audit"]["evidence"] == ["RT-ABS-log"]
     assert "expiry" not in marks["marks"]  # not marked: counted in "mechanisms" only
@@ -276,3 +278,23 @@ def test_the_marks_move_near_the_top_of_the_page():
     ]
     assert reader.cells[2].id == "tracework-marks"
     assert len(nb.cells[3].outputs) == 1  # the executed notebook is left as it was
+
+
+def test_a_mark_takes_a_reviewer_and_a_review_date_as_records_do(wb, workspace):
+    q = wb.source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
+    card = wb.mark(
+        "hygiene", "bounded", present=True, evidence=[q], reviewed="2026-05-01", reviewer="A. <b>"
+    )
+    pin = wb.pin
+    assert f"Reviewed by A. &lt;b&gt; against <code>{pin[:12]}</code> on 2026-05-01" in (
+        card._repr_html_()
+    )
+    mark = wb.records_json()["marks"]["hygiene"]["marks"]["bounded"]
+    assert mark["reviewed_at"] == {"commit": pin, "date": "2026-05-01"}
+    assert mark["reviewer"] == "A. <b>"
+    for reviewed, words in (("2026-02-30", "not a date"), ((pin, "01/05/2026"), "YYYY-MM-DD")):
+        with pytest.raises(RecordError, match=words):
+            wb.mark("hygiene", "expiry", present=False, reviewed=reviewed)
+    for reviewer in ("", "two\nlines", 3):
+        with pytest.raises(RecordError, match="reviewer= takes a name on one line"):
+            wb.mark("hygiene", "expiry", present=False, reviewer=reviewer)

@@ -433,12 +433,16 @@ class RecordDeclarations:
         present: bool,
         evidence: Sequence[Any] = (),
         note: str | None = None,
+        reviewed: Any = None,
+        reviewer: str | None = None,
     ) -> Html:
         """Mark a mechanism of ``registers/rubrics/RUBRIC.yaml`` as present or absent.
 
         *present* needs evidence: quotes, quote ids or records declared above; *absent*
-        may cite an evidenced absence (``RT-ABS-…``).  Re-running the same cell may
-        re-mark a mechanism; another cell may not.
+        may cite an evidenced absence (``RT-ABS-…``).  ``reviewed`` stamps it as a
+        record's is stamped (a date against the pin, or (commit, date)), ``reviewer``
+        names who reviewed it.  Re-running the same cell may re-mark a mechanism;
+        another cell may not.
         """
         if not isinstance(present, bool):
             raise RecordError(f"mark {rubric}/{mechanism}: present= takes True or False")
@@ -474,7 +478,14 @@ class RecordDeclarations:
                 f"{where}: a mechanism marked present needs evidence",
                 hint="cite the quotes or records that show it",
             )
-        made = Mark(rubric, mechanism, present, tuple(refs), note)
+        if reviewer is not None and (
+            not isinstance(reviewer, str) or not reviewer.strip() or "\n" in reviewer
+        ):
+            raise RecordError(
+                f"{where}: reviewer= takes a name on one line", hint='e.g. reviewer="A. Analyst"'
+            )
+        stamp = self._stamp(reviewed, where)
+        made = Mark(rubric, mechanism, present, tuple(refs), note, stamp, reviewer)
         cell = cell_id()
         key = made.anchor
         if key in self._marks and (cell is None or self._cells.get(key) != cell):

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracework.notebook.records import ReviewStamp
 from tracework.notebook.rubrics import Rubric, RubricError
 from tracework.notebook.views import QuoteInfo, badge, esc, markdown, quote_html
 
@@ -27,6 +28,8 @@ class Mark:
     present: bool
     evidence: tuple[str, ...]
     note: str | None
+    reviewed_at: ReviewStamp | None = None  # as records carry it: the commit and the date
+    reviewer: str | None = None  # who reviewed the mark, in their own words
 
     @property
     def anchor(self) -> str:
@@ -70,7 +73,22 @@ def mark_html(
         body += f"<p>Drifted evidence: {', '.join(f'<code>{esc(d)}</code>' for d in drifted)}</p>"
     if mark.note:
         body += f'<div class="tw-notes">{markdown(mark.note)}</div>'
+    body += review_html(mark)
     return f'<article class="tw-record tw-mark"{ident}>{head}{body}</article>'
+
+
+def review_html(mark: Mark) -> str:
+    """ "Reviewed by … against <commit> on <date>", as a record's card says it."""
+    stamp = mark.reviewed_at
+    if stamp is None and mark.reviewer is None:
+        return ""
+    by = f" by {esc(mark.reviewer)}" if mark.reviewer else ""
+    when = (
+        f" against <code>{esc(stamp.commit[:12])}</code> on {esc(stamp.date)}"
+        if stamp is not None
+        else ""
+    )
+    return f'<p class="tw-reviewed">Reviewed{by}{when}</p>'
 
 
 def marks_section(
@@ -137,6 +155,8 @@ def marks_json(
             "evidence": list(mark.evidence),
             "note": mark.note,
             "needs_review": list(drifted.get(mark.anchor, [])),
+            "reviewed_at": mark.reviewed_at.model_dump() if mark.reviewed_at else None,
+            "reviewer": mark.reviewer,
         }
     return {name: out[name] for name in sorted(out)}
 

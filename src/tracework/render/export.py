@@ -2,8 +2,9 @@
 
 The template (``templates/tracework``) extends nbconvert's ``lab`` template for cell
 rendering but replaces its head: no CDN scripts, a Content-Security-Policy, our
-stylesheet inline.  Inputs are hidden; the header, contents and register appendix
-are built here from records.json, the register and the manifest.  Every HTML the
+stylesheet inline.  Inputs are hidden; the header, drift section, register appendix
+and footer are autoescaped Jinja templates (:mod:`tracework.render.fragments`) filled
+here from records.json, the register and the manifest.  Every HTML the
 notebook holds — Markdown cells, HTML and Markdown outputs, tracework's own displays —
 goes through nbconvert's sanitising path with :func:`tracework.render.pagesafety.clean_html`
 as its filter, and the finished page through one rule for hidden characters.
@@ -12,7 +13,6 @@ as its filter, and the finished page through one rule for hidden characters.
 from __future__ import annotations
 
 import copy
-import functools
 import html
 import threading
 from html.parser import HTMLParser
@@ -20,14 +20,14 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jinja2
 import nbformat
+from markupsafe import Markup
 from pygments.formatters import HtmlFormatter
 
 from tracework import __version__
 from tracework.notebook.marks import atlas
-from tracework.notebook.views import badge, esc, esc_name
-from tracework.register.models import CaptureSource, DocumentSource, GitSource, Register
+from tracework.register.models import DocumentSource, Register
+from tracework.render import fragments
 from tracework.render.execution import RECORDS_MIME
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.text import visible_markup
@@ -36,19 +36,6 @@ if TYPE_CHECKING:  # nbconvert loads on first export
     from nbconvert import HTMLExporter
 
 TEMPLATES = Path(str(files("tracework") / "templates"))
-
-
-@functools.cache
-def fragments() -> jinja2.Environment:
-    """The Jinja environment of the page's own parts (``templates/tracework/fragments``):
-    autoescaped, as the site's pages are; an undefined name is an error."""
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES / "tracework" / "fragments")),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
 
 
 #: No request may leave the page: everything it needs is inline or beside it.  Scripts
@@ -190,138 +177,85 @@ def header_html(records: dict[str, Any], title: str) -> str:
     """The page's header, from ``fragments/header.html.j2``."""
     quotes = records["checks"]["checks"]["register"]["counts"].get("quote", {})
     kind = report_kind(records)
-    return (
-        fragments()
-        .get_template("header.html.j2")
-        .render(
-            eyebrow=kind[:1].upper() + kind[1:],
-            title=title,
-            subject=records["subject"],
-            url=records["url"],
-            commit=records["commit"],
-            commit_date=records["commit_date"],
-            pin=records["pin"],
-            pin_date=records["pin_date"],
-            analysis_date=records.get("analysis_date"),
-            rubrics=atlas(records.get("marks") or {}),
-            checks={
-                "ok": records["checks"]["ok"],
-                "verified": quotes.get("verified", 0),
-                "total": sum(quotes.values()),
-                "others": ", ".join(
-                    f"{n} {s}" for s, n in sorted(quotes.items()) if s != "verified"
-                ),
-            },
-        )
+    return fragments.render(
+        "header.html.j2",
+        eyebrow=kind[:1].upper() + kind[1:],
+        title=title,
+        subject=records["subject"],
+        url=records["url"],
+        commit=records["commit"],
+        commit_date=records["commit_date"],
+        pin=records["pin"],
+        pin_date=records["pin_date"],
+        analysis_date=records.get("analysis_date"),
+        rubrics=atlas(records.get("marks") or {}),
+        checks={
+            "ok": records["checks"]["ok"],
+            "verified": quotes.get("verified", 0),
+            "total": sum(quotes.values()),
+            "others": ", ".join(f"{n} {s}" for s, n in sorted(quotes.items()) if s != "verified"),
+        },
     )
 
 
-def assertions_html(assertions: list[dict[str, Any]], register: Register) -> str:
-    """Hashes others assert of the subject's files, and whether each holds: a hash that
-    differs is a finding, shown here whether or not it fails the checks."""
-    if not assertions:
-        return ""
-    rows = []
-    for a in assertions:
-        by = a["by"]
-        doc = register.sources.get(by) if by else None
-        who = (
-            f'{esc(by)} <span class="tw-path">{esc(doc.location)}</span>'
-            if isinstance(doc, DocumentSource)
-            else "the register (<code>--expect-sha256</code>)"
-        )
-        state = badge("verified" if a["state"] == "holds" else "changed", a["state"])
-        found = a["sha256_at_commit"]
-        rows.append(
-            f"<tr><td>{esc(a['source'])} {esc_name(a['path'])}</td><td>{who}</td>"
-            f"<td><code>{esc(a['commit'][:12])}</code></td>"
-            f"<td><code>{esc(a['sha256'])}</code></td>"
-            f"<td>{f'<code>{esc(found)}</code>' if found else 'no such file'}</td>"
-            f"<td>{state}{' (required)' if a['required'] else ''}</td></tr>"
-        )
-    return (
-        '<h3 id="register-assertions">Asserted hashes</h3><table><thead><tr><th>file</th>'
-        "<th>asserted by</th><th>at</th><th>asserted sha256</th><th>the file's sha256</th>"
-        f"<th>state</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    )
-
-
-def appendix_html(register: Register, records: dict[str, Any], manifest: dict[str, Any]) -> str:
-    """The source register (sources, files, quotes, check history) and the provenance."""
-    out = [
-        '<section class="tw-appendix"><h2 id="source-register">Source register</h2>',
-        "<p>Every hash below can be re-computed with plain git: a file's is "
-        "<code>git show COMMIT:PATH | sha256sum</code>; a quote's covers its lines "
-        "including the last line's newline (<code>… | sed -n 'A,Bp' | sha256sum</code>).</p>",
-        '<h3 id="register-sources">Sources</h3><table><thead><tr><th>id</th><th>kind</th>'
-        "<th>what</th><th>commit or hash</th></tr></thead><tbody>",
-    ]
-    for sid, src in register.sources.items():
-        if isinstance(src, GitSource):
-            out.append(
-                f"<tr><td>{esc(sid)}</td><td>git</td><td>{esc(src.subject)}</td>"
-                f"<td><code>{esc(src.commit)}</code><br>{esc(src.date)}</td></tr>"
-            )
-        elif isinstance(src, CaptureSource):
-            out.append(
-                f"<tr><td>{esc(sid)}</td><td>capture</td><td>{esc(src.capture)} of "
-                f"{esc(src.subject)}: {len(src.files)} files</td>"
-                f"<td><code>{esc(src.commit)}</code></td></tr>"
-            )
-        else:
-            out.append(
-                f"<tr><td>{esc(sid)}</td><td>document</td><td>{esc(src.location)}</td>"
-                f"<td><code>{esc(src.sha256)}</code></td></tr>"
-            )
-    out.append(
-        '</tbody></table><h3 id="register-files">Files</h3><table><thead><tr>'
-        "<th>source</th><th>path</th><th>kind</th><th>bytes</th><th>sha256</th></tr></thead><tbody>"
-    )
-    for sid, src in register.sources.items():
-        if isinstance(src, GitSource):
-            for path, entry in src.files.items():
-                kind = entry.kind + (" (binary)" if entry.binary else "")
-                out.append(
-                    f"<tr><td>{esc(sid)}</td><td>{esc_name(path)}</td><td>{esc(kind)}</td>"
-                    f"<td>{entry.size}</td><td><code>{esc(entry.sha256)}</code></td></tr>"
-                )
-    out.append(
-        '</tbody></table><h3 id="register-quotes">Quotes</h3><table><thead><tr><th>id</th>'
-        "<th>where</th><th>sha256</th><th>at this commit</th></tr></thead><tbody>"
-    )
+def appendix_html(
+    register: Register,
+    records: dict[str, Any],
+    manifest: dict[str, Any],
+    summary_html: str,
+    history: list[dict[str, Any]],
+) -> str:
+    """The check summary, the render history, the source register and the provenance."""
     states = records.get("quotes", {})
-    for qid, q in register.quotes.items():
-        cited = qid in states
-        ident = f'<a href="#{esc(qid)}">{esc(qid)}</a>' if cited else esc(qid)
-        state = badge(states[qid]["state"]) if cited else "not cited"
-        out.append(
-            f"<tr><td>{ident}</td><td>{esc_name(q.path)}:{q.lines[0]}–{q.lines[1]}</td>"
-            f"<td><code>{esc(q.sha256)}</code></td><td>{state}</td></tr>"
-        )
-    out.append("</tbody></table>")
-    out.append(assertions_html(records.get("assertions") or [], register))
-    out.append('<h3 id="register-history">Check history</h3>')
-    if register.checks:
-        items = "".join(
-            f"<li>{esc(c.date)}: {esc(c.source)} at <code>{esc(c.commit[:12])}</code> — "
-            + esc(", ".join(f"{n} {s}" for s, n in sorted(c.counts.items())))
-            + "</li>"
-            for c in register.checks
-        )
-        out.append(f"<ul>{items}</ul>")
-    else:
-        out.append('<p class="tw-none">no recorded checks (tracework check --record adds one)</p>')
-    out.append(
-        '<h2 id="provenance">Provenance</h2><p>What produced this page '
-        "(also in <code>manifest.json</code> beside it):</p><table><tbody>"
+    documents = {
+        sid: src.location
+        for sid, src in register.sources.items()
+        if isinstance(src, DocumentSource)
+    }
+    return fragments.render(
+        "appendix.html.j2",
+        summary_html=Markup(summary_html),  # tracework's own display, escaped as it was made
+        history=[_history_entry(e) for e in history],
+        sources=fragments.register_sources(register),
+        quotes=[
+            {
+                "id": qid,
+                "path": q.path,
+                "lines": q.lines,
+                "sha256": q.sha256,
+                "state": states[qid]["state"] if qid in states else None,
+            }
+            for qid, q in register.quotes.items()
+        ],
+        assertions=[
+            {**a, "location": documents.get(a["by"]) if a["by"] else None}
+            for a in records.get("assertions") or []
+        ],
+        checks=register.checks,
+        provenance=[
+            (
+                key,
+                ", ".join(f"{k}={v!r}" for k, v in sorted(value.items()))
+                if isinstance(value, dict)
+                else value,
+            )
+            for key, value in sorted(manifest.items())
+        ],
     )
-    for key in sorted(manifest):
-        value = manifest[key]
-        if isinstance(value, dict):
-            value = ", ".join(f"{k}={v!r}" for k, v in sorted(value.items()))
-        out.append(f"<tr><th>{esc(key)}</th><td><code>{esc(value)}</code></td></tr>")
-    out.append("</tbody></table></section>")
-    return "".join(out)
+
+
+def _history_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """One render of the history, as the appendix lists it."""
+    counts = entry.get("counts", {})
+    return {
+        "commit": entry["commit"],
+        "date": str(entry.get("date", "")),
+        "since": entry.get("commits_since_pin", 0),
+        "verified": counts.get("verified", 0),
+        "total": sum(counts.values()),
+        "others": ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "verified"),
+        "changed": [{"id": qid, **c} for qid, c in entry.get("changed_in", {}).items()],
+    }
 
 
 class _Headings(HTMLParser):
@@ -384,75 +318,34 @@ def drift_html(records: dict[str, Any]) -> str:
     drift = records.get("drift") or {}
     if records["commit"] == records["pin"] or not drift:
         return ""
-    counts = ", ".join(f"{n} {s}" for s, n in drift["counts"].items() if n)
-    rows = []
+    quotes = []
     for qid, commit in drift["first_changed"].items():
-        q = records["quotes"][qid]
-        culprit = drift["culprits"][commit]
         content = drift["first_content_change"].get(qid)
-        if qid in drift["format_only"]:  # and so no first content change: content.py
-            note = " (content unchanged: formatting only)"
-        elif content is None or content == commit:
-            note = ""
-        else:
-            note = f"; content first changed at <code>{esc(content[:12])}</code>"
-        rows.append(
-            f'<li><a href="#{esc(qid)}">{esc(qid)}</a> in '
-            f'<span class="tw-path">{esc_name(q["path"])}</span>: '
-            f"{badge(q['state'])} since <code>{esc(commit[:12])}</code> "
-            f"({esc(culprit['date'][:10])}, “{esc(culprit['subject'])}”){note}</li>"
+        culprit = drift["culprits"][commit]
+        quotes.append(
+            {
+                "id": qid,
+                "path": records["quotes"][qid]["path"],
+                "state": records["quotes"][qid]["state"],
+                "commit": commit,
+                "date": culprit["date"],
+                "subject": culprit["subject"],
+                # format only has no first content change (drift/content.py)
+                "format_only": qid in drift["format_only"],
+                "content": content if content not in (None, commit) else None,
+            }
         )
-    review = ", ".join(f'<a href="#{esc(r)}">{esc(r)}</a>' for r in drift["needs_review"])
-    extra = []
-    if drift["format_only"]:
-        extra.append("formatting only: " + ", ".join(esc(q) for q in drift["format_only"]))
-    if drift["broken_absences"]:
-        extra.append(
-            "broken absences: "
-            + ", ".join(f'<a href="#{esc(a)}">{esc(a)}</a>' for a in drift["broken_absences"])
-        )
-    for diagram, gone in drift["vanished_identifiers"].items():
-        extra.append(
-            f'diagram <a href="#diagram-{esc(diagram)}">{esc(diagram)}</a>: '
-            + ", ".join(f"<code>{esc(i)}</code>" for i in gone)
-            + " no longer found"
-        )
-    return (
-        '<section class="tw-drift"><h2 id="drift">Drift since the pin</h2>'
-        f"<p>At <code>{esc(records['commit'][:12])}</code>, {drift['commits_since_pin']} commits "
-        f"after the pin <code>{esc(records['pin'][:12])}</code>: {esc(counts)}.</p>"
-        + (f"<ul>{''.join(rows)}</ul>" if rows else "")
-        + (f"<p>Needs re-review: {review}</p>" if review else "")
-        + "".join(f"<p>{e}</p>" for e in extra)
-        + "</section>"
-    )
-
-
-def history_html(entries: list[dict[str, Any]]) -> str:
-    """The report's renders as a readable list, oldest first."""
-    if not entries:
-        return ""
-    items = []
-    for e in entries:
-        counts = e.get("counts", {})
-        total = sum(counts.values())
-        others = ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "verified")
-        changed = "; ".join(
-            f'{esc(qid)} in <span class="tw-path">{esc_name(c["path"])}</span> at '
-            f"<code>{esc(c['commit'][:12])}</code>"
-            + (" (format only)" if c.get("format_only") else "")
-            for qid, c in e.get("changed_in", {}).items()
-        )
-        items.append(
-            f"<li>at <code>{esc(e['commit'][:12])}</code> ({esc(str(e.get('date', ''))[:10])}), "
-            f"{e.get('commits_since_pin', 0)} commits after the pin: "
-            f"{counts.get('verified', 0)} of {total} quotes verified"
-            + (f", {esc(others)}" if others else "")
-            + (f" — changed: {changed}" if changed else "")
-            + "</li>"
-        )
-    return (
-        f'<h3 id="render-history">Render history</h3><ul class="tw-history">{"".join(items)}</ul>'
+    return fragments.render(
+        "drift.html.j2",
+        commit=records["commit"],
+        pin=records["pin"],
+        since=drift["commits_since_pin"],
+        counts=", ".join(f"{n} {s}" for s, n in drift["counts"].items() if n),
+        quotes=quotes,
+        needs_review=drift["needs_review"],
+        format_only=drift["format_only"],
+        broken=drift["broken_absences"],
+        vanished=list(drift["vanished_identifiers"].items()),
     )
 
 
@@ -498,24 +391,21 @@ def export_html(
     title = report_title(nb, records)
     css = (TEMPLATES / "tracework" / "report.css").read_text(encoding="utf-8")
     css += HtmlFormatter(style="default").get_style_defs(".tw-hl")
-    summary_section = (
-        '<section id="check-summary-section"><h2 id="check-summary">Check summary</h2>'
-        f"{summary_html}</section>"
-    )
     resources = {
         "tracework": {
             "title": title,
             "version": __version__,
             "css": css,
             "header_html": header_html(records, title),
-            "appendix_html": summary_section
-            + history_html(history or [])
-            + appendix_html(register, records, manifest),
+            "appendix_html": appendix_html(
+                register, records, manifest, summary_html, history or []
+            ),
             "drift_html": drift_html(records),
-            "footer_html": (
-                f"Rendered by tracework {esc(__version__)} from "
-                f"<code>{esc(manifest['notebook'])}</code> at "
-                f"<code>{esc(records['commit'][:12])}</code>."
+            "footer_html": fragments.render(
+                "footer.html.j2",
+                version=__version__,
+                notebook=manifest["notebook"],
+                commit=records["commit"],
             ),
         }
     }

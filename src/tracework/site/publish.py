@@ -29,7 +29,7 @@ from tracework.errors import TraceworkError
 from tracework.fsio import locked, replace_dir, staging_dir
 from tracework.notebook.marks import mark_anchor
 from tracework.notebook.rubrics import Rubric
-from tracework.register.models import CaptureSource, GitSource, Register
+from tracework.render.fragments import SHARED, add_filters, register_sources
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.site import charts
 from tracework.site.read import SITE_MARKER, Report, Site, gather
@@ -168,7 +168,7 @@ def _rubric_markdown(text: str) -> str:
 def environment(site: Site) -> Environment:
     """The Jinja environment of the site's templates: autoescaping on, undefined is an error."""
     env = Environment(
-        loader=FileSystemLoader(str(TEMPLATES / "site")),
+        loader=FileSystemLoader([str(TEMPLATES / "site"), str(SHARED)]),
         autoescape=True,
         undefined=StrictUndefined,
         keep_trailing_newline=True,
@@ -177,8 +177,7 @@ def environment(site: Site) -> Environment:
     )
     env.filters["markdown"] = _rubric_markdown
     env.filters["plural"] = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")
-    env.filters["name"] = visible_name
-    env.filters["short"] = lambda commit: str(commit)[:12]
+    add_filters(env)
     env.globals.update(version=__version__, nonce=NONCE_SLOT, site_title=site.title)
     env.globals["rubric_links"] = [(n, r.title) for n, (r, _) in site.rubrics.items()]
     return env
@@ -228,7 +227,8 @@ def write_site(site: Site, root: Path) -> int:
                 title=f"Register {report.name}",
                 report=report,
                 register=report.register,
-                sources=_sources(report.register),
+                sources=register_sources(report.register),
+                checks=report.register.checks,
             )
     for name, (rubric, digest) in site.rubrics.items():
         page(
@@ -336,29 +336,6 @@ def _rubric_list(site: Site) -> list[dict[str, Any]]:
                 "systems": systems,
             }
         )
-    return out
-
-
-def _sources(register: Register) -> list[dict[str, Any]]:
-    out = []
-    for sid, src in sorted(register.sources.items(), key=lambda kv: int(kv[0].split("-")[1])):
-        if isinstance(src, GitSource):
-            out.append(
-                {
-                    "id": sid,
-                    "kind": "git",
-                    "what": f"{src.subject} @ {src.commit}",
-                    "files": sorted(src.files.items()),
-                }
-            )
-        elif isinstance(src, CaptureSource):
-            what = f"capture {src.capture} of {src.subject} @ {src.commit}"
-            out.append(
-                {"id": sid, "kind": "capture", "what": what, "files": sorted(src.files.items())}
-            )
-        else:
-            what = f"document {src.location} (SHA-256 {src.sha256})"
-            out.append({"id": sid, "kind": "document", "what": what, "files": []})
     return out
 
 
