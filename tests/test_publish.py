@@ -983,3 +983,18 @@ def test_every_page_kind_fits_and_shows_its_charts(browser, site, width):
             selector,
         ), rel
     page.close()
+
+
+def test_the_register_table_is_one_template_on_both_pages(site, demo):
+    """The report's appendix and the site's register page show the registered files by
+    the same template: the same table, byte for byte."""
+    _, commits = demo
+
+    def tables(path: Path) -> list[str]:
+        text = path.read_text(encoding="utf-8")
+        return re.findall(r'<table class="register-files">.*?</table>', text, re.S)
+
+    on_site = tables(site / "reports" / "larkspur" / "register.html")
+    in_report = tables(site / "reports" / "larkspur" / commits[0][:12] / "report.html")
+    assert len(on_site) == 1 and on_site == in_report
+    assert "<code>larkspur/notes.py</code>" in on_site[0]
