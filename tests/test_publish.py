@@ -190,7 +190,7 @@ def test_site_pages_carry_a_csp_that_allows_nothing_from_outside(site):
             tags = re.findall(r"<script\b[^>]*>", path.read_text(encoding="utf-8"))
             assert tags and all(f'nonce="{nonce}"' in t for t in tags), tags
             scripted.add(path.name)
-    assert scripted == {"index.html", "report.html"}
+    assert scripted == {"index.html", "report.html", "retention.html"}
 
 
 def test_accessibility_headings_text_alternatives_keyboard_and_labels(site):
@@ -998,3 +998,56 @@ def test_the_register_table_is_one_template_on_both_pages(site, demo):
     in_report = tables(site / "reports" / "larkspur" / commits[0][:12] / "report.html")
     assert len(on_site) == 1 and on_site == in_report
     assert "<code>larkspur/notes.py</code>" in on_site[0]
+
+
+def test_the_rubric_keeps_every_render_of_a_system_and_its_mark_history(site, demo):
+    """A column per render of each system (the newest shown; counts compare newest
+    renders), each cell linking the mark at that render; the system's mark history on
+    its report page says what changed, where and when."""
+    _, commits = demo
+    pin, newest = commits[0][:12], commits[-1][:12]
+    page = (site / "rubrics" / "retention.html").read_text(encoding="utf-8")
+    body = page.split('<tbody id="system-larkspur">', 1)[1].split("</tbody>", 1)[0]
+    rows = re.findall(r"<tr data-commit=\"([0-9a-f]{40})\"( hidden)?>", body)
+    assert rows == [(commits[-1], ""), (commits[0], " hidden")]
+    shown, older = body.split("<tr data-commit=")[1:]
+    assert f"../reports/larkspur/{newest}/report.html#mark/retention/expiry" in shown
+    assert f"../reports/larkspur/{pin}/report.html#mark/retention/expiry" in older
+    assert "re-review" in shown and "re-review" not in older
+    assert shown.count("<option") == 2 and 'class="choice" hidden' in shown
+    assert 'href="../reports/larkspur/index.html#marks-retention">Mark history</a>' in shown
+    history = (site / "reports" / "larkspur" / "index.html").read_text(encoding="utf-8")
+    section = history.split('<section id="marks-retention"', 1)[1].split("</section>", 1)[0]
+    items = [
+        html.unescape(re.sub(r"<[^>]+>", "", i)) for i in re.findall(r"<li>(.*?)</li>", section)
+    ]
+    assert f"expiry: marked absent at {pin}, 2026-03-02" in items
+    assert f"per-user-scope: absent → absent (needs re-review) at {newest}, 2026-03-23" in items
+    assert len(items) == 7 + 4  # each mark first, then the four that drifted
+
+
+@pytest.mark.browser
+def test_a_reader_chooses_which_render_a_system_shows(browser, site, demo):
+    _, commits = demo
+    url = (site / "rubrics" / "retention.html").as_uri()
+    for script in (False, True):
+        context = browser.new_context(java_script_enabled=script)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m, seen=errors: seen.append(m.text) if m.type == "error" else 0)
+        page.goto(url)
+        page.wait_for_load_state("load")
+        rows = page.locator("#system-larkspur tr")
+        assert rows.nth(0).is_visible() and not rows.nth(1).is_visible()
+        select = rows.nth(0).locator("select")
+        assert select.is_visible() == script  # no script: the newest, and nothing to choose
+        if script:
+            select.select_option(commits[0])
+            assert not rows.nth(0).is_visible() and rows.nth(1).is_visible()
+            assert page.evaluate("document.activeElement.value") == commits[0]
+            link = rows.nth(1).locator("td.cell-absent a").first.get_attribute("href")
+            assert link and f"/{commits[0][:12]}/report.html#mark/retention/" in link
+            rows.nth(1).locator("select").select_option(commits[-1])
+            assert rows.nth(0).is_visible() and not rows.nth(1).is_visible()
+        assert errors == []
+        context.close()

@@ -32,7 +32,7 @@ from tracework.notebook.rubrics import Rubric
 from tracework.render.fragments import SHARED, add_filters, register_sources
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.site import charts
-from tracework.site.read import SITE_MARKER, Report, Site, gather
+from tracework.site.read import SITE_MARKER, Render, Report, Site, gather
 from tracework.text import visible, visible_markup, visible_name
 from tracework.workspace import FOLDERS, MARKER, Workspace
 
@@ -43,13 +43,13 @@ _RUBRIC_MD = MarkdownIt("js-default", {"typographer": False}).disable(
     ["image", "heading", "lheading"]
 )
 #: Site pages load only the site's own stylesheet, and run only their own scripts: the
-#: index its two, by the page's nonce; other pages none.
+#: index its two and a rubric its one, by the page's nonce; other pages none.
 CSP = (
     "default-src 'none'; style-src 'self'; script-src {scripts}; img-src 'self' data:; "
     "connect-src 'none'; base-uri 'none'; form-action 'none'"
 )
-#: The pages that run scripts (the search).
-_SCRIPTED = {"index.html.j2"}
+#: The pages that run scripts: the index (the search), a rubric (the choice of render).
+_SCRIPTED = {"index.html.j2", "rubric.html.j2"}
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ def write_site(site: Site, root: Path) -> int:
 
     _write(root / SITE_MARKER, f"published by tracework {__version__}\n")
     assets = TEMPLATES / "site"
-    for asset in ("site.css", "search.js"):
+    for asset in ("site.css", "search.js", "rubric.js"):
         _write(root / "assets" / asset, (assets / asset).read_text(encoding="utf-8"))
     index = search_index(site)
     _write(root / "search.json", json.dumps(index, indent=1, sort_keys=True) + "\n")
@@ -218,6 +218,7 @@ def write_site(site: Site, root: Path) -> int:
             row=_index_row(site, report),
             renders=_render_list(report),
             history=charts.history_chart(report),
+            marks_history=mark_history(report),
         )
         if report.register is not None and report.register_text is not None:
             _write(root / base / "register.yaml", report.register_text)
@@ -340,43 +341,32 @@ def _rubric_list(site: Site) -> list[dict[str, Any]]:
 
 
 def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[str, Any]:
-    """Systems by mechanisms, with per-row and per-column counts and the distribution."""
+    """Systems by mechanisms, with per-row and per-column counts and the distribution.
+
+    Counts and the distribution compare systems at their newest render; each system
+    also carries a row per earlier render that marked this rubric, for the reader to
+    choose (the page's script shows the chosen one; without it, the newest shows).
+    """
     rows = []
     per_mechanism = Counter[str]()
     for report in site.reports:
-        entry = report.marks().get(name)
-        if entry is None:
+        if name not in report.marks():
             continue
-        newest = report.newest
-        base = f"../reports/{report.name}/{newest.folder}/report.html"
-        cells: list[dict[str, Any]] = []
-        carried = 0
-        for mechanism in rubric.mechanisms:
-            mark = entry["marks"].get(mechanism.id)
-            if mark is None:
-                cells.append(
-                    {"state": "unmarked", "text": "not marked", "review": False, "href": None}
-                )
-                continue
-            state = "present" if mark["present"] else "absent"
-            carried += mark["present"]
-            per_mechanism[mechanism.id] += mark["present"]
-            cells.append(
-                {
-                    "state": state,
-                    "text": state,
-                    "review": bool(mark.get("needs_review")),
-                    "href": f"{base}#{mark_anchor(name, mechanism.id)}",
-                }
-            )
+        renders = [
+            _matrix_row(report, render, name, rubric, digest)
+            for render in reversed(report.renders)
+            if name in (render.records.get("marks") or {})
+        ]
+        newest = renders[0]
+        for mechanism, cell in zip(rubric.mechanisms, newest["cells"], strict=True):
+            per_mechanism[mechanism.id] += cell["state"] == "present"
         rows.append(
             {
                 "name": report.name,
                 "href": f"../reports/{report.name}/index.html",
-                "commit": newest.commit,
-                "cells": cells,
-                "carries": carried,
-                "stale": entry.get("sha256") != digest,
+                "history_href": f"../reports/{report.name}/index.html#marks-{name}",
+                "carries": newest["carries"],
+                "renders": renders,
             }
         )
     systems = len(rows)
@@ -397,6 +387,72 @@ def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[st
         "none_or_one": _percent(spread[0] + spread[1], systems),
         "chart": charts.distribution_chart(distribution, len(rubric.mechanisms)),
     }
+
+
+def _matrix_row(
+    report: Report, render: Render, name: str, rubric: Rubric, digest: str
+) -> dict[str, Any]:
+    """One system at one render: a cell per mechanism, linking the mark's card there."""
+    entry = render.records["marks"][name]
+    base = f"../reports/{report.name}/{render.folder}/report.html"
+    cells: list[dict[str, Any]] = []
+    for mechanism in rubric.mechanisms:
+        mark = entry["marks"].get(mechanism.id)
+        if mark is None:
+            cells.append({"state": "unmarked", "text": "not marked", "review": False, "href": None})
+            continue
+        state = "present" if mark["present"] else "absent"
+        cells.append(
+            {
+                "state": state,
+                "text": state,
+                "review": bool(mark.get("needs_review")),
+                "href": f"{base}#{mark_anchor(name, mechanism.id)}",
+            }
+        )
+    return {
+        "commit": render.commit,
+        "date": str(render.records["commit_date"])[:10],
+        "cells": cells,
+        "carries": sum(c["state"] == "present" for c in cells),
+        "stale": entry.get("sha256") != digest,
+    }
+
+
+def mark_history(report: Report) -> list[dict[str, Any]]:
+    """Per rubric the report marks, how each mark changed across its renders, oldest
+    first: "expiry: absent → present at 1a2b3c4d5e6f, 2026-05-01"."""
+    out = []
+    names = sorted({n for r in report.renders for n in r.records.get("marks") or {}})
+    for name in names:
+        changes: list[dict[str, Any]] = []
+        before: dict[str, str] = {}
+        marked = [r for r in report.renders if name in (r.records.get("marks") or {})]
+        for render in marked:
+            entry = render.records["marks"][name]
+            now = {mid: _mark_state(m) for mid, m in sorted(entry["marks"].items())}
+            for mid in sorted(set(now) | set(before)):
+                old, new = before.get(mid), now.get(mid, "not marked")
+                if old != new:
+                    changes.append(
+                        {
+                            "mechanism": mid,
+                            "before": old,
+                            "after": new,
+                            "commit": render.commit,
+                            "date": str(render.records["commit_date"])[:10],
+                            "href": f"{render.folder}/report.html#{mark_anchor(name, mid)}",
+                        }
+                    )
+            before = now
+        title = marked[-1].records["marks"][name].get("title") or name
+        out.append({"name": name, "title": title, "renders": len(marked), "changes": changes})
+    return out
+
+
+def _mark_state(mark: dict[str, Any]) -> str:
+    state = "present" if mark.get("present") else "absent"
+    return state + (" (needs re-review)" if mark.get("needs_review") else "")
 
 
 def _percent(part: int, whole: int) -> int:
