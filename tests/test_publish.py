@@ -1051,3 +1051,42 @@ def test_a_reader_chooses_which_render_a_system_shows(browser, site, demo):
             assert rows.nth(0).is_visible() and not rows.nth(1).is_visible()
         assert errors == []
         context.close()
+
+
+def test_a_compare_page_says_what_changed_state_between_two_renders(site, demo):
+    _, commits = demo
+    pin, newest = commits[0][:12], commits[-1][:12]
+    name = f"compare-{pin}-{newest}.html"
+    history = (site / "reports" / "larkspur" / "index.html").read_text(encoding="utf-8")
+    assert f'<a href="{name}">compared with <code>{pin}</code></a>' in history
+    page = (site / "reports" / "larkspur" / name).read_text(encoding="utf-8")
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "Q-keep: verified → changed" in text
+    assert "Q-build-prompt: verified → changed (format only)" in text
+    assert "Q-length-guard: verified → missing" in text
+    assert "Q-drop: verified → moved" in text
+    keep = page.split('id="Q-keep"', 1)[1].split("</article>", 1)[0]
+    diff = html.unescape(keep.split('<pre class="diff"><code>', 1)[1].split("</code>", 1)[0])
+    assert diff.startswith(f"--- larkspur/notes.py:30-39 @ {pin}\n+++ larkspur/notes.py:")
+    assert any(line.startswith("-") and not line.startswith("---") for line in diff.splitlines())
+    assert any(line.startswith("+") and not line.startswith("+++") for line in diff.splitlines())
+    assert "RT-RTE-keep: holds → needs re-review" in text
+    assert "retention · per-user-scope: absent → absent (needs re-review)" in text
+    assert "RT-ABS-owner: holds → broken" in text
+    assert "Q-recall-unchanged" not in text and "RT-CMP-model:" not in text  # held: not listed
+
+
+def test_a_compare_page_without_the_mirror_names_the_missing_diffs(demo, tmp_path, monkeypatch):
+    ws, commits = demo
+    monkeypatch.chdir(ws.root)
+    mirrors = ws.root / "sources" / ".mirrors"
+    aside = tmp_path / "mirrors"
+    mirrors.rename(aside)
+    try:
+        run("publish", "--out", str(tmp_path / "s"))
+    finally:
+        aside.rename(mirrors)
+    name = f"compare-{commits[0][:12]}-{commits[-1][:12]}.html"
+    page = (tmp_path / "s" / "reports" / "larkspur" / name).read_text(encoding="utf-8")
+    assert "No diff: the subject's mirror cannot be read" in page
+    assert "Q-keep" in page and "RT-ABS-owner" in page

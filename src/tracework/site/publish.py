@@ -32,6 +32,7 @@ from tracework.notebook.rubrics import Rubric
 from tracework.render.fragments import SHARED, add_filters, register_sources
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.site import charts
+from tracework.site.compare import Spans, compare, page_name
 from tracework.site.read import SITE_MARKER, Render, Report, Site, gather
 from tracework.text import visible, visible_markup, visible_name
 from tracework.workspace import FOLDERS, MARKER, Workspace
@@ -186,6 +187,7 @@ def environment(site: Site) -> Environment:
 def write_site(site: Site, root: Path) -> int:
     """Write every page and asset of ``site`` under ``root``; returns the page count."""
     pages, env = 0, environment(site)
+    spans = Spans(site.ws)
 
     def page(rel: str, template: str, **context: Any) -> None:
         nonlocal pages
@@ -220,6 +222,16 @@ def write_site(site: Site, root: Path) -> int:
             history=charts.history_chart(report),
             marks_history=mark_history(report),
         )
+        for old, new in zip(report.renders, report.renders[1:], strict=False):
+            page(
+                f"{base}/{page_name(old, new)}",
+                "compare.html.j2",
+                title=f"{report.title}: {old.commit[:12]} → {new.commit[:12]}",
+                report=report,
+                old=old,
+                new=new,
+                changes=compare(old, new, spans),
+            )
         if report.register is not None and report.register_text is not None:
             _write(root / base / "register.yaml", report.register_text)
             page(
@@ -273,8 +285,10 @@ def _index_row(site: Site, report: Report) -> dict[str, Any]:
 def _render_list(report: Report) -> list[dict[str, Any]]:
     """The report's renders, newest first, each with its history entry when there is one."""
     entries = {e["commit"]: e for e in report.history}
+    before = dict(zip((r.commit for r in report.renders[1:]), report.renders, strict=False))
     out = []
     for render in reversed(report.renders):
+        previous = before.get(render.commit)
         state, text = render.status()
         entry = entries.get(render.commit, {})
         drift = render.records.get("drift") or {}
@@ -287,6 +301,8 @@ def _render_list(report: Report) -> list[dict[str, Any]]:
                 "state": state,
                 "status": text,
                 "checked": entry.get("checked"),
+                "compare": page_name(previous, render) if previous else None,
+                "previous": previous.commit if previous else None,
                 "changed_in": sorted(
                     (qid, c["path"], c["commit"], bool(c.get("format_only")))
                     for qid, c in entry.get("changed_in", {}).items()
@@ -304,6 +320,8 @@ def _render_list(report: Report) -> list[dict[str, Any]]:
             "state": "holds" if e.get("ok") else "drift",
             "status": "render no longer kept",
             "checked": e.get("checked"),
+            "compare": None,
+            "previous": None,
             "changed_in": [],
         }
         for e in gone

@@ -43,6 +43,8 @@ class _QuoteState(_Read):
     path: str
     lines: tuple[int, int]
     format_only: bool = False
+    new_path: str | None = None
+    new_lines: tuple[int, int] | None = None
 
 
 class _RecordEntry(_Read):
@@ -50,6 +52,7 @@ class _RecordEntry(_Read):
     kind: str
     label: str = ""
     evidence: list[str] = Field(default_factory=list)
+    needs_review: list[str] = Field(default_factory=list)
 
 
 class _AbsenceState(_Read):
