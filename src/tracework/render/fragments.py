@@ -41,6 +41,7 @@ def environment() -> jinja2.Environment:
                 [str(TEMPLATES / "tracework" / "fragments"), str(SHARED)]
             ),
             autoescape=True,
+            auto_reload=False,  # templates are package data: never re-read mid-build
             undefined=jinja2.StrictUndefined,
             trim_blocks=True,
             lstrip_blocks=True,

@@ -171,6 +171,7 @@ def environment(site: Site) -> Environment:
     env = Environment(
         loader=FileSystemLoader([str(TEMPLATES / "site"), str(SHARED)]),
         autoescape=True,
+        auto_reload=False,  # templates are package data: never re-read mid-build
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
