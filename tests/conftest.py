@@ -242,6 +242,41 @@ def refused(result: Result, *words: str) -> None:
         assert word in result.output, (word, result.output)
 
 
+def page_fits(browser: Any, url: str, width: int) -> dict[str, Any]:
+    """Open ``url`` ``width`` pixels wide; what a reader would see of its width: the
+    page's scroll width, the words and boxes past the right edge that no box of their
+    own scrolls, console errors and requests."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(url)
+    page.wait_for_load_state("load")
+    found = page.evaluate(
+        """() => {
+        const width = document.documentElement.clientWidth;
+        const past = [];
+        const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+            const range = document.createRange();
+            range.selectNodeContents(n);
+            const box = range.getBoundingClientRect();
+            if (box.width && box.right > width + 1) {
+                let scrolled = false;
+                for (let a = n.parentElement; a && !scrolled; a = a.parentElement)
+                    scrolled = ['auto', 'scroll', 'hidden'].includes(getComputedStyle(a).overflowX);
+                if (!scrolled) past.push(n.textContent.slice(0, 60));
+            }
+        }
+        return {scroll: document.documentElement.scrollWidth, width, past: past.slice(0, 5)};
+    }"""
+    )
+    context.close()
+    return {**found, "errors": errors, "requests": requests}
+
+
 def pids_in(folder: Path) -> list[int]:
     """Processes (other than this one) whose working directory is ``folder`` (Linux): what
     a test that kills or interrupts tracework checks is gone, and kills if it is not."""

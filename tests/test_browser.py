@@ -28,7 +28,7 @@ import nbformat
 import pytest
 from click.testing import CliRunner
 
-from conftest import needs_chromium, render_store_report
+from conftest import needs_chromium, page_fits, render_store_report
 from tracework.cli import main
 from tracework.notebook.diagrams import DiagramCheck
 from tracework.notebook.views import Diagram, diagram_note_html
@@ -125,6 +125,23 @@ display({{"application/vnd.jupyter.widget-view+json": {{"model_id": "m"}}, "text
 wb.claim("RT-CLM-html", label="A claim", claim=attacks, assessment=attacks,
          operation="uninspected");""",
 ]
+#: What would widen a page on a phone: a Markdown code block, a long word, a wide table.
+WIDE_CELLS = [
+    nbformat.v4.new_markdown_cell(
+        "## Wide things\n\n```\nresult = "
+        + "a_long_identifier_" * 12
+        + "\n```\n\n"
+        + "sha256:"
+        + "0123456789abcdef" * 8
+        + "\n\n| "
+        + " | ".join(f"column {i}" for i in range(16))
+        + " |\n|"
+        + "---|" * 16
+        + "\n| "
+        + " | ".join("a value" for _ in range(16))
+        + " |\n"
+    )
+]
 #: What may load: the page and its own two scripts (and images carried inside it).
 OWN = ("report.html", "assets/mermaid.min.js", "assets/report.js")
 
@@ -135,7 +152,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     every attack above, rendered at its pin and published; beside the reports lie the
     files the attacks name (``x.js`` would set ``window.pwned``)."""
     needs_chromium()
-    folder = render_store_report(tmp_path_factory.mktemp("browser"), CELLS + HOSTILE_CELLS)
+    folder = render_store_report(
+        tmp_path_factory.mktemp("browser"), CELLS + HOSTILE_CELLS + WIDE_CELLS
+    )
     planted = folder.parent.parent
     (planted / "x.js").write_text("window.pwned = 'a local script file';\n")
     (planted / "x.css").write_text("body { background: red }\n")
@@ -456,3 +475,24 @@ def test_the_site_index_runs_its_search_and_nothing_else(browser, report, server
     own = ("index.html", "assets/site.css", "assets/search-index.js", "assets/search.js")
     assert sorted(set(requests)) == sorted(base + p for p in own), requests
     page.close()
+
+
+#: The phone and the desktop widths every page kind must fit without scrolling sideways.
+WIDTHS = (1280, 390)
+#: Page kinds of the published site this report gives (the rubric page: test_publish.py).
+SITE_PAGES = ("index.html", "reports/{name}/index.html", "reports/{name}/register.html")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_page_kind_fits_its_width(browser, report, width):
+    """No sideways scrolling of the page at 390 px (a phone) or 1280 px: analyst
+    Markdown's code blocks, tables and long words scroll or break inside their own box."""
+    site = report.parents[1] / "site"
+    urls = [(report / "report.html").as_uri()]
+    urls += [(site / p.format(name=report.parent.name)).as_uri() for p in SITE_PAGES]
+    urls.append((site / "reports" / report.parent.name / report.name / "report.html").as_uri())
+    for url in urls:
+        found = page_fits(browser, url, width)
+        assert found["scroll"] <= found["width"] and found["past"] == [], (url, found)
+        assert found["errors"] == [], (url, found["errors"])
+        assert all(u.startswith("file://") for u in found["requests"]), found["requests"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -79,6 +80,8 @@ def test_marks_are_checked_counted_and_written_to_records_json(wb, workspace):
         "evidence": ["RT-GRT-bound", "Q-guard"],
         "note": None,
         "needs_review": [],
+        "reviewed_at": None,
+        "reviewer": None,
     }
     assert marks["marks"]["audit"]["evidence"] == ["RT-ABS-log"]
     assert "expiry" not in marks["marks"]  # not marked: counted in "mechanisms" only
@@ -190,3 +193,109 @@ def test_mark_anchors_never_collide(pinned, workspace):
     wb.mark("a-b", "c", present=False)  # once "mark-a-b-c" for both
     marks = wb.records_json()["marks"]
     assert set(marks) == {"a", "a-b"}
+
+
+def test_the_report_header_is_an_atlas_of_each_rubric(wb, workspace):
+    """A chip per mechanism, in the rubric's order, with its state in words as well as
+    colour, each linking the mark's card (an unmarked mechanism's line too); names from
+    the rubric file are text."""
+    from tracework.render.export import header_html
+
+    rubric = workspace.registers / "rubrics" / "hygiene.yaml"
+    rubric.write_text(RUBRIC.replace("Items expire", "Items <script>expire</script>"))
+    wb = tracework.open("demo")
+    q = wb.source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
+    wb.mark("hygiene", "bounded", present=True, evidence=[q])
+    wb.mark("hygiene", "audit", present=False)
+    records = wb.records_json()
+    assert records["marks"]["hygiene"]["rubric_mechanisms"][1] == {
+        "id": "expiry",
+        "name": "Items <script>expire</script>",
+    }
+    header = header_html(records, "A <b>title</b>")
+    chips = re.findall(r'<a class="tw-chip ([^"]*)" href="([^"]*)" title="([^"]*)">', header)
+    assert chips == [
+        ("tw-chip-present", "#mark/hygiene/bounded", "A bound on items"),
+        ("tw-chip-unmarked", "#mark/hygiene/expiry", "Items &lt;script&gt;expire&lt;/script&gt;"),
+        ("tw-chip-absent", "#mark/hygiene/audit", "Writes are logged"),
+    ]
+    assert ": carries 1 of 3</p>" in header and '<span class="tw-sr">: not marked</span>' in header
+    assert "<b>title" not in header and "<script>" not in header
+
+
+def test_a_chip_says_needs_re_review_and_every_chip_lands_on_an_anchor(pinned, tw, workspace):
+    from tracework.notebook.marks import marks_section
+    from tracework.render.export import header_html
+
+    repo = pinned({"pkg/store.py": STORE})
+    (workspace.registers / "rubrics").mkdir()
+    (workspace.registers / "rubrics" / "hygiene.yaml").write_text(RUBRIC)
+    tracework.open("demo").source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
+    repo.write("pkg/store.py", STORE.replace("if len(self.items) >= LIMIT:", "if False:"))
+    head = repo.commit("drop the bound")
+    assert tw("fetch", "toy").exit_code == 0
+    later = tracework.open("demo", commit=head, mode="render")
+    q = later.source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
+    later.mark("hygiene", "bounded", present=True, evidence=[q])
+    header = header_html(later.records_json(), "T")
+    assert 'class="tw-chip tw-chip-present tw-chip-review"' in header
+    assert '<span class="tw-sr">: present, needs re-review</span>' in header
+    rubric = load_rubric(workspace, "hygiene")[0]
+    section = marks_section(later._marks.values(), {"hygiene": rubric}, later._marks_drifted())
+    for href in re.findall(r'class="tw-chip[^"]*" href="#([^"]*)"', header):
+        assert f'id="{href}"' in section
+
+
+def test_the_marks_move_near_the_top_of_the_page():
+    """wb.done() shows the marks last; the page shows them after the title's cell."""
+    import nbformat
+
+    from tracework.render.export import reader_notebook
+
+    def shown(html: str, tag: str | None = None) -> nbformat.NotebookNode:
+        meta = {"tracework": tag} if tag else {}
+        out = nbformat.v4.new_output("display_data", {"text/html": html}, metadata=meta)
+        return nbformat.v4.new_code_cell(outputs=[out])
+
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("register = 'demo'"),
+            nbformat.v4.new_markdown_cell("# The title\n\nWhat this is."),
+            shown("<section>records</section>"),
+            shown('<section class="tw-marks">marks</section>', "marks"),
+        ]
+    )
+    reader, title = reader_notebook(nb)
+    assert title == "The title"
+    texts = [
+        c.source if c.cell_type == "markdown" else [o.data["text/html"] for o in c.outputs]
+        for c in reader.cells
+    ]
+    assert texts[1:] == [
+        "\nWhat this is.",
+        ['<section class="tw-marks">marks</section>'],
+        ["<section>records</section>"],
+        [],
+    ]
+    assert reader.cells[2].id == "tracework-marks"
+    assert len(nb.cells[3].outputs) == 1  # the executed notebook is left as it was
+
+
+def test_a_mark_takes_a_reviewer_and_a_review_date_as_records_do(wb, workspace):
+    q = wb.source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
+    card = wb.mark(
+        "hygiene", "bounded", present=True, evidence=[q], reviewed="2026-05-01", reviewer="A. <b>"
+    )
+    pin = wb.pin
+    assert f"Reviewed by A. &lt;b&gt; against <code>{pin[:12]}</code> on 2026-05-01" in (
+        card._repr_html_()
+    )
+    mark = wb.records_json()["marks"]["hygiene"]["marks"]["bounded"]
+    assert mark["reviewed_at"] == {"commit": pin, "date": "2026-05-01"}
+    assert mark["reviewer"] == "A. <b>"
+    for reviewed, words in (("2026-02-30", "not a date"), ((pin, "01/05/2026"), "YYYY-MM-DD")):
+        with pytest.raises(RecordError, match=words):
+            wb.mark("hygiene", "expiry", present=False, reviewed=reviewed)
+    for reviewer in ("", "two\nlines", 3):
+        with pytest.raises(RecordError, match="reviewer= takes a name on one line"):
+            wb.mark("hygiene", "expiry", present=False, reviewer=reviewer)

@@ -192,7 +192,7 @@ def test_site_pages_carry_a_csp_that_allows_nothing_from_outside(site):
             tags = re.findall(r"<script\b[^>]*>", path.read_text(encoding="utf-8"))
             assert tags and all(f'nonce="{nonce}"' in t for t in tags), tags
             scripted.add(path.name)
-    assert scripted == {"index.html", "report.html"}
+    assert scripted == {"index.html", "report.html", "retention.html"}
 
 
 def test_accessibility_headings_text_alternatives_keyboard_and_labels(site):
@@ -407,8 +407,8 @@ def test_the_matrix_counts_systems_and_the_distribution(demo, tmp_path, monkeypa
     assert "Carries none or one: 67% of systems." in page
     footer = page.split("<tfoot>", 1)[1].split("</tfoot>", 1)[0]
     # larkspur carries recall, bounded and framing; "third" carries expiry only
-    assert re.findall(r"<td>(\d) of 3</td>", footer) == ["1", "0", "0", "0", "1", "1", "1"]
-    assert "<td>0 of 7</td>" in page  # "second" carries nothing
+    assert re.findall(r"<td[^>]*>(\d) of 3</td>", footer) == ["1", "0", "0", "0", "1", "1", "1"]
+    assert '<td data-label="Carries">0 of 7</td>' in page  # "second" carries nothing
 
 
 @pytest.mark.browser
@@ -881,3 +881,277 @@ def test_the_site_shows_the_title_records_json_gives(demo, site):
     assert f"<h1>{title}</h1>" in (site / "reports" / "larkspur" / "index.html").read_text()
     labels = [e["label"] for e in json.loads((site / "search.json").read_text())]
     assert f"{title} · larkspur at {commits[-1][:12]}" in labels
+
+
+# -- pages at every width, and the charts ---------------------------------------------
+
+
+class Charts(HTMLParser):
+    """Each inline SVG of a page: its class, role, text alternative and what it holds."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.charts: list[dict[str, Any]] = []
+        self.texts: dict[str, str] = {}
+        self._depth = 0
+        self._open: list[str] = []
+        self._text_of: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "svg" and "chart" in a.get("class", "").split():
+            self.charts.append({**a, "inside": [], "titles": []})
+            self._depth = 1
+        elif self._depth:
+            self._depth += tag != "rect" and tag not in ("line", "circle", "polyline")
+            self.charts[-1]["inside"].append((tag, a))
+            if tag in ("title", "desc"):
+                self._text_of = a.get("id") or f"{tag}-{len(self.charts)}-{len(self.texts)}"
+                self.texts[self._text_of] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("title", "desc"):
+            if self._text_of and self._depth:
+                self.charts[-1]["titles"].append(self.texts[self._text_of])
+            self._text_of = None
+        if self._depth and tag not in ("rect", "line", "circle", "polyline"):
+            self._depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self._text_of:
+            self.texts[self._text_of] += data
+
+
+def charts_of(path: Path) -> Charts:
+    found = Charts()
+    found.feed(path.read_text(encoding="utf-8"))
+    return found
+
+
+def test_charts_are_inline_svg_with_text_alternatives(site, demo):
+    """The history (a stacked bar per render, format-only apart), the rubric's
+    distribution and the index's sparklines: drawn at publish time, no script, each an
+    image with a text alternative that says what it shows, coloured by class only."""
+    _, commits = demo
+    history = charts_of(site / "reports" / "larkspur" / "index.html")
+    (chart,) = history.charts
+    assert chart["role"] == "img" and "chart-history" in chart["class"]
+    title, desc = chart["aria-labelledby"].split()
+    assert history.texts[title] == "Quote states per render"
+    assert history.texts[desc] == (
+        "Larkspur runtime report: quote states at 2 renders, oldest first: from 13 of 13 "
+        f"quotes verified at {commits[0][:12]} to 5 of 13 quotes verified, 2 moved, 1 changed "
+        f"(format only), 3 changed, 2 missing at {commits[-1][:12]}."
+    )
+    bars = [t for t in chart["titles"] if t.startswith("at ")]
+    assert bars[1] == (
+        f"at {commits[-1][:12]} (2026-03-23), 3 after the pin: 5 of 13 quotes verified, "
+        "2 moved, 1 changed (format only), 3 changed, 2 missing"
+    )
+    states = [a["class"] for tag, a in chart["inside"] if tag == "rect"]
+    pin_bar = ["s-verified"]
+    newest_bar = ["s-verified", "s-moved", "s-format-only", "s-changed", "s-missing"]
+    assert states == [*pin_bar, *newest_bar]
+    rubric = charts_of(site / "rubrics" / "retention.html")
+    (chart,) = rubric.charts
+    desc = rubric.texts[chart["aria-labelledby"].split()[1]]
+    assert desc.startswith("Systems by how many mechanisms they carry: 0 of 7: 0 (0%);")
+    assert "3 of 7: 1 (100%)" in desc
+    index = charts_of(site / "index.html")
+    (spark,) = index.charts
+    assert spark["role"] == "img" and spark["aria-label"] == (
+        "Larkspur runtime report: share of quotes verified at each of 2 renders, oldest "
+        "first: 100%, 38%"
+    )
+    for path in pages(site):
+        text = path.read_text(encoding="utf-8")
+        for svg in re.findall(r"<svg\b.*?</svg>", text, re.S):
+            assert "<script" not in svg and " style=" not in svg and "<foreignObject" not in svg
+
+
+def test_a_hostile_report_title_stays_text_in_its_charts(demo, tmp_path, monkeypatch):
+    ws, commits = demo
+    monkeypatch.chdir(ws.root)
+    hostile = '</title></desc></svg><script>alert(1)</script>"><img src=x>'
+    folder = ws.reports / "hostile" / commits[-1][:12]
+    shutil.copytree(ws.reports / "larkspur" / commits[-1][:12], folder)
+    records = json.loads((folder / "records.json").read_text())
+    records["title"] = hostile
+    (folder / "records.json").write_text(json.dumps(records))
+    try:
+        run("publish", "--out", str(tmp_path / "s"))
+    finally:
+        shutil.rmtree(ws.reports / "hostile")
+    for page in ("index.html", "reports/hostile/index.html"):
+        text = (tmp_path / "s" / page).read_text(encoding="utf-8")
+        assert "<script>alert" not in text and "<img src=x" not in text, page
+        found = charts_of(tmp_path / "s" / page)
+        assert any(hostile in " ".join(c["titles"]) for c in found.charts) or any(
+            hostile in t for t in found.texts.values()
+        ), page
+    spark = charts_of(tmp_path / "s" / "index.html").charts
+    assert any(c.get("aria-label", "").startswith(hostile + ": share") for c in spark)
+
+
+def test_format_only_is_drawn_apart_from_changed():
+    from tracework.site.charts import quote_states
+
+    counts = {"verified": 5, "moved": 2, "changed": 4, "missing": 2, "ambiguous": 0}
+    assert list(quote_states(counts, 1).items()) == [
+        ("verified", 5),
+        ("moved", 2),
+        ("format only", 1),
+        ("changed", 3),
+        ("ambiguous", 0),
+        ("missing", 2),
+    ]
+    # a mangled history cannot make a bar negative or larger than its quotes
+    assert quote_states({"changed": 1, "verified": -3, "moved": "x"}, 7)["format only"] == 1
+    assert quote_states({"changed": True}, 0)["changed"] == 0
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 390])
+def test_every_page_kind_fits_and_shows_its_charts(browser, site, width):
+    """Index, report history, register, rubric and both renders' pages: no sideways
+    scrolling of the page, the charts drawn with their text alternatives, no console
+    error, nothing requested from outside the site."""
+    from conftest import page_fits
+
+    kinds = set()
+    for path in pages(site):
+        found = page_fits(browser, path.as_uri(), width)
+        rel = str(path.relative_to(site))
+        assert found["scroll"] <= found["width"] and found["past"] == [], (rel, found)
+        assert found["errors"] == [] and all(u.startswith("file://") for u in found["requests"]), (
+            rel,
+            found,
+        )
+        kinds.add(re.sub(r"compare-.*", "compare", rel.split("/")[-1]))
+    assert kinds == {"index.html", "register.html", "report.html", "retention.html", "compare"}
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    for rel, selector in (
+        ("index.html", "svg.sparkline"),
+        ("reports/larkspur/index.html", "svg.chart-history"),
+        ("rubrics/retention.html", "svg.chart-distribution"),
+    ):
+        page.goto((site / rel).as_uri())
+        chart = page.locator(selector)
+        assert chart.count() == 1 and chart.is_visible(), rel
+        box = chart.bounding_box()
+        assert box and box["width"] > 40 and box["x"] + box["width"] <= width, (rel, box)
+        assert page.evaluate(
+            """(s) => { const c = document.querySelector(s);
+                const ids = (c.getAttribute('aria-labelledby') || '').split(' ').filter(Boolean);
+                return c.getAttribute('aria-label') || ids.map(
+                    i => document.getElementById(i).textContent).join(' '); }""",
+            selector,
+        ), rel
+    page.close()
+
+
+def test_the_register_table_is_one_template_on_both_pages(site, demo):
+    """The report's appendix and the site's register page show the registered files by
+    the same template: the same table, byte for byte."""
+    _, commits = demo
+
+    def tables(path: Path) -> list[str]:
+        text = path.read_text(encoding="utf-8")
+        return re.findall(r'<table class="register-files">.*?</table>', text, re.S)
+
+    on_site = tables(site / "reports" / "larkspur" / "register.html")
+    in_report = tables(site / "reports" / "larkspur" / commits[0][:12] / "report.html")
+    assert len(on_site) == 1 and on_site == in_report
+    assert "<code>larkspur/notes.py</code>" in on_site[0]
+
+
+def test_the_rubric_keeps_every_render_of_a_system_and_its_mark_history(site, demo):
+    """A column per render of each system (the newest shown; counts compare newest
+    renders), each cell linking the mark at that render; the system's mark history on
+    its report page says what changed, where and when."""
+    _, commits = demo
+    pin, newest = commits[0][:12], commits[-1][:12]
+    page = (site / "rubrics" / "retention.html").read_text(encoding="utf-8")
+    body = page.split('<tbody id="system-larkspur">', 1)[1].split("</tbody>", 1)[0]
+    rows = re.findall(r"<tr data-commit=\"([0-9a-f]{40})\"( hidden)?>", body)
+    assert rows == [(commits[-1], ""), (commits[0], " hidden")]
+    shown, older = body.split("<tr data-commit=")[1:]
+    assert f"../reports/larkspur/{newest}/report.html#mark/retention/expiry" in shown
+    assert f"../reports/larkspur/{pin}/report.html#mark/retention/expiry" in older
+    assert "re-review" in shown and "re-review" not in older
+    assert shown.count("<option") == 2 and 'class="choice" hidden' in shown
+    assert 'href="../reports/larkspur/index.html#marks-retention">Mark history</a>' in shown
+    history = (site / "reports" / "larkspur" / "index.html").read_text(encoding="utf-8")
+    section = history.split('<section id="marks-retention"', 1)[1].split("</section>", 1)[0]
+    items = [
+        html.unescape(re.sub(r"<[^>]+>", "", i)) for i in re.findall(r"<li>(.*?)</li>", section)
+    ]
+    assert f"expiry: marked absent at {pin}, 2026-03-02" in items
+    assert f"per-user-scope: absent → absent (needs re-review) at {newest}, 2026-03-23" in items
+    assert len(items) == 7 + 4  # each mark first, then the four that drifted
+
+
+@pytest.mark.browser
+def test_a_reader_chooses_which_render_a_system_shows(browser, site, demo):
+    _, commits = demo
+    url = (site / "rubrics" / "retention.html").as_uri()
+    for script in (False, True):
+        context = browser.new_context(java_script_enabled=script)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m, seen=errors: seen.append(m.text) if m.type == "error" else 0)
+        page.goto(url)
+        page.wait_for_load_state("load")
+        rows = page.locator("#system-larkspur tr")
+        assert rows.nth(0).is_visible() and not rows.nth(1).is_visible()
+        select = rows.nth(0).locator("select")
+        assert select.is_visible() == script  # no script: the newest, and nothing to choose
+        if script:
+            select.select_option(commits[0])
+            assert not rows.nth(0).is_visible() and rows.nth(1).is_visible()
+            assert page.evaluate("document.activeElement.value") == commits[0]
+            link = rows.nth(1).locator("td.cell-absent a").first.get_attribute("href")
+            assert link and f"/{commits[0][:12]}/report.html#mark/retention/" in link
+            rows.nth(1).locator("select").select_option(commits[-1])
+            assert rows.nth(0).is_visible() and not rows.nth(1).is_visible()
+        assert errors == []
+        context.close()
+
+
+def test_a_compare_page_says_what_changed_state_between_two_renders(site, demo):
+    _, commits = demo
+    pin, newest = commits[0][:12], commits[-1][:12]
+    name = f"compare-{pin}-{newest}.html"
+    history = (site / "reports" / "larkspur" / "index.html").read_text(encoding="utf-8")
+    assert f'<a href="{name}">compared with <code>{pin}</code></a>' in history
+    page = (site / "reports" / "larkspur" / name).read_text(encoding="utf-8")
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "Q-keep: verified → changed" in text
+    assert "Q-build-prompt: verified → changed (format only)" in text
+    assert "Q-length-guard: verified → missing" in text
+    assert "Q-drop: verified → moved" in text
+    keep = page.split('id="Q-keep"', 1)[1].split("</article>", 1)[0]
+    diff = html.unescape(keep.split('<pre class="diff"><code>', 1)[1].split("</code>", 1)[0])
+    assert diff.startswith(f"--- larkspur/notes.py:30-39 @ {pin}\n+++ larkspur/notes.py:")
+    assert any(line.startswith("-") and not line.startswith("---") for line in diff.splitlines())
+    assert any(line.startswith("+") and not line.startswith("+++") for line in diff.splitlines())
+    assert "RT-RTE-keep: holds → needs re-review" in text
+    assert "retention · per-user-scope: absent → absent (needs re-review)" in text
+    assert "RT-ABS-owner: holds → broken" in text
+    assert "Q-recall-unchanged" not in text and "RT-CMP-model:" not in text  # held: not listed
+
+
+def test_a_compare_page_without_the_mirror_names_the_missing_diffs(demo, tmp_path, monkeypatch):
+    ws, commits = demo
+    monkeypatch.chdir(ws.root)
+    mirrors = ws.root / "sources" / ".mirrors"
+    aside = tmp_path / "mirrors"
+    mirrors.rename(aside)
+    try:
+        run("publish", "--out", str(tmp_path / "s"))
+    finally:
+        aside.rename(mirrors)
+    name = f"compare-{commits[0][:12]}-{commits[-1][:12]}.html"
+    page = (tmp_path / "s" / "reports" / "larkspur" / name).read_text(encoding="utf-8")
+    assert "No diff: the subject's mirror cannot be read" in page
+    assert "Q-keep" in page and "RT-ABS-owner" in page

@@ -613,6 +613,8 @@ class RecordDeclarations:
         present: bool,
         evidence: Sequence[Any] = (),
         note: str | None = None,
+        reviewed: Any = None,
+        reviewer: str | None = None,
     ) -> Html:
         """Mark a mechanism of a rubric (`registers/rubrics/RUBRIC.yaml`) present or absent.
 
@@ -627,6 +629,9 @@ class RecordDeclarations:
             present: Whether the subject carries it.
             evidence: What shows it (or, for absent, the absence that shows it is not there).
             note: Markdown shown with the mark.
+            reviewed: When it was reviewed, as a record's stamp: a date (against the pin) or
+                `(commit, date)`.
+            reviewer: Who reviewed it.
 
         Returns:
             The mark as it will show in the report's "Rubric marks" section.
@@ -634,7 +639,8 @@ class RecordDeclarations:
         Examples:
             ```python
             wb.mark("retention", "bounded-retention", present=True, evidence=["RT-GRT-note-length"])
-            wb.mark("retention", "persistence", present=False, evidence=["RT-ABS-disk"])
+            wb.mark("retention", "persistence", present=False, evidence=["RT-ABS-disk"],
+                    reviewed="2026-03-20", reviewer="A. Analyst")
             ```
         """
         if not isinstance(present, bool):
@@ -671,7 +677,14 @@ class RecordDeclarations:
                 f"{where}: a mechanism marked present needs evidence",
                 hint="cite the quotes or records that show it",
             )
-        made = Mark(rubric, mechanism, present, tuple(refs), note)
+        if reviewer is not None and (
+            not isinstance(reviewer, str) or not reviewer.strip() or "\n" in reviewer
+        ):
+            raise RecordError(
+                f"{where}: reviewer= takes a name on one line", hint='e.g. reviewer="A. Analyst"'
+            )
+        stamp = self._stamp(reviewed, where)
+        made = Mark(rubric, mechanism, present, tuple(refs), note, stamp, reviewer)
         cell = cell_id()
         key = made.anchor
         if key in self._marks and (cell is None or self._cells.get(key) != cell):

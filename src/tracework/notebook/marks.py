@@ -4,7 +4,8 @@
 A mark of *present* needs evidence (quotes or records); *absent* may cite an
 evidenced absence.  Marks are checked like records: their evidence must exist, and
 a mark whose evidence drifted at the commit needs re-review.  They appear in the
-report header ("carries N of M"), in their own section, and in ``records.json``.
+report header ("carries N of M" and a chip per mechanism), in their own section near
+the top of the page, and in ``records.json``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracework.notebook.records import ReviewStamp
 from tracework.notebook.rubrics import Rubric, RubricError
 from tracework.notebook.views import QuoteInfo, badge, esc, markdown, quote_html
 
@@ -26,6 +28,8 @@ class Mark:
     present: bool
     evidence: tuple[str, ...]
     note: str | None
+    reviewed_at: ReviewStamp | None = None  # as records carry it: the commit and the date
+    reviewer: str | None = None  # who reviewed the mark, in their own words
 
     @property
     def anchor(self) -> str:
@@ -69,7 +73,22 @@ def mark_html(
         body += f"<p>Drifted evidence: {', '.join(f'<code>{esc(d)}</code>' for d in drifted)}</p>"
     if mark.note:
         body += f'<div class="tw-notes">{markdown(mark.note)}</div>'
+    body += review_html(mark)
     return f'<article class="tw-record tw-mark"{ident}>{head}{body}</article>'
+
+
+def review_html(mark: Mark) -> str:
+    """ "Reviewed by … against <commit> on <date>", as a record's card says it."""
+    stamp = mark.reviewed_at
+    if stamp is None and mark.reviewer is None:
+        return ""
+    by = f" by {esc(mark.reviewer)}" if mark.reviewer else ""
+    when = (
+        f" against <code>{esc(stamp.commit[:12])}</code> on {esc(stamp.date)}"
+        if stamp is not None
+        else ""
+    )
+    return f'<p class="tw-reviewed">Reviewed{by}{when}</p>'
 
 
 def marks_section(
@@ -95,10 +114,11 @@ def marks_section(
         )
         for mechanism in rubric.mechanisms:
             found = marked.get(mechanism.id)
-            if found is None:
+            if found is None:  # with the mark's anchor, for the header's chip to land on
+                ident = esc(mark_anchor(name, mechanism.id))
                 out.append(
-                    f'<p class="tw-none">{esc(mechanism.id)} ({esc(mechanism.name)}): '
-                    "not marked</p>"
+                    f'<p class="tw-none" id="{ident}">{esc(mechanism.id)} '
+                    f"({esc(mechanism.name)}): not marked</p>"
                 )
             else:
                 out.append(mark_html(found, rubric, drifted.get(found.anchor, ()), anchor=True))
@@ -126,6 +146,7 @@ def marks_json(
                 "mechanisms": len(rubric.mechanisms),
                 "carries": 0,
                 "marks": {},
+                "rubric_mechanisms": [{"id": m.id, "name": m.name} for m in rubric.mechanisms],
             },
         )
         entry["carries"] += mark.present
@@ -134,15 +155,41 @@ def marks_json(
             "evidence": list(mark.evidence),
             "note": mark.note,
             "needs_review": list(drifted.get(mark.anchor, [])),
+            "reviewed_at": mark.reviewed_at.model_dump() if mark.reviewed_at else None,
+            "reviewer": mark.reviewer,
         }
     return {name: out[name] for name in sorted(out)}
 
 
-def carries_html(marks: Mapping[str, Any]) -> str:
-    """The header's line per rubric, from records.json "marks": "<title>: carries N of M",
-    linking the report's section on it."""
-    return "<br>".join(
-        f'<a href="#{esc(rubric_anchor(name))}">{esc(entry["title"])}</a>: carries '
-        f"{int(entry['carries'])} of {int(entry['mechanisms'])}"
-        for name, entry in marks.items()
-    )
+def atlas(marks: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The header's view of each rubric, from records.json "marks": "carries N of M" and
+    one chip per mechanism in the rubric's order (present, absent, needs re-review or not
+    marked), each linking its mark.  A render made before records.json listed the
+    rubric's mechanisms has chips for its marks only."""
+    out = []
+    for name, entry in marks.items():
+        marked = entry.get("marks") or {}
+        listed = entry.get("rubric_mechanisms") or [{"id": m, "name": m} for m in marked]
+        chips = []
+        for mechanism in listed:
+            mark = marked.get(mechanism["id"])
+            state = "unmarked" if mark is None else "present" if mark["present"] else "absent"
+            chips.append(
+                {
+                    "id": mechanism["id"],
+                    "name": mechanism["name"],
+                    "state": state,
+                    "review": bool(mark and mark.get("needs_review")),
+                    "href": "#" + mark_anchor(name, mechanism["id"]),
+                }
+            )
+        out.append(
+            {
+                "href": "#" + rubric_anchor(name),
+                "title": entry["title"],
+                "carries": int(entry["carries"]),
+                "of": int(entry["mechanisms"]),
+                "chips": chips,
+            }
+        )
+    return out

@@ -862,7 +862,8 @@ class Workbench(RecordDeclarations):
             Html(
                 marks_section(self._marks.values(), rubrics, self._marks_drifted(), late),
                 f"{len(self._marks)} rubric marks",
-            )
+            ),
+            metadata={"tracework": "marks"},  # the report page moves it near its top
         )
 
     def summary(self) -> dict[str, Any]:

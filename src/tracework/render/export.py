@@ -2,8 +2,9 @@
 
 The template (``templates/tracework``) extends nbconvert's ``lab`` template for cell
 rendering but replaces its head: no CDN scripts, a Content-Security-Policy, our
-stylesheet inline.  Inputs are hidden; the header, contents and register appendix
-are built here from records.json, the register and the manifest.  Every HTML the
+stylesheet inline.  Inputs are hidden; the header, drift section, register appendix
+and footer are autoescaped Jinja templates (:mod:`tracework.render.fragments`) filled
+here from records.json, the register and the manifest.  Every HTML the
 notebook holds — Markdown cells, HTML and Markdown outputs, tracework's own displays —
 goes through nbconvert's sanitising path with :func:`tracework.render.pagesafety.clean_html`
 as its filter, and the finished page through one rule for hidden characters.
@@ -20,11 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import nbformat
+from markupsafe import Markup
 
 from tracework import __version__
-from tracework.notebook.marks import carries_html
-from tracework.notebook.views import badge, display_css, esc, esc_name
-from tracework.register.models import CaptureSource, DocumentSource, GitSource, Register
+from tracework.notebook.marks import atlas
+from tracework.notebook.views import display_css
+from tracework.register.models import DocumentSource, Register
+from tracework.render import fragments
 from tracework.render.execution import RECORDS_MIME
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.text import visible_markup
@@ -33,6 +36,7 @@ if TYPE_CHECKING:  # nbconvert loads on first export
     from nbconvert import HTMLExporter
 
 TEMPLATES = Path(str(files("tracework") / "templates"))
+
 
 #: No request may leave the page: everything it needs is inline or beside it.  Scripts
 #: run only from the page's own ``<script>`` elements (the pinned Mermaid and report.js
@@ -94,23 +98,34 @@ def diagram_sources(nb: nbformat.NotebookNode) -> dict[str, str]:
 
 def reader_notebook(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, str | None]:
     """A copy for readers: machine outputs dropped, what may run or load dropped from the
-    others, the first ``# title`` taken out."""
+    others, the first ``# title`` taken out, and the rubric marks (which ``wb.done()``
+    shows last) moved near the top, after the cell that held the title: a reader of an
+    atlas looks for the verdicts first."""
     nb = copy.deepcopy(nb)
-    title = None
-    for cell in nb.cells:
+    title, after, marks = None, 0, []
+    for n, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
             outputs = [_reader_output(o) for o in cell.get("outputs", []) if _for_readers(o)]
-            cell.outputs = [o for o in outputs if o is not None]
+            marks += [o for o in outputs if o is not None and _is_marks(o)]
+            cell.outputs = [o for o in outputs if o is not None and not _is_marks(o)]
         elif cell.cell_type == "markdown" and title is None:
             lines = cell.source.split("\n")
             for i, line in enumerate(lines):
                 if line.startswith("# "):
-                    title = line[2:].strip()
+                    title, after = line[2:].strip(), n + 1
                     cell.source = "\n".join(lines[:i] + lines[i + 1 :])
                     break
                 if line.strip():
                     break
+    if marks:
+        held = nbformat.v4.new_code_cell(outputs=marks)
+        held.id = "tracework-marks"  # a fixed id: renders stay byte-identical
+        nb.cells.insert(after, held)
     return nb, title
+
+
+def _is_marks(output: nbformat.NotebookNode) -> bool:
+    return bool(output.get("metadata", {}).get("tracework") == "marks")
 
 
 def _reader_output(output: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
@@ -162,160 +177,89 @@ def report_kind(records: dict[str, Any]) -> str:
     return str(records.get("kind") or "runtime report")
 
 
-def header_html(records: dict[str, Any], summary_html: str, title: str) -> str:
-    url = records["url"]
-    link = (
-        f'<a href="{esc(url)}" rel="noopener">{esc(url)}</a>'
-        if url.startswith("https://")
-        else f"<code>{esc(url)}</code>"
-    )
-    rows = [
-        ("Subject", f"{esc(records['subject'])} · {link}"),
-        ("Commit", f"<code>{esc(records['commit'])}</code> · {esc(records['commit_date'])}"),
-    ]
-    if records["commit"] != records["pin"]:
-        rows.append(
-            ("Pinned at", f"<code>{esc(records['pin'])}</code> · {esc(records['pin_date'])}")
-        )
-    if records.get("analysis_date"):
-        rows.append(("Analysis date", esc(records["analysis_date"])))
-    carries = carries_html(records.get("marks") or {})
-    if carries:
-        rows.append(("Rubrics", carries))
-    rows.append(("Checks", summary_html))
-    meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
+def header_html(records: dict[str, Any], title: str) -> str:
+    """The page's header, from ``fragments/header.html.j2``."""
+    quotes = records["checks"]["checks"]["register"]["counts"].get("quote", {})
     kind = report_kind(records)
-    eyebrow = kind[:1].upper() + kind[1:]
-    return (
-        f'<header class="tw-header"><p class="tw-eyebrow">{esc(eyebrow)}</p>'
-        f'<h1 id="top">{esc(title)}</h1><dl class="tw-meta">{meta}</dl></header>'
+    return fragments.render(
+        "header.html.j2",
+        eyebrow=kind[:1].upper() + kind[1:],
+        title=title,
+        subject=records["subject"],
+        url=records["url"],
+        commit=records["commit"],
+        commit_date=records["commit_date"],
+        pin=records["pin"],
+        pin_date=records["pin_date"],
+        analysis_date=records.get("analysis_date"),
+        rubrics=atlas(records.get("marks") or {}),
+        checks={
+            "ok": records["checks"]["ok"],
+            "verified": quotes.get("verified", 0),
+            "total": sum(quotes.values()),
+            "others": ", ".join(f"{n} {s}" for s, n in sorted(quotes.items()) if s != "verified"),
+        },
     )
 
 
-def header_summary(records: dict[str, Any]) -> str:
-    checks = records["checks"]
-    reg = checks["checks"]["register"]["counts"]
-    quotes = reg.get("quote", {})
-    total = sum(quotes.values())
-    verified = quotes.get("verified", 0)
-    state = "holds" if checks["ok"] else "fails"
-    parts = [
-        badge(state, "all checks hold" if checks["ok"] else "checks do not all hold"),
-        f"{verified}/{total} quotes verified",
-    ]
-    others = ", ".join(f"{n} {s}" for s, n in sorted(quotes.items()) if s != "verified")
-    if others:
-        parts.append(f"({esc(others)})")
-    parts.append('· <a href="#check-summary">details</a>')
-    return " ".join(parts)
-
-
-def assertions_html(assertions: list[dict[str, Any]], register: Register) -> str:
-    """Hashes others assert of the subject's files, and whether each holds: a hash that
-    differs is a finding, shown here whether or not it fails the checks."""
-    if not assertions:
-        return ""
-    rows = []
-    for a in assertions:
-        by = a["by"]
-        doc = register.sources.get(by) if by else None
-        who = (
-            f'{esc(by)} <span class="tw-path">{esc(doc.location)}</span>'
-            if isinstance(doc, DocumentSource)
-            else "the register (<code>--expect-sha256</code>)"
-        )
-        state = badge("verified" if a["state"] == "holds" else "changed", a["state"])
-        found = a["sha256_at_commit"]
-        rows.append(
-            f"<tr><td>{esc(a['source'])} {esc_name(a['path'])}</td><td>{who}</td>"
-            f"<td><code>{esc(a['commit'][:12])}</code></td>"
-            f"<td><code>{esc(a['sha256'])}</code></td>"
-            f"<td>{f'<code>{esc(found)}</code>' if found else 'no such file'}</td>"
-            f"<td>{state}{' (required)' if a['required'] else ''}</td></tr>"
-        )
-    return (
-        '<h3 id="register-assertions">Asserted hashes</h3><table><thead><tr><th>file</th>'
-        "<th>asserted by</th><th>at</th><th>asserted sha256</th><th>the file's sha256</th>"
-        f"<th>state</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    )
-
-
-def appendix_html(register: Register, records: dict[str, Any], manifest: dict[str, Any]) -> str:
-    """The source register (sources, files, quotes, check history) and the provenance."""
-    out = [
-        '<section class="tw-appendix"><h2 id="source-register">Source register</h2>',
-        "<p>Every hash below can be re-computed with plain git: a file's is "
-        "<code>git show COMMIT:PATH | sha256sum</code>; a quote's covers its lines "
-        "including the last line's newline (<code>… | sed -n 'A,Bp' | sha256sum</code>).</p>",
-        '<h3 id="register-sources">Sources</h3><table><thead><tr><th>id</th><th>kind</th>'
-        "<th>what</th><th>commit or hash</th></tr></thead><tbody>",
-    ]
-    for sid, src in register.sources.items():
-        if isinstance(src, GitSource):
-            out.append(
-                f"<tr><td>{esc(sid)}</td><td>git</td><td>{esc(src.subject)}</td>"
-                f"<td><code>{esc(src.commit)}</code><br>{esc(src.date)}</td></tr>"
-            )
-        elif isinstance(src, CaptureSource):
-            out.append(
-                f"<tr><td>{esc(sid)}</td><td>capture</td><td>{esc(src.capture)} of "
-                f"{esc(src.subject)}: {len(src.files)} files</td>"
-                f"<td><code>{esc(src.commit)}</code></td></tr>"
-            )
-        else:
-            out.append(
-                f"<tr><td>{esc(sid)}</td><td>document</td><td>{esc(src.location)}</td>"
-                f"<td><code>{esc(src.sha256)}</code></td></tr>"
-            )
-    out.append(
-        '</tbody></table><h3 id="register-files">Files</h3><table><thead><tr>'
-        "<th>source</th><th>path</th><th>kind</th><th>bytes</th><th>sha256</th></tr></thead><tbody>"
-    )
-    for sid, src in register.sources.items():
-        if isinstance(src, GitSource):
-            for path, entry in src.files.items():
-                kind = entry.kind + (" (binary)" if entry.binary else "")
-                out.append(
-                    f"<tr><td>{esc(sid)}</td><td>{esc_name(path)}</td><td>{esc(kind)}</td>"
-                    f"<td>{entry.size}</td><td><code>{esc(entry.sha256)}</code></td></tr>"
-                )
-    out.append(
-        '</tbody></table><h3 id="register-quotes">Quotes</h3><table><thead><tr><th>id</th>'
-        "<th>where</th><th>sha256</th><th>at this commit</th></tr></thead><tbody>"
-    )
+def appendix_html(
+    register: Register,
+    records: dict[str, Any],
+    manifest: dict[str, Any],
+    summary_html: str,
+    history: list[dict[str, Any]],
+) -> str:
+    """The check summary, the render history, the source register and the provenance."""
     states = records.get("quotes", {})
-    for qid, q in register.quotes.items():
-        cited = qid in states
-        ident = f'<a href="#{esc(qid)}">{esc(qid)}</a>' if cited else esc(qid)
-        state = badge(states[qid]["state"]) if cited else "not cited"
-        out.append(
-            f"<tr><td>{ident}</td><td>{esc_name(q.path)}:{q.lines[0]}–{q.lines[1]}</td>"
-            f"<td><code>{esc(q.sha256)}</code></td><td>{state}</td></tr>"
-        )
-    out.append("</tbody></table>")
-    out.append(assertions_html(records.get("assertions") or [], register))
-    out.append('<h3 id="register-history">Check history</h3>')
-    if register.checks:
-        items = "".join(
-            f"<li>{esc(c.date)}: {esc(c.source)} at <code>{esc(c.commit[:12])}</code> — "
-            + esc(", ".join(f"{n} {s}" for s, n in sorted(c.counts.items())))
-            + "</li>"
-            for c in register.checks
-        )
-        out.append(f"<ul>{items}</ul>")
-    else:
-        out.append('<p class="tw-none">no recorded checks (tracework check --record adds one)</p>')
-    out.append(
-        '<h2 id="provenance">Provenance</h2><p>What produced this page '
-        "(also in <code>manifest.json</code> beside it):</p><table><tbody>"
+    documents = {
+        sid: src.location
+        for sid, src in register.sources.items()
+        if isinstance(src, DocumentSource)
+    }
+    return fragments.render(
+        "appendix.html.j2",
+        summary_html=Markup(summary_html),  # tracework's own display, escaped as it was made
+        history=[_history_entry(e) for e in history],
+        sources=fragments.register_sources(register),
+        quotes=[
+            {
+                "id": qid,
+                "path": q.path,
+                "lines": q.lines,
+                "sha256": q.sha256,
+                "state": states[qid]["state"] if qid in states else None,
+            }
+            for qid, q in register.quotes.items()
+        ],
+        assertions=[
+            {**a, "location": documents.get(a["by"]) if a["by"] else None}
+            for a in records.get("assertions") or []
+        ],
+        checks=register.checks,
+        provenance=[
+            (
+                key,
+                ", ".join(f"{k}={v!r}" for k, v in sorted(value.items()))
+                if isinstance(value, dict)
+                else value,
+            )
+            for key, value in sorted(manifest.items())
+        ],
     )
-    for key in sorted(manifest):
-        value = manifest[key]
-        if isinstance(value, dict):
-            value = ", ".join(f"{k}={v!r}" for k, v in sorted(value.items()))
-        out.append(f"<tr><th>{esc(key)}</th><td><code>{esc(value)}</code></td></tr>")
-    out.append("</tbody></table></section>")
-    return "".join(out)
+
+
+def _history_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """One render of the history, as the appendix lists it."""
+    counts = entry.get("counts", {})
+    return {
+        "commit": entry["commit"],
+        "date": str(entry.get("date", "")),
+        "since": entry.get("commits_since_pin", 0),
+        "verified": counts.get("verified", 0),
+        "total": sum(counts.values()),
+        "others": ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "verified"),
+        "changed": [{"id": qid, **c} for qid, c in entry.get("changed_in", {}).items()],
+    }
 
 
 class _Headings(HTMLParser):
@@ -378,75 +322,34 @@ def drift_html(records: dict[str, Any]) -> str:
     drift = records.get("drift") or {}
     if records["commit"] == records["pin"] or not drift:
         return ""
-    counts = ", ".join(f"{n} {s}" for s, n in drift["counts"].items() if n)
-    rows = []
+    quotes = []
     for qid, commit in drift["first_changed"].items():
-        q = records["quotes"][qid]
-        culprit = drift["culprits"][commit]
         content = drift["first_content_change"].get(qid)
-        if qid in drift["format_only"]:  # and so no first content change: content.py
-            note = " (content unchanged: formatting only)"
-        elif content is None or content == commit:
-            note = ""
-        else:
-            note = f"; content first changed at <code>{esc(content[:12])}</code>"
-        rows.append(
-            f'<li><a href="#{esc(qid)}">{esc(qid)}</a> in '
-            f'<span class="tw-path">{esc_name(q["path"])}</span>: '
-            f"{badge(q['state'])} since <code>{esc(commit[:12])}</code> "
-            f"({esc(culprit['date'][:10])}, “{esc(culprit['subject'])}”){note}</li>"
+        culprit = drift["culprits"][commit]
+        quotes.append(
+            {
+                "id": qid,
+                "path": records["quotes"][qid]["path"],
+                "state": records["quotes"][qid]["state"],
+                "commit": commit,
+                "date": culprit["date"],
+                "subject": culprit["subject"],
+                # format only has no first content change (drift/content.py)
+                "format_only": qid in drift["format_only"],
+                "content": content if content not in (None, commit) else None,
+            }
         )
-    review = ", ".join(f'<a href="#{esc(r)}">{esc(r)}</a>' for r in drift["needs_review"])
-    extra = []
-    if drift["format_only"]:
-        extra.append("formatting only: " + ", ".join(esc(q) for q in drift["format_only"]))
-    if drift["broken_absences"]:
-        extra.append(
-            "broken absences: "
-            + ", ".join(f'<a href="#{esc(a)}">{esc(a)}</a>' for a in drift["broken_absences"])
-        )
-    for diagram, gone in drift["vanished_identifiers"].items():
-        extra.append(
-            f'diagram <a href="#diagram-{esc(diagram)}">{esc(diagram)}</a>: '
-            + ", ".join(f"<code>{esc(i)}</code>" for i in gone)
-            + " no longer found"
-        )
-    return (
-        '<section class="tw-drift"><h2 id="drift">Drift since the pin</h2>'
-        f"<p>At <code>{esc(records['commit'][:12])}</code>, {drift['commits_since_pin']} commits "
-        f"after the pin <code>{esc(records['pin'][:12])}</code>: {esc(counts)}.</p>"
-        + (f"<ul>{''.join(rows)}</ul>" if rows else "")
-        + (f"<p>Needs re-review: {review}</p>" if review else "")
-        + "".join(f"<p>{e}</p>" for e in extra)
-        + "</section>"
-    )
-
-
-def history_html(entries: list[dict[str, Any]]) -> str:
-    """The report's renders as a readable list, oldest first."""
-    if not entries:
-        return ""
-    items = []
-    for e in entries:
-        counts = e.get("counts", {})
-        total = sum(counts.values())
-        others = ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "verified")
-        changed = "; ".join(
-            f'{esc(qid)} in <span class="tw-path">{esc_name(c["path"])}</span> at '
-            f"<code>{esc(c['commit'][:12])}</code>"
-            + (" (format only)" if c.get("format_only") else "")
-            for qid, c in e.get("changed_in", {}).items()
-        )
-        items.append(
-            f"<li>at <code>{esc(e['commit'][:12])}</code> ({esc(str(e.get('date', ''))[:10])}), "
-            f"{e.get('commits_since_pin', 0)} commits after the pin: "
-            f"{counts.get('verified', 0)} of {total} quotes verified"
-            + (f", {esc(others)}" if others else "")
-            + (f" — changed: {changed}" if changed else "")
-            + "</li>"
-        )
-    return (
-        f'<h3 id="render-history">Render history</h3><ul class="tw-history">{"".join(items)}</ul>'
+    return fragments.render(
+        "drift.html.j2",
+        commit=records["commit"],
+        pin=records["pin"],
+        since=drift["commits_since_pin"],
+        counts=", ".join(f"{n} {s}" for s, n in drift["counts"].items() if n),
+        quotes=quotes,
+        needs_review=drift["needs_review"],
+        format_only=drift["format_only"],
+        broken=drift["broken_absences"],
+        vanished=list(drift["vanished_identifiers"].items()),
     )
 
 
@@ -493,24 +396,21 @@ def export_html(
     # the displays' stylesheet once, here: the sanitiser drops the copy each display carries
     css = (TEMPLATES / "tracework" / "report.css").read_text(encoding="utf-8")
     css += "\n" + display_css() + "\n"
-    summary_section = (
-        '<section id="check-summary-section"><h2 id="check-summary">Check summary</h2>'
-        f"{summary_html}</section>"
-    )
     resources: dict[str, dict[str, Any]] = {
         "tracework": {
             "title": title,
             "version": __version__,
             "css": css,
-            "header_html": header_html(records, header_summary(records), title),
-            "appendix_html": summary_section
-            + history_html(history or [])
-            + appendix_html(register, records, manifest),
+            "header_html": header_html(records, title),
+            "appendix_html": appendix_html(
+                register, records, manifest, summary_html, history or []
+            ),
             "drift_html": drift_html(records),
-            "footer_html": (
-                f"Rendered by tracework {esc(__version__)} from "
-                f"<code>{esc(manifest['notebook'])}</code> at "
-                f"<code>{esc(records['commit'][:12])}</code>."
+            "footer_html": fragments.render(
+                "footer.html.j2",
+                version=__version__,
+                notebook=manifest["notebook"],
+                commit=records["commit"],
             ),
         }
     }

@@ -29,9 +29,12 @@ from tracework.errors import TraceworkError
 from tracework.fsio import locked, replace_dir, staging_dir
 from tracework.notebook.marks import mark_anchor
 from tracework.notebook.rubrics import Rubric
-from tracework.register.models import CaptureSource, GitSource, Register
+from tracework.render.artefacts import MarkEntry
+from tracework.render.fragments import SHARED, add_filters, register_sources
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
-from tracework.site.read import SITE_MARKER, Report, Site, gather
+from tracework.site import charts
+from tracework.site.compare import Spans, compare, page_name
+from tracework.site.read import SITE_MARKER, Render, Report, Site, gather
 from tracework.text import visible, visible_markup, visible_name
 from tracework.workspace import FOLDERS, MARKER, Workspace
 
@@ -42,13 +45,13 @@ _RUBRIC_MD = MarkdownIt("js-default", {"typographer": False}).disable(
     ["image", "heading", "lheading"]
 )
 #: Site pages load only the site's own stylesheet, and run only their own scripts: the
-#: index its two, by the page's nonce; other pages none.
+#: index its two and a rubric its one, by the page's nonce; other pages none.
 CSP = (
     "default-src 'none'; style-src 'self'; script-src {scripts}; img-src 'self' data:; "
     "connect-src 'none'; base-uri 'none'; form-action 'none'"
 )
-#: The pages that run scripts (the search).
-_SCRIPTED = {"index.html.j2"}
+#: The pages that run scripts: the index (the search), a rubric (the choice of render).
+_SCRIPTED = {"index.html.j2", "rubric.html.j2"}
 
 
 @dataclass(frozen=True)
@@ -167,8 +170,9 @@ def _rubric_markdown(text: str) -> str:
 def environment(site: Site) -> Environment:
     """The Jinja environment of the site's templates: autoescaping on, undefined is an error."""
     env = Environment(
-        loader=FileSystemLoader(str(TEMPLATES / "site")),
+        loader=FileSystemLoader([str(TEMPLATES / "site"), str(SHARED)]),
         autoescape=True,
+        auto_reload=False,  # templates are package data: never re-read mid-build
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -176,8 +180,7 @@ def environment(site: Site) -> Environment:
     )
     env.filters["markdown"] = _rubric_markdown
     env.filters["plural"] = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")
-    env.filters["name"] = visible_name
-    env.filters["short"] = lambda commit: str(commit)[:12]
+    add_filters(env)
     env.globals.update(version=__version__, nonce=NONCE_SLOT, site_title=site.title)
     env.globals["rubric_links"] = [(n, r.title) for n, (r, _) in site.rubrics.items()]
     return env
@@ -186,6 +189,7 @@ def environment(site: Site) -> Environment:
 def write_site(site: Site, root: Path) -> int:
     """Write every page and asset of ``site`` under ``root``; returns the page count."""
     pages, env = 0, environment(site)
+    spans = Spans(site.ws)
 
     def page(rel: str, template: str, **context: Any) -> None:
         nonlocal pages
@@ -198,7 +202,7 @@ def write_site(site: Site, root: Path) -> int:
 
     _write(root / SITE_MARKER, f"published by tracework {__version__}\n")
     assets = TEMPLATES / "site"
-    for asset in ("site.css", "search.js"):
+    for asset in ("site.css", "search.js", "rubric.js"):
         _write(root / "assets" / asset, (assets / asset).read_text(encoding="utf-8"))
     index = search_index(site)
     _write(root / "search.json", json.dumps(index, indent=1, sort_keys=True) + "\n")
@@ -217,7 +221,19 @@ def write_site(site: Site, root: Path) -> int:
             report=report,
             row=_index_row(site, report),
             renders=_render_list(report),
+            history=charts.history_chart(report),
+            marks_history=mark_history(report),
         )
+        for old, new in zip(report.renders, report.renders[1:], strict=False):
+            page(
+                f"{base}/{page_name(old, new)}",
+                "compare.html.j2",
+                title=f"{report.title}: {old.commit[:12]} → {new.commit[:12]}",
+                report=report,
+                old=old,
+                new=new,
+                changes=compare(old, new, spans),
+            )
         if report.register is not None and report.register_text is not None:
             _write(root / base / "register.yaml", report.register_text)
             page(
@@ -226,7 +242,8 @@ def write_site(site: Site, root: Path) -> int:
                 title=f"Register {report.name}",
                 report=report,
                 register=report.register,
-                sources=_sources(report.register),
+                sources=register_sources(report.register),
+                checks=report.register.checks,
             )
     for name, (rubric, digest) in site.rubrics.items():
         page(
@@ -263,14 +280,17 @@ def _index_row(site: Site, report: Report) -> dict[str, Any]:
         "status": text,
         "marks": _marks_of(site, report),
         "checked": report.last_checked(),
+        "spark": charts.sparkline(report),
     }
 
 
 def _render_list(report: Report) -> list[dict[str, Any]]:
     """The report's renders, newest first, each with its history entry when there is one."""
     entries = {e.commit: e for e in report.history}
+    before = dict(zip((r.commit for r in report.renders[1:]), report.renders, strict=False))
     out = []
     for render in reversed(report.renders):
+        previous = before.get(render.commit)
         state, text = render.status()
         entry = entries.get(render.commit)
         out.append(
@@ -282,6 +302,8 @@ def _render_list(report: Report) -> list[dict[str, Any]]:
                 "state": state,
                 "status": text,
                 "checked": entry.checked if entry else None,
+                "compare": page_name(previous, render) if previous else None,
+                "previous": previous.commit if previous else None,
                 "changed_in": sorted(
                     (qid, c.path, c.commit, c.format_only)
                     for qid, c in (entry.changed_in if entry else {}).items()
@@ -299,6 +321,8 @@ def _render_list(report: Report) -> list[dict[str, Any]]:
             "state": "holds" if e.ok else "drift",
             "status": "render no longer kept",
             "checked": e.checked,
+            "compare": None,
+            "previous": None,
             "changed_in": [],
         }
         for e in gone
@@ -335,67 +359,33 @@ def _rubric_list(site: Site) -> list[dict[str, Any]]:
     return out
 
 
-def _sources(register: Register) -> list[dict[str, Any]]:
-    out = []
-    for sid, src in sorted(register.sources.items(), key=lambda kv: int(kv[0].split("-")[1])):
-        if isinstance(src, GitSource):
-            out.append(
-                {
-                    "id": sid,
-                    "kind": "git",
-                    "what": f"{src.subject} @ {src.commit}",
-                    "files": sorted(src.files.items()),
-                }
-            )
-        elif isinstance(src, CaptureSource):
-            what = f"capture {src.capture} of {src.subject} @ {src.commit}"
-            out.append(
-                {"id": sid, "kind": "capture", "what": what, "files": sorted(src.files.items())}
-            )
-        else:
-            what = f"document {src.location} (SHA-256 {src.sha256})"
-            out.append({"id": sid, "kind": "document", "what": what, "files": []})
-    return out
-
-
 def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[str, Any]:
-    """Systems by mechanisms, with per-row and per-column counts and the distribution."""
+    """Systems by mechanisms, with per-row and per-column counts and the distribution.
+
+    Counts and the distribution compare systems at their newest render; each system
+    also carries a row per earlier render that marked this rubric, for the reader to
+    choose (the page's script shows the chosen one; without it, the newest shows).
+    """
     rows = []
     per_mechanism = Counter[str]()
     for report in site.reports:
-        entry = report.marks().get(name)
-        if entry is None:
+        if name not in report.marks():
             continue
-        newest = report.newest
-        base = f"../reports/{report.name}/{newest.folder}/report.html"
-        cells: list[dict[str, Any]] = []
-        carried = 0
-        for mechanism in rubric.mechanisms:
-            mark = entry.marks.get(mechanism.id)
-            if mark is None:
-                cells.append(
-                    {"state": "unmarked", "text": "not marked", "review": False, "href": None}
-                )
-                continue
-            state = "present" if mark.present else "absent"
-            carried += mark.present
-            per_mechanism[mechanism.id] += mark.present
-            cells.append(
-                {
-                    "state": state,
-                    "text": state,
-                    "review": bool(mark.needs_review),
-                    "href": f"{base}#{mark_anchor(name, mechanism.id)}",
-                }
-            )
+        renders = [
+            _matrix_row(report, render, name, rubric, digest)
+            for render in reversed(report.renders)
+            if name in render.records.marks
+        ]
+        newest = renders[0]
+        for mechanism, cell in zip(rubric.mechanisms, newest["cells"], strict=True):
+            per_mechanism[mechanism.id] += cell["state"] == "present"
         rows.append(
             {
                 "name": report.name,
                 "href": f"../reports/{report.name}/index.html",
-                "commit": newest.commit,
-                "cells": cells,
-                "carries": carried,
-                "stale": entry.sha256 != digest,
+                "history_href": f"../reports/{report.name}/index.html#marks-{name}",
+                "carries": newest["carries"],
+                "renders": renders,
             }
         )
     systems = len(rows)
@@ -414,7 +404,74 @@ def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[st
         "per_mechanism": [per_mechanism[m.id] for m in rubric.mechanisms],
         "distribution": distribution,
         "none_or_one": _percent(spread[0] + spread[1], systems),
+        "chart": charts.distribution_chart(distribution, len(rubric.mechanisms)),
     }
+
+
+def _matrix_row(
+    report: Report, render: Render, name: str, rubric: Rubric, digest: str
+) -> dict[str, Any]:
+    """One system at one render: a cell per mechanism, linking the mark's card there."""
+    entry = render.records.marks[name]
+    base = f"../reports/{report.name}/{render.folder}/report.html"
+    cells: list[dict[str, Any]] = []
+    for mechanism in rubric.mechanisms:
+        mark = entry.marks.get(mechanism.id)
+        if mark is None:
+            cells.append({"state": "unmarked", "text": "not marked", "review": False, "href": None})
+            continue
+        state = "present" if mark.present else "absent"
+        cells.append(
+            {
+                "state": state,
+                "text": state,
+                "review": bool(mark.needs_review),
+                "href": f"{base}#{mark_anchor(name, mechanism.id)}",
+            }
+        )
+    return {
+        "commit": render.commit,
+        "date": render.records.commit_date[:10],
+        "cells": cells,
+        "carries": sum(c["state"] == "present" for c in cells),
+        "stale": entry.sha256 != digest,
+    }
+
+
+def mark_history(report: Report) -> list[dict[str, Any]]:
+    """Per rubric the report marks, how each mark changed across its renders, oldest
+    first: "expiry: absent → present at 1a2b3c4d5e6f, 2026-05-01"."""
+    out = []
+    names = sorted({n for r in report.renders for n in r.records.marks})
+    for name in names:
+        changes: list[dict[str, Any]] = []
+        before: dict[str, str] = {}
+        marked = [r for r in report.renders if name in r.records.marks]
+        for render in marked:
+            entry = render.records.marks[name]
+            now = {mid: _mark_state(m) for mid, m in sorted(entry.marks.items())}
+            for mid in sorted(set(now) | set(before)):
+                old, new = before.get(mid), now.get(mid, "not marked")
+                if old != new:
+                    changes.append(
+                        {
+                            "mechanism": mid,
+                            "before": old,
+                            "after": new,
+                            "commit": render.commit,
+                            "date": render.records.commit_date[:10],
+                            "href": f"{render.folder}/report.html#{mark_anchor(name, mid)}",
+                        }
+                    )
+            before = now
+        title = marked[-1].records.marks[name].title or name
+        out.append({"name": name, "title": title, "renders": len(marked), "changes": changes})
+    return out
+
+
+def _mark_state(mark: MarkEntry) -> str:
+    state = "present" if mark.present else "absent"
+    return state + (" (needs re-review)" if mark.needs_review else "")
 
 
 def _percent(part: int, whole: int) -> int:

@@ -1,0 +1,164 @@
+"""Two renders of one report side by side: what changed state between them.
+
+For each pair of consecutive renders the site writes a compare page: the quotes whose
+state changed (with a unified diff of each changed quote's span, old render to new),
+the records that were added, removed or put up for re-review (or cleared), the marks
+whose verdict changed, and the evidenced absences that broke or hold again.  Everything
+comes from the renders' records.json except the diffs, whose spans are read as blobs
+from the subject's mirror (never a checkout); without the mirror, a diff is named as
+unavailable and the rest of the page stands.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracework.errors import TraceworkError
+from tracework.git.mirror import Mirror
+from tracework.git.subjects import open_mirror
+from tracework.render.artefacts import MarkEntry, QuoteEntry
+from tracework.site.read import Render
+from tracework.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Spans:
+    """Spans of a subject's files at commits, read once per file and commit."""
+
+    ws: Workspace
+    mirrors: dict[str, Mirror | None] = field(default_factory=dict)
+    trees: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    blobs: dict[tuple[str, str], list[str] | None] = field(default_factory=dict)
+
+    def lines(self, subject: str, commit: str, path: str) -> list[str] | None:
+        """The file's lines at the commit, or None when they cannot be read here."""
+        key = (commit, path)
+        if key not in self.blobs:
+            self.blobs[key] = self._read(subject, commit, path)
+        return self.blobs[key]
+
+    def _read(self, subject: str, commit: str, path: str) -> list[str] | None:
+        try:
+            if subject not in self.mirrors:
+                self.mirrors[subject] = open_mirror(self.ws, subject)
+            mirror = self.mirrors[subject]
+            if mirror is None:
+                return None
+            if (subject, commit) not in self.trees:
+                self.trees[(subject, commit)] = mirror.tree(commit)
+            entry = self.trees[(subject, commit)].get(path)
+            if entry is None:
+                return None
+            data = mirror.read_blob(entry.oid).data
+        except (TraceworkError, OSError) as exc:
+            log.debug("no span of %s at %s: %s", path, commit, exc)
+            self.mirrors.setdefault(subject, None)
+            return None
+        if data is None:
+            return None
+        pieces = data.split(b"\n")  # git's line rule: a line ends after each "\n" only
+        lines = [p + b"\n" for p in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
+        return [line.decode("utf-8", "replace") for line in lines]
+
+
+def _state(quote: QuoteEntry | None) -> str:
+    if quote is None:
+        return "not cited"
+    if quote.format_only and quote.state == "changed":
+        return "changed (format only)"
+    return quote.state
+
+
+def _where(quote: QuoteEntry) -> tuple[str, tuple[int, int]]:
+    lines = quote.new_lines or quote.lines
+    return quote.new_path or quote.path, (lines[0], lines[1])
+
+
+def _mark_state(mark: MarkEntry | None) -> str:
+    if mark is None:
+        return "not marked"
+    state = "present" if mark.present else "absent"
+    return state + (" (needs re-review)" if mark.needs_review else "")
+
+
+def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
+    """What changed state from render ``old`` to render ``new`` of one report."""
+    subject = new.records.subject
+    quotes = []
+    old_q, new_q = old.records.quotes, new.records.quotes
+    for qid in sorted(set(old_q) | set(new_q)):
+        a, b = old_q.get(qid), new_q.get(qid)
+        located = [_where(q) if q and q.state != "missing" else None for q in (a, b)]
+        if _state(a) == _state(b) and located[0] == located[1]:
+            continue
+        texts: list[list[str] | None] = []
+        for render, place in zip((old, new), located, strict=True):
+            if place is None:
+                texts.append([])
+                continue
+            lines = spans.lines(subject, render.commit, place[0])
+            texts.append(None if lines is None else lines[place[1][0] - 1 : place[1][1]])
+        names = [
+            f"{p[0]}:{p[1][0]}-{p[1][1]} @ {r.commit[:12]}" if p else f"(none) @ {r.commit[:12]}"
+            for r, p in zip((old, new), located, strict=True)
+        ]
+        diff = (
+            None
+            if texts[0] is None or texts[1] is None
+            else "".join(
+                line if line.endswith("\n") else line + "\n"
+                for line in difflib.unified_diff(texts[0], texts[1], names[0], names[1])
+            )
+        )
+        quotes.append(
+            {
+                "id": qid,
+                "before": _state(a),
+                "after": _state(b),
+                "where": names,
+                "diff": diff,
+                "cited": b is not None,
+            }
+        )
+    records = []
+    old_r = {r.id: r for r in old.records.records}
+    new_r = {r.id: r for r in new.records.records}
+    for rid in sorted(set(old_r) | set(new_r)):
+        was, now = old_r.get(rid), new_r.get(rid)
+        words = [
+            "not declared" if r is None else "needs re-review" if r.needs_review else "holds"
+            for r in (was, now)
+        ]
+        if words[0] != words[1]:
+            records.append(
+                {"id": rid, "before": words[0], "after": words[1], "shown": now is not None}
+            )
+    marks = []
+    old_m, new_m = old.records.marks, new.records.marks
+    for rubric in sorted(set(old_m) | set(new_m)):
+        a_marks = old_m[rubric].marks if rubric in old_m else {}
+        b_marks = new_m[rubric].marks if rubric in new_m else {}
+        for mid in sorted(set(a_marks) | set(b_marks)):
+            before, after = _mark_state(a_marks.get(mid)), _mark_state(b_marks.get(mid))
+            if before != after:
+                marks.append({"rubric": rubric, "mechanism": mid, "before": before, "after": after})
+    absences = []
+    old_a, new_a = old.records.absences, new.records.absences
+    for aid in sorted(set(old_a) | set(new_a)):
+        words = [
+            "not declared" if x is None else "holds" if x.holds else "broken"
+            for x in (old_a.get(aid), new_a.get(aid))
+        ]
+        if words[0] != words[1]:
+            absences.append({"id": aid, "before": words[0], "after": words[1]})
+    return {"quotes": quotes, "records": records, "marks": marks, "absences": absences}
+
+
+def page_name(old: Render, new: Render) -> str:
+    """The compare page's file name, beside the report's render folders."""
+    return f"compare-{old.folder}-{new.folder}.html"
