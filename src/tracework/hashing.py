@@ -137,6 +137,14 @@ def is_binary(data: bytes) -> bool:
     return b"\0" in data[:8000]
 
 
+def text_lines(kind: str | None, data: bytes | None) -> Lines | None:
+    """The lines of a tree entry's blob (its ``kind`` and bytes) if it is a quotable text
+    file, else None: what a quote can be looked for in."""
+    if kind != "file" or data is None or is_binary(data):
+        return None
+    return Lines(data)
+
+
 #: The first line of every Git LFS pointer, exactly as the pointer spec writes it.
 LFS_POINTER_HEADER = b"version https://git-lfs.github.com/spec/v1\n"
 #: Git LFS reads only blobs smaller than this as pointers (its ``blobSizeCutoff``).

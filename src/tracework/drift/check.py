@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from tracework.drift.relocate import QuoteDrift, Target, readable_lines, relocate
 from tracework.errors import RegisterError, TraceworkError, check_iso_date
 from tracework.git.mirror import Blob, BlobStream, Changes, Mirror, TreeEntry, registered_kind
 from tracework.git.subjects import open_mirror
@@ -21,6 +20,7 @@ from tracework.hashing import (
     Lines,
     is_document_url,
     span_bytes,
+    text_lines,
     workspace_file_sha256,
 )
 from tracework.register.data import (
@@ -35,6 +35,7 @@ from tracework.register.store import data_of
 from tracework.workspace import Workspace
 
 if TYPE_CHECKING:
+    from tracework.drift.relocate import QuoteDrift
     from tracework.register.models import Register
 
 
@@ -230,7 +231,8 @@ class BlobCache:
             return self._lines[path]
         except KeyError:  # once per path
             blob = self.blob(path)
-            found = readable_lines(self.tree.get(path), blob.data if blob else None)
+            entry = self.tree.get(path)
+            found = text_lines(entry.kind if entry else None, blob.data if blob else None)
             self._lines[path] = found
             return found
 
@@ -431,16 +433,8 @@ def _check_source(
                 return batch[old_path]
             return mirror.line_hunks(old.oid, new.oid)
 
-        target = Target(
-            commit,
-            tree,
-            changes,
-            lines_of if changes.touched else cache.lines,  # nothing else to read: skip the check
-            hunks,
-            pin=source.commit,
-            pin_lines_of=pin_cache.lines,
-        )
         at_pin = commit == source.commit
+        target = None
         for qid, quote in quotes.items():
             if at_pin:  # the common case, without relocate's machinery: same bytes, same lines
                 lines = cache.lines(quote.path)
@@ -448,6 +442,19 @@ def _check_source(
                 if lines is not None and lines.holds_at(quote.lines[0], needle):
                     result.items.append(_verified(sid, qid, quote))
                     continue
+            # relocate's machinery, imported only when a quote may have moved
+            from tracework.drift.relocate import Target, relocate
+
+            if target is None:
+                target = Target(
+                    commit,
+                    tree,
+                    changes,
+                    lines_of if changes.touched else cache.lines,  # nothing else to read
+                    hunks,
+                    pin=source.commit,
+                    pin_lines_of=pin_cache.lines,
+                )
             drift = relocate(qid, quote, target)
             result.items.append(_quote_item(sid, quote, drift))
         result.assertions = _check_assertions(mirror, register, sid, source, commit, cache, changes)

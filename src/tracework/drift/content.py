@@ -188,7 +188,8 @@ class Content:
                 first = self._line_of(m.start())
                 inside.update(range(first + 1, first + text.count("\n") + 1))
             # a string becomes \x01s: not a space, a word, a bracket or a line break
-            return re.sub(r"[^\n]", " " if m.lastgroup == "comment" else "\x01", text)
+            fill = " " if m.lastgroup == "comment" else "\x01"
+            return "\n".join(fill * len(part) for part in text.split("\n"))
 
         return _OPAQUE.sub(blank, self.text), frozenset(inside)
 

@@ -28,7 +28,7 @@ from typing import Literal, NamedTuple
 
 from tracework.drift.content import Content
 from tracework.git.mirror import Changes, TreeEntry
-from tracework.hashing import Lines, display_text, is_binary, sha256_hex, span_bytes
+from tracework.hashing import Lines, display_text, sha256_hex, span_bytes, text_lines
 from tracework.register.data import QuoteData
 
 QuoteState = Literal["verified", "moved", "changed", "ambiguous", "missing"]
@@ -440,6 +440,4 @@ class _HunkAligner:
 
 def readable_lines(entry: TreeEntry | None, data: bytes | None) -> Lines | None:
     """Lines of a tree entry's blob if it is a quotable text file, else None."""
-    if entry is None or entry.kind != "file" or data is None or is_binary(data[:8000]):
-        return None
-    return Lines(data)
+    return text_lines(entry.kind if entry else None, data)
