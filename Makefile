@@ -9,7 +9,7 @@ VENV := .venv
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: setup demo test docs bench schema clean
+.PHONY: setup demo test test-fast docs bench schema clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -38,6 +38,12 @@ test: setup docs
 	$(VENV)/bin/ruff format --check src tests benchmarks examples docs
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q
+
+# the quick loop while editing: lint, types and every test not marked slow
+test-fast: setup
+	$(VENV)/bin/ruff check src tests benchmarks examples docs
+	$(VENV)/bin/mypy
+	$(VENV)/bin/pytest -q -m "not slow" -p no:cacheprovider
 
 # the documentation site, offline, warnings as errors: site-docs/index.html opens from disk
 docs: $(VENV)/.synced node_modules/.installed

@@ -7,6 +7,9 @@ import json
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
+
+
 SUBJECT = {
     "pkg/store.py": (
         "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"

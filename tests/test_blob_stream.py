@@ -23,6 +23,7 @@ def many(make_repo):
     return repo, mirror, [e.oid for e in mirror.tree(commit).values()]
 
 
+@pytest.mark.slow
 def test_a_stream_reads_forward_only_as_far_as_the_blob_asked_for(many):
     repo, mirror, oids = many
     order = oids[::-1]
@@ -61,6 +62,7 @@ def test_a_missing_object_mid_stream_is_an_error_and_ends_git(many):
     assert stream._proc.returncode is not None
 
 
+@pytest.mark.slow
 def test_check_streams_files_then_quoted_files_in_register_order(
     pinned, tw, workspace, monkeypatch
 ):
@@ -131,3 +133,19 @@ def test_whole_keeps_the_bytes_of_a_blob_over_the_size_cap(make_repo):
     with capped.stream_blobs([], whole=True) as stream:
         blob = stream.at(commit, "big.txt")
         assert blob is not None and blob.data == b"x" * 100 + b"\n"
+
+
+# -- found in review: each once made tracework hang, crash or lie --------------
+
+
+def test_a_missing_object_among_many_is_reported_not_waited_on(make_repo):
+    repo = make_repo("many")
+    for n in range(300):
+        repo.write(f"f{n}.txt", f"file {n}\n" * 50)
+    commit = repo.commit("many files")
+    mirror = Mirror(repo.path / ".git")
+    oids = [e.oid for e in mirror.tree(commit).values()]
+    missing = "0" * 39 + "1"
+    # the missing id sorts first, so git still has thousands of bytes queued behind it
+    with pytest.raises(GitError, match="missing or unreadable"):
+        mirror.read_blobs([missing, *oids] * 20)

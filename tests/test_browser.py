@@ -33,7 +33,7 @@ from tracework.cli import main
 from tracework.notebook.diagrams import DiagramCheck
 from tracework.notebook.views import Diagram, diagram_note_html
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 HOSTILE = '"]<script>alert(1)</script>'
 
 CELLS = [

@@ -10,6 +10,8 @@ import pytest
 from capture_setup import PLAIN_HARNESS, STORE, capture_workspace, one_error, snapshot
 from tracework.capture.store import load_capture
 
+pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
+
 
 @pytest.fixture
 def setup(pinned, tw):

@@ -9,8 +9,13 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 from tracework.capture.store import load_capture
 from tracework.workspace import Workspace
+
+pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
+
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "examples"))

@@ -9,6 +9,8 @@ import pytest
 
 from capture_setup import PLAIN_HARNESS, capture_workspace, one_error, snapshot
 
+pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
+
 
 @pytest.fixture
 def setup(pinned, tw):
@@ -18,6 +20,7 @@ def setup(pinned, tw):
 RANDOM_HARNESS = """\
 import random
 from tracework_harness import capture
+
 
 with capture.case("T-01", "Is the token stable?") as c:
     c.record("fixed", "the same every run")

@@ -16,6 +16,9 @@ from tracework.capture.tree import export_tree
 from tracework.git.subjects import open_mirror
 from tracework.workspace import Workspace
 
+pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
+
+
 INICONFIG = (
     "iniconfig==2.0.0 "
     "--hash=sha256:b6a85871a79d2e3b22d2d1b94ac2824226a63c6b741c88f7ae975f18b6778374"

@@ -16,6 +16,8 @@ import pytest
 from capture_setup import PLAIN_HARNESS, capture_workspace, one_error, snapshot
 from tracework.capture.protocol import ProtocolProblem, parse
 
+pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
+
 
 @pytest.fixture
 def setup(pinned, tw):

@@ -21,6 +21,9 @@ import pytest
 
 from capture_setup import PLAIN_HARNESS, capture_workspace, one_error, snapshot
 
+pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
+
+
 BACKENDS = ["bwrap", "unshare"]
 
 
@@ -315,6 +318,7 @@ def test_a_forced_backend_that_fails_is_not_replaced(pinned, tw, tmp_path, monke
 
 PROBE = """\
 import json, os, socket
+
 def attempt(action):
     try:
         action()

@@ -29,6 +29,7 @@ filler = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(uuids, filler), min_size=1, max_size=12))
 def test_uuid_numbering_is_stable_and_never_merges(pieces):
@@ -50,6 +51,7 @@ def test_uuid_numbering_is_stable_and_never_merges(pieces):
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200), st.lists(uuids, max_size=4))
 def test_normalising_twice_changes_nothing(text, ids):

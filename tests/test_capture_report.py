@@ -12,6 +12,8 @@ from capture_setup import PLAIN_HARNESS, STORE, capture_workspace
 from conftest import shown_html
 from tracework.errors import QuoteNotInRegister, RecordError
 
+pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
+
 
 @pytest.fixture
 def captured(pinned, tw):

@@ -22,6 +22,7 @@ def captured(pinned, tw):
     return made
 
 
+@pytest.mark.slow
 def test_load_capture_is_typed_and_hashed(captured):
     cap = load_capture(captured.ws, "cap", captured.commit)
     assert cap.commit == captured.commit and cap.folder == f"captures/cap/{captured.commit[:12]}"
@@ -39,6 +40,7 @@ def test_load_capture_is_typed_and_hashed(captured):
         cap.results.cases[0].status = "FAIL"  # frozen
 
 
+@pytest.mark.slow
 def test_verify_names_every_changed_missing_and_unlisted_file(captured):
     folder = captured.folder("cap")
     assert verify_capture(folder).ok
@@ -55,6 +57,7 @@ def test_verify_names_every_changed_missing_and_unlisted_file(captured):
         load_capture(captured.ws, "cap", captured.commit)
 
 
+@pytest.mark.slow
 def test_an_absent_capture_is_named(captured):
     with pytest.raises(CaptureError, match="no capture cap at 000000000000"):
         load_capture(captured.ws, "cap", "0" * 40)

@@ -22,6 +22,7 @@ ATTRIBUTES = (
 )
 
 
+@pytest.mark.slow
 def test_the_export_is_the_commit_byte_for_byte(make_repo, tw, tmp_path):
     repo = make_repo("attrs")
     marker = tmp_path / "filter-ran"
@@ -65,6 +66,7 @@ def test_the_export_is_the_commit_byte_for_byte(make_repo, tw, tmp_path):
     assert sorted(p.relative_to(exported).as_posix() for p in exported.rglob("*")) == sorted(files)
 
 
+@pytest.mark.slow
 def test_a_second_export_reuses_the_first(pinned, tw, monkeypatch):
     repo = pinned({"a.txt": "a\n"})
     mirror = Mirror(Workspace.find().mirror_dir("toy"))

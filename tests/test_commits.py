@@ -91,6 +91,7 @@ def test_full_id_is_pinned_with_its_committer_date(subject, tw, workspace):
     assert f"commit: {second}" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [4, 7, 12, 39])
 def test_unique_prefix_is_stored_as_the_full_id(subject, tw, workspace, width):
     third = subject.commits[2]
@@ -104,6 +105,7 @@ def test_unique_prefix_is_stored_as_the_full_id(subject, tw, workspace, width):
     assert third in result.output
 
 
+@pytest.mark.slow
 def test_upper_case_hex_is_accepted_and_stored_lower_case(subject, tw, workspace):
     third = subject.commits[2]
     assert add_source(tw, third[:10].upper()).exit_code == 0
@@ -133,6 +135,7 @@ REFUSED = (
 )
 
 
+@pytest.mark.slow
 def test_revision_expressions_refs_and_options_are_refused(subject, tw, workspace):
     # one repository for all the shapes (they never reach git); the loop names the case
     before = workspace.register_file("demo").read_text()
@@ -174,6 +177,7 @@ def test_a_commit_that_does_not_exist(subject, tw, workspace):
     assert_refused(add_source(tw, "fedcba98"), workspace, before, "no commit fedcba98")
 
 
+@pytest.mark.slow
 def test_a_commit_only_in_the_subject_not_yet_fetched(subject, tw, workspace):
     newer = subject.write("README", "gears and belts\n").commit("belts")
     before = workspace.register_file("demo").read_text()
@@ -194,6 +198,7 @@ def test_a_prefix_of_a_blob_or_tree_is_not_a_commit(subject, tw, workspace, kind
         assert_refused(add_source(tw, text), workspace, before, "no commit")
 
 
+@pytest.mark.slow
 def test_an_ambiguous_prefix_lists_the_commits(subject, tw, workspace):
     first = subject.commits[0]
     tree = subject.git("rev-parse", f"{first}^{{tree}}").strip()
@@ -230,6 +235,7 @@ def test_an_ambiguous_prefix_via_the_mirror_directly(subject, workspace):
     assert ids[0][:12] in info.value.message and ids[1][:12] in info.value.message
 
 
+@pytest.mark.slow
 def test_a_prefix_shared_by_a_commit_and_a_blob_resolves_to_the_commit(subject, tw, workspace):
     first = subject.commits[0]
     data = blob_with_prefix(first[:4])

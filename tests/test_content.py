@@ -138,6 +138,7 @@ CONTENT = {
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+@pytest.mark.slow
 @given(st.lists(st.sampled_from(sorted(FORMATTING) + sorted(CONTENT)), min_size=1, max_size=4))
 @example(["rewrap"])
 @example(["shift", "reindent", "rewrap", "docstring"])

@@ -203,6 +203,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return render_store_report(root, [MARKDOWN, CELL])
 
 
+@pytest.mark.slow
 def test_no_hidden_character_reaches_the_report_or_its_diagram_files(report):
     page = (report / "report.html").read_text(encoding="utf-8")
     # every place shows the marks: contents, prose, outputs, cards, the mark's note
@@ -239,6 +240,7 @@ def test_no_hidden_character_reaches_the_report_or_its_diagram_files(report):
     assert "#60;U+202E#62;" in files["routes"] and "#60;U+001B#62;" in files["authority"]
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_a_directive_that_slipped_past_the_check_changes_nothing(browser, report):
     """The report's own Mermaid set-up, fed diagrams the check refuses: no configuration

@@ -195,6 +195,7 @@ def test_span_outside_the_file_raises(first, last):
         Lines(b"a\nb\nc\n").span(first, last)
 
 
+@pytest.mark.slow
 def test_registered_and_quoted_hashes_match_git_and_sed(pinned, tw):
     """End to end: what `register add-file` and `quote` store equals the shell's sums."""
     repo = pinned(
@@ -289,6 +290,7 @@ PIECES = st.sampled_from(
 CONTENT = st.lists(PIECES | st.binary(max_size=6), max_size=40).map(b"".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, database=None)
 @example(b"", 1, 1)
 @example(b"\n", 1, 1)
@@ -312,6 +314,7 @@ def test_span_equals_split_on_newline_with_ends_kept(data, first, length):
             lines.span(first, last)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, database=None)
 @given(st.data())
 def test_find_span_finds_every_valid_span_at_its_own_place(data):
@@ -337,6 +340,7 @@ def test_holds_at_needs_a_span_without_newline_to_end_the_file(indexed):
     assert lines.holds_at(7, b"b")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, database=None)
 @given(st.data(), st.booleans(), st.integers(1, 40))
 def test_holds_at_agrees_with_find_span_with_and_without_the_index(data, indexed, probe):

@@ -47,6 +47,7 @@ def _offline_ok() -> bool:
     return probe.returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _offline_ok(), reason="needs `unshare -n` (root) to cut the network")
 def test_check_render_and_publish_work_with_no_network_but_loopback(pinned, tw, workspace):
     repo = one_record_report(pinned, tw, workspace)
@@ -74,6 +75,7 @@ def test_check_render_and_publish_work_with_no_network_but_loopback(pinned, tw, 
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
+@pytest.mark.slow
 @given(data=st.data())
 def test_a_mangled_register_is_one_clear_error_and_never_rewritten(pinned_once, tw, data):
     good = pinned_once
@@ -142,6 +144,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_write_leaves_a_valid_register(pinned, tw, workspace):
     # a span for every write (the same span twice would be the same quote)
     pinned({"a.py": "".join(f"line_{n} = {n}\n" for n in range(3000))})
@@ -164,6 +167,7 @@ def test_a_writer_killed_mid_write_leaves_a_valid_register(pinned, tw, workspace
     assert os.path.getsize(REGISTER) > 0
 
 
+@pytest.mark.slow
 def test_a_render_killed_mid_way_leaves_the_previous_report(pinned, tw, workspace):
     """SIGKILL to a render (and its kernel) at several points: the good report stays
     byte for byte, and the next render succeeds."""
@@ -183,6 +187,7 @@ def test_a_render_killed_mid_way_leaves_the_previous_report(pinned, tw, workspac
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == good
 
 
+@pytest.mark.slow
 def test_huge_files_are_hashed_by_streaming_and_big_spans_refused(pinned, tw, workspace):
     huge = bytes(range(256)) * (50 * 4096)  # 50 MiB, binary
     one_line = b"x" * 10_000_000  # one 10 MB line, no newline

@@ -424,6 +424,7 @@ def make_armed(
 # -- every key: it fires with plain git, it is inert through tracework --------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", sorted(CASES))
 def test_an_armed_mirror_is_inert_through_fetch(make_armed, key):
     case = CASES[key]
@@ -641,6 +642,7 @@ def sign(repo: Repo) -> str:
     return commit
 
 
+@pytest.mark.slow
 def test_the_readers_run_nothing_the_mirror_config_names(make_armed, tmp_path):
     armed = make_armed(Case(()))
     signed = sign(armed.subject)

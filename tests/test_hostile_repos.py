@@ -128,6 +128,7 @@ def test_lfs_pointer_detection_follows_the_spec_header_and_size():
     assert not is_lfs_pointer(b"")
 
 
+@pytest.mark.slow
 def test_an_lfs_pointer_is_hashed_as_the_pointer_and_marked(lfs_repo, pin_repo, tw):
     commit = pin_repo(lfs_repo)
     result = tw("register", "add-file", "demo", "SRC-1", "*")
@@ -236,6 +237,7 @@ def test_the_filter_trap_is_real(filtered):
     assert b"$Format:%H$" not in archived and first.encode() in archived  # export-subst
 
 
+@pytest.mark.slow
 def test_filters_ident_and_export_subst_are_never_applied(filtered, pin_repo, tw, workspace):
     repo, marker = filtered
     first = repo.commits[0]
@@ -360,6 +362,7 @@ def test_an_option_shaped_name_needs_double_dash_and_is_never_an_option(pinned, 
     assert set(files()) == {name}
 
 
+@pytest.mark.slow
 def test_odd_names_survive_drift_through_gits_diff(pinned, tw):
     repo = pinned(NAMES)
     for name in NAMES:
@@ -494,6 +497,7 @@ def test_line_counts_are_gits(pinned, tw, name, count):
     refused(result, "out of range", f"{count} lines")
 
 
+@pytest.mark.slow
 def test_text_that_is_not_utf8_is_shown_with_replacement_characters(pinned, tw):
     pinned(ENCODED)
     result = tw("quote", "demo", "SRC-1", "latin1.txt", "--lines", "1-2", "--id", "Q-latin")
@@ -673,6 +677,7 @@ def no_guessing(monkeypatch):
 @pytest.mark.parametrize(
     "path", ["x.h", "x.m", "x.pl", "x.inc", "x.txt", "Makefile", "README", "noext", "a.unknown"]
 )
+@pytest.mark.slow
 def test_the_lexer_comes_from_the_name_never_the_content(no_guessing, path):
     html = code_block(GUESS_BAIT, path, 1)
     assert page_text(html).startswith("1<?php #include <a>")
@@ -683,6 +688,7 @@ def test_the_lexer_comes_from_the_name_never_the_content(no_guessing, path):
 UNESCAPED_OPTIONS = ("title", "cssfile", "classprefix", "filename", "lineanchors", "linespans")
 
 
+@pytest.mark.slow
 def test_subject_text_never_reaches_unescaped_formatter_options(pinned, tw, monkeypatch):
     import tracework.notebook.views
     import tracework.text
@@ -734,6 +740,7 @@ wb.component("RT-CMP-hostile", label="Hostile", identity="Odd files.", evidence=
 """
 
 
+@pytest.mark.slow
 def test_one_render_shows_every_hostile_case_safely(pinned, tw, workspace):
     subject = {
         "weights.bin": POINTER,
@@ -769,3 +776,20 @@ def test_one_render_shows_every_hostile_case_safely(pinned, tw, workspace):
     assert "cafe&lt;U+0301&gt;.py:1" in page and "café.py:1" in page
     assert "bidi&lt;U+202E&gt;gnp.py" in page
     assert "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+# -- found in review: each once made tracework hang, crash or lie --------------
+
+
+@pytest.mark.slow
+def test_file_names_are_never_pathspec_magic(pinned, tw):
+    name = ":(bogus)x.py"
+    repo = pinned({name: "def f():\n    return 1\n", "other.py": "x = 1\n"})
+    assert tw("quote", "demo", "SRC-1", name, "--lines", "2-2").exit_code == 0
+    repo.write(name, "def f():\n    return 2\n")
+    head = repo.commit("edit")
+    assert tw("fetch", "toy").exit_code == 0
+    result = tw("check", "demo", "--at", head, "--json")
+    assert result.exit_code == 1, result.output
+    item = next(i for i in json.loads(result.output)["items"] if i["kind"] == "quote")
+    assert item["state"] == "changed" and item["new_lines"] == [2, 2]

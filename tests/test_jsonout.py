@@ -32,6 +32,7 @@ def stdlib(data: Any, indent: bool) -> str:
     return json.dumps(data, ensure_ascii=True, separators=(",", ":"))
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(DATA, st.booleans())
 @example({"path": "caf\u00e9/\u202eevil\U0001f600.py", "bell": "\x07\x1b[31m\x7f"}, False)
@@ -65,6 +66,7 @@ def test_what_the_standard_library_refuses_stays_refused() -> None:
             dumps({"value": data})
 
 
+@pytest.mark.slow
 def test_cli_json_is_compact_ascii_on_a_pipe(tmp_path: Any) -> None:
     """The command prints one compact ASCII line to a pipe (a person's TTY gets indents)."""
     proc = subprocess.run(

@@ -22,6 +22,9 @@ import pytest
 from conftest import pids_in
 from tracework.batch import kernel_host, kernels
 
+pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
+
+
 CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
 wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q]);"""
 DIES = "import os\nos._exit(3)"
@@ -158,3 +161,36 @@ def test_a_kernel_host_tells_how_its_kernel_ended(workspace):
     finally:
         host.close()
     assert _left_in(workspace.root) == []
+
+
+# -- found in review: each once made tracework hang, crash or lie --------------
+
+
+@pytest.fixture
+def notebook(pinned, tw, workspace):
+    repo = pinned({"a.py": "x = 1\n"})
+    path = workspace.notebooks / "demo.ipynb"
+    from tracework.notebook.scaffold import notebook_for
+
+    nb = notebook_for("demo")
+    nbformat.write(nb, path)
+    return repo, path
+
+
+@pytest.mark.slow
+def test_analysis_date_is_checked_before_a_kernel_starts(notebook, tw, workspace):
+    result = tw("render", "demo", "--analysis-date", "yesterday")
+    assert result.exit_code == 2 and "YYYY-MM-DD" in result.output
+    assert not (workspace.reports / "demo").exists()
+
+
+@pytest.mark.slow
+def test_a_dead_kernel_is_a_clear_message(notebook, tw, workspace):
+    _, path = notebook
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(3, nbformat.v4.new_code_cell("import os\nos._exit(1)"))
+    nbformat.write(nb, path)
+    result = tw("render", "demo")
+    assert result.exit_code == 2, result.output
+    assert "could not be executed" in result.output or "failed in cell" in result.output
+    assert "Traceback" not in result.output

@@ -225,6 +225,7 @@ def test_add_source_names_a_commit_whose_tree_git_cannot_read(
     assert REGISTER.read_text() == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("body", "words"), [c[1:] for c in DAMAGED], ids=[c[0] for c in DAMAGED])
 def test_reading_a_damaged_pin_names_the_commit(
     toy: Any,
@@ -275,6 +276,7 @@ def test_an_id_of_a_tree_or_blob_says_what_it_is(
     assert REGISTER.read_text() == before
 
 
+@pytest.mark.slow
 def test_an_annotated_tag_is_named_and_its_commit_suggested(
     tagged: Any, tw: Callable[..., Any]
 ) -> None:
@@ -322,6 +324,7 @@ def test_hints_stay_generic_for_a_mirror_elsewhere(toy: Any, tmp_path: Path) -> 
     assert f"delete the mirror {elsewhere} and fetch its subject again" in malformed.value.hint
 
 
+@pytest.mark.slow
 def test_a_commit_of_an_empty_tree_is_well_formed(toy: Any, tw: Callable[..., Any]) -> None:
     """No file at all (an --allow-empty first commit, or one deleting everything) is not
     malformed: registering it works, and checking at it finds everything missing."""

@@ -51,6 +51,7 @@ def wb(pinned, workspace):
     return tracework.open("demo")
 
 
+@pytest.mark.slow
 def test_marks_are_checked_counted_and_written_to_records_json(wb, workspace):
     guard = wb.source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
     wb.guarantee(
@@ -108,6 +109,7 @@ def test_a_mark_is_refused_when_it_cannot_be_checked(wb):
         wb.mark("hygiene", "bounded", present=False)
 
 
+@pytest.mark.slow
 def test_a_mark_whose_evidence_drifted_needs_re_review(pinned, tw, workspace):
     repo = pinned({"pkg/store.py": STORE})
     (workspace.registers / "rubrics").mkdir()
@@ -160,6 +162,7 @@ def test_a_malformed_rubric_is_one_clear_error(workspace, text, message):
     assert "registers/rubrics/broken.yaml" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_marks_after_records_still_get_their_anchors(wb, monkeypatch):
     """done() shows the marks section, with the quotes only marks cite, whatever the
     order of records() and mark() in the notebook."""

@@ -27,6 +27,7 @@ def wb(pinned):
     return tracework.open("demo")
 
 
+@pytest.mark.slow
 def test_author_mode_adds_quotes_and_render_mode_finds_them(wb, workspace):
     q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
     assert q.id == "Q-store-Store.put" and q.state == "verified"
@@ -130,6 +131,7 @@ def test_done_in_render_mode_at_the_pin_raises_when_checks_fail(pinned):
         render.done()
 
 
+@pytest.mark.slow
 def test_drift_at_a_newer_commit_marks_records_for_re_review(pinned, tw, workspace):
     repo = pinned({"pkg/store.py": STORE})
     wb = tracework.open("demo")
@@ -156,6 +158,7 @@ def test_open_refuses_a_bad_mode_and_date(wb):
         tracework.open("demo", analysis_date="yesterday")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("date", ["2026-13-45", "2026-02-30", "2026-W10-1", "26-1-5"])
 def test_one_date_rule_for_review_stamps(wb, date):
     q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
@@ -186,6 +189,7 @@ def test_one_span_is_one_quote_in_author_and_render_mode(wb, workspace):
     assert 'id="Q-store-Store.put"' in caught.value.hint and "--id" not in caught.value.hint
 
 
+@pytest.mark.slow
 def test_replace_points_an_id_at_a_new_span_on_purpose(wb, workspace):
     src = wb.source("SRC-1")
     src.quote("pkg/store.py", lines=(2, 3), id="Q-put")
@@ -204,6 +208,7 @@ def test_replace_points_an_id_at_a_new_span_on_purpose(wb, workspace):
 # -- evidence as the seeds use it ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_records_cite_records_and_whole_files_and_drift_propagates(
     pinned, tw, workspace, monkeypatch
 ):
@@ -262,6 +267,7 @@ def reg_text(workspace) -> str:
     return (workspace.registers / "demo.yaml").read_text()
 
 
+@pytest.mark.slow
 def test_a_guarantee_carries_statuses_and_a_qualified_strength(wb):
     q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
     shown = wb.guarantee(
@@ -289,6 +295,7 @@ def test_a_report_says_what_it_is_and_its_title(pinned):
         tracework.open("demo", kind="atlas\nreport")
 
 
+@pytest.mark.slow
 def test_asserted_hashes_reach_the_report_and_fail_it_only_when_required(pinned, tw, workspace):
     pinned({"pkg/store.py": STORE})
     (workspace.root / "dossier.md").write_text("store.py hashes to 00…\n")

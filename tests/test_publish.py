@@ -122,6 +122,7 @@ def pages(site: Path) -> list[Path]:
     return sorted(site.rglob("*.html"))
 
 
+@pytest.mark.slow
 def test_publish_writes_index_report_pages_registers_and_rubrics(site, demo):
     ws, commits = demo
     assert (site / "index.html").is_file()
@@ -149,6 +150,7 @@ def test_publish_writes_index_report_pages_registers_and_rubrics(site, demo):
     assert "The newest render used exactly this register." in report
 
 
+@pytest.mark.slow
 def test_every_internal_link_and_anchor_resolves_and_nothing_points_outside(site):
     parsed = {path: parse(path) for path in pages(site)}
     problems = []
@@ -239,6 +241,7 @@ def _tree(root: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_publishing_twice_gives_identical_bytes(demo, site, tmp_path, monkeypatch):
     ws, _ = demo
     monkeypatch.chdir(ws.root)
@@ -411,6 +414,7 @@ def test_the_matrix_counts_systems_and_the_distribution(demo, tmp_path, monkeypa
     assert '<td data-label="Carries">0 of 7</td>' in page  # "second" carries nothing
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_a_reader_browses_the_site_from_disk(browser, site, demo):
     """Index → search → a report → a history entry → the rubric → a cell: all from
@@ -484,6 +488,7 @@ def _paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
+@pytest.mark.slow
 @given(data=st.data())
 def test_fuzzed_records_and_history_never_break_a_publish(demo, tmp_path, data):
     """Any records.json or history.json a render could have left, however mangled, is

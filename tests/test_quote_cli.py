@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from ruamel.yaml import YAML
 
@@ -493,7 +494,6 @@ def test_visible_keeps_tabs_and_newlines_only():
 
 
 def _notebook(workspace, *cells: str) -> None:
-    import nbformat
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell('register = "demo"')]
@@ -537,3 +537,17 @@ def test_a_quote_a_notebook_still_cites_is_not_removed(pinned, tw, workspace):
     _notebook(workspace, 'src = wb.source("SRC-1")')  # the citations are gone
     assert tw("quote", "demo", "--remove", "Q-store-Store.put").exit_code == 0
     assert tw("quote", "demo", "--remove", "Q-head").exit_code == 0
+
+
+# -- found in review: each once made tracework hang, crash or lie --------------
+
+
+def test_the_shown_text_of_a_non_utf8_quote_must_match_its_bytes(pinned, tw, workspace):
+    pinned({"old.txt": "caf\xe9 au lait\n".encode("latin-1")})
+    assert tw("quote", "demo", "SRC-1", "old.txt", "--lines", "1-1", "--id", "Q-old").exit_code == 0
+    path = workspace.registers / "demo.yaml"
+    text = path.read_text()
+    assert "raw_b64" in text
+    path.write_text(text.replace("au lait", "au poison"))
+    result = tw("check", "demo")
+    assert result.exit_code == 2 and "does not show its raw_b64 bytes" in result.output

@@ -220,6 +220,7 @@ AWKWARD_TEXT: dict[str, str] = {
 }
 
 
+@pytest.mark.slow
 def test_quote_text_is_stored_exactly(pinned, tw):
     pinned(AWKWARD_TEXT)
     for name, text in AWKWARD_TEXT.items():
@@ -410,6 +411,7 @@ def test_an_error_names_its_register_and_source_once(pinned, tw):
     assert "registers/demo.yaml SRC-1: nothing.txt matches nothing" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_reader_closing_the_pipe_early_is_not_an_error(pinned, tw, workspace):
     """``tracework check --json | head -c 1`` and the like: no message, click's exit 1."""
     pinned({"a.txt": "alpha\n"})
@@ -562,6 +564,7 @@ def _assert_all_quotes(workers: list[str], count: int) -> None:
     assert no_temp_files() == []
 
 
+@pytest.mark.slow
 def test_concurrent_writer_processes_lose_nothing(pinned, tw, tmp_path):
     count, workers = 10, ["A", "B", "C"]
     _lines_subject(pinned, count * len(workers))
@@ -583,6 +586,7 @@ def test_concurrent_writer_processes_lose_nothing(pinned, tw, tmp_path):
     ok(tw("check", "demo"))
 
 
+@pytest.mark.slow
 def test_concurrent_tracework_quote_commands_lose_nothing(pinned, tw, tmp_path):
     """Two shells each run `tracework quote` repeatedly, at the same time."""
     count, workers = 4, ["P", "Q"]
@@ -717,6 +721,7 @@ def _validate(
     return errors
 
 
+@pytest.mark.slow
 def test_the_schema_validates_a_real_register(make_repo, tw):
     repo = make_repo("toy")
     repo.write("pkg/mod.py", "class Box:\n    def open(self):\n        return 1\n")
@@ -866,6 +871,7 @@ def test_an_edited_copy_is_never_trusted(pinned, tw):
     ],
     ids=["version", "format", "models", "yaml", "extra-key"],
 )
+@pytest.mark.slow
 def test_a_copy_made_by_other_code_or_from_other_yaml_is_ignored(pinned, tw, stale):
     _good(pinned, tw)
     header, content = compiled_parts()

@@ -17,6 +17,9 @@ import pytest
 from tracework import fsio
 from tracework.render import export as rendering
 
+pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
+
+
 HOSTILE = 'BANNER = "</pre><script>alert(1)</script>"\n'
 SUBJECT = {
     "pkg/store.py": (
@@ -235,6 +238,7 @@ def test_a_render_killed_outright_leaves_a_folder_the_next_render_sweeps(
 
 HOLD = """
 import fcntl, os, sys, time
+
 fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
 fcntl.flock(fd, fcntl.LOCK_EX)
 print("held", flush=True)

@@ -34,6 +34,9 @@ from tracework.errors import RecordError
 from tracework.notebook.absences import compile_pattern
 from tracework.render.execution import capped, cut_html, cut_text
 
+pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
+
+
 ROOT = Path(__file__).resolve().parents[1]
 HANG_GUARD = 300  # seconds: only a render stuck for good comes near it
 #: Python's ``re`` takes exponential time on this against a run of word characters; the

@@ -27,6 +27,9 @@ from tracework.notebook.views import summary_html
 from tracework.register.store import load
 from tracework.render import export as rendering
 
+pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
+
+
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
 CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
 wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q]);"""
@@ -505,6 +508,7 @@ SLOW = (
     CELL
     + """
 import pathlib, time
+
 pathlib.Path(f"started-{register}").touch()
 time.sleep(600)  # a Ctrl-C comes first
 """

@@ -232,6 +232,7 @@ FILES: dict[str, tuple[str, Callable[[str], str], tuple[str, ...]]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("levels", DEEPLY)
 @pytest.mark.parametrize("kind", FILES)
 def test_a_file_nested_too_deeply_is_one_message_naming_it(ws, kind, levels):
@@ -381,6 +382,7 @@ def test_a_symbol_anchor_holds_when_a_huge_integer_is_added_beside_it(pinned, tw
         ("x = " + "(" * 300 + ")" * 300 + "\n", "too many nested parentheses"),
     ],
 )
+@pytest.mark.slow
 def test_a_symbol_anchor_in_a_file_that_no_longer_parses_says_why(pinned, tw, source, problem):
     repo = pinned({"store.py": STORE})
     assert tw("quote", "demo", "SRC-1", "store.py", "--symbol", "Store.put").exit_code == 0
@@ -503,6 +505,7 @@ NAME_CHARS = st.sampled_from(["a", "b", "/", "-", ".", "[", "]", "!", "^", "\n",
     pattern=st.lists(GLOB_CHARS, max_size=8).map("".join),
     path=st.lists(NAME_CHARS, max_size=8).map("".join),
 )
+@pytest.mark.slow
 @example(pattern="[a-b-]", path="-")
 @example(pattern="[!-a]", path="/")
 @example(pattern="[é-\udcff]", path="\udce9")

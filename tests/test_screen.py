@@ -182,6 +182,7 @@ def test_other_ci_systems_report_their_script_lines(pinned, tw):
     assert at(data, "Makefile")[0][1] == "Makefile target run by a CI step"
 
 
+@pytest.mark.slow
 def test_hostile_workflows_are_bounded_and_still_searched(pinned, tw):
     laughs = "a: &a [run, run, run, run, run, run, run, run, run]\n" + "".join(
         f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 from click.testing import CliRunner
 
@@ -660,7 +661,6 @@ def test_init_makes_git_commit_notebooks_without_outputs(tmp_path):
     """In a repository, init sets up nbstripout: a notebook saved with outputs is
     committed clean (the file on disk keeps them), and JupyterLab's checkpoints are
     ignored.  Outside one, .gitattributes is written and the message says what to do."""
-    import nbformat
 
     outside = CliRunner().invoke(main, ["init", str(tmp_path / "loose")])
     assert outside.exit_code == 0, outside.output
@@ -715,6 +715,7 @@ def _user_env(**extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_fetch_with_a_malformed_global_gitconfig_works(tw, workspace, make_repo, tmp_path):
     """A broken ~/.gitconfig stops the user's own git (and stopped GitPython, once used
     for fetches, with a traceback); tracework's git reads no global config."""
@@ -739,6 +740,7 @@ def test_fetch_with_a_malformed_global_gitconfig_works(tw, workspace, make_repo,
     assert Mirror(workspace.mirrors / "lantern.git").resolve_commit(first) == first
 
 
+@pytest.mark.slow
 def test_fetch_without_git_on_path_is_one_clear_error(tw, workspace, make_repo, tmp_path):
     repo = make_repo("lantern")
     repo.write("lamp.txt", "wick\n").commit()
@@ -762,6 +764,7 @@ def test_fetch_without_git_on_path_is_one_clear_error(tw, workspace, make_repo, 
 # -- the first clone takes branches and tags only ------------------------------------------
 
 
+@pytest.mark.slow
 def test_first_fetch_takes_branches_and_tags_only(tw, workspace, make_repo):
     repo = make_repo("lantern")
     first = repo.write("lamp.txt", "wick\n").commit()
@@ -846,6 +849,7 @@ def test_subject_add_over_an_unreadable_subject_file_is_refused(tw, workspace):
 # -- a tracked ref the subject does not have ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_fetch_says_when_the_tracked_ref_is_not_in_the_mirror(tw, workspace, make_repo):
     repo = make_repo("trk")
     first = repo.write("a.txt", "a\n").commit()
@@ -906,6 +910,7 @@ def test_fetch_of_an_empty_subject_tracking_head_is_not_an_error(tw, workspace, 
         ("url = \n", ["malformed subject file"]),
     ],
 )
+@pytest.mark.slow
 def test_a_hand_edited_subject_file_is_checked_key_by_key(tw, workspace, make_repo, text, words):
     repo = make_repo("lantern")
     repo.write("lamp.txt", "wick\n").commit()
@@ -957,6 +962,7 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 def test_a_fetch_killed_outright_takes_its_git_processes_along(tw, workspace, make_repo, how):
     """SIGKILL (or SIGTERM, or Ctrl-C's SIGINT) while git clone, upload-pack, pack-objects
@@ -1155,6 +1161,7 @@ def test_a_failed_fetch_names_its_cause_and_its_own_remedy(workspace, stderr, ca
         ("ERROR: Repository not found.", "not a repository"),
     ],
 )
+@pytest.mark.slow
 def test_a_fetch_that_cannot_reach_the_subject_keeps_the_mirror_usable(
     pinned, tw, workspace, tmp_path, monkeypatch, said, cause
 ):
@@ -1294,3 +1301,35 @@ def test_an_unreachable_host_suggests_from(workspace):
     )
     assert failure.cause == "network unreachable"
     assert "`tracework fetch lantern --from PATH`" in failure.hint
+
+
+# -- found in review: each once made tracework hang, crash or lie --------------
+
+
+@pytest.mark.slow
+def test_a_pinned_commit_survives_a_force_push_and_gc(pinned, tw, workspace):
+    repo = pinned({"a.py": "x = 1\n"})
+    assert tw("quote", "demo", "SRC-1", "a.py", "--lines", "1-1").exit_code == 0
+    first = repo.commits[0]
+    repo.git("checkout", "-q", "--orphan", "rewritten")
+    repo.write("a.py", "y = 2\n")
+    repo.commit("history rewritten")
+    repo.git("branch", "-f", "main", "rewritten")
+    repo.git("checkout", "-q", "main")
+    repo.git("branch", "-D", "rewritten")
+    assert tw("fetch", "toy").exit_code == 0
+    mirror = workspace.mirror_dir("toy")
+    subprocess.run(
+        ["git", f"--git-dir={mirror}", "reflog", "expire", "--expire=now", "--all"], check=True
+    )
+    subprocess.run(["git", f"--git-dir={mirror}", "gc", "-q", "--prune=now"], check=True)
+    assert tw("check", "demo").exit_code == 0
+    assert (
+        first
+        in subprocess.run(
+            ["git", f"--git-dir={mirror}", "for-each-ref", "refs/tracework/pins/"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import html as html_module
+import json
 import re
 from html.parser import HTMLParser
 
@@ -14,7 +15,7 @@ from tracework.git.forge import upstream_url
 from tracework.notebook.views import code_block, esc, markdown
 from tracework.render.export import reader_notebook
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
-from tracework.text import visible_markup
+from tracework.text import visible, visible_markup
 
 C = "0123456789abcdef0123456789abcdef01234567"
 
@@ -408,7 +409,6 @@ def test_a_report_page_carries_the_display_style_once_and_no_display_brings_its_
     """In JupyterLab every display carries the stylesheet; on the page it is in the head
     once, and the copies the displays brought are gone (a page of 50 records would
     otherwise carry 50 copies)."""
-    import json
 
     from conftest import render_store_report
     from tracework.notebook.views import display_css
@@ -435,3 +435,15 @@ wb.component("RT-CMP-again", label="Again", identity="Again.", evidence=[q]);"""
     quote = next(iter(json.loads((folder / "records.json").read_text())["quotes"]))
     assert len(re.findall(rf'<figure class="tw-quote[^"]*" id="{quote}"', body)) == 1
     assert body.count(f'<details class="tw-cite"><summary><a class="tw-ref" href="#{quote}"') == 2
+
+
+# -- found in review: each once made tracework hang, crash or lie --------------
+
+
+def test_markdown_images_are_not_rendered():
+    assert "<img" not in markdown("![x](https://tracker.example/x.png)")
+
+
+def test_crlf_line_ends_are_not_shown_as_hidden_characters():
+    assert visible("a = 1\r\nb = 2\r\n") == "a = 1\nb = 2\n"
+    assert visible("lone\rcr") == "lone<U+000D>cr"
