@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from click.testing import CliRunner
 
-from conftest import git
+from conftest import git, refused
 from tracework.cli import main
 from tracework.errors import UnsafeInput
 from tracework.git.env import SAFE_CONFIG, hardened_env, run_git
@@ -1287,6 +1287,22 @@ def test_from_refuses_what_is_no_repository_or_bundle(tw, workspace, tmp_path, m
     result = tw("fetch", "lantern", "--from", str(make(tmp_path / "thing")))
     assert result.exit_code == 2 and said in result.stderr, result.output
     assert "Traceback" not in result.output
+    assert not (workspace.mirrors / "lantern.git").exists()
+
+
+def test_a_source_missing_objects_is_named_as_such(tw, workspace, make_repo):
+    """A copy of a repository with objects missing (a partial snapshot) made the fetch say
+    git's "possible repository corruption on the remote side" and hint at the subject's
+    URL, although the URL was never used: the cause is the --from source, and git fsck
+    there names what is missing."""
+    repo = make_repo("lantern")
+    repo.write("wick.txt", "flame\n").commit("one")
+    blob = repo.git("rev-parse", "HEAD:wick.txt").strip()
+    (repo.path / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    assert tw("subject", "add", "lantern", "https://example.org/lantern").exit_code == 0
+    result = tw("fetch", "lantern", "--from", str(repo.path))
+    refused(result, "objects missing at the source", "`git fsck` there")
+    assert "sources/lantern.toml" not in result.stderr  # the URL played no part
     assert not (workspace.mirrors / "lantern.git").exists()
 
 

@@ -516,6 +516,12 @@ _FAILURES: tuple[tuple[str, str, str], ...] = (
         "duplicates); the subject's history holds one, so it cannot be mirrored as is",
     ),
     (
+        "objects missing at the source",
+        r"unable to read [0-9a-f]{40}|possible repository corruption|missing (?:blob|tree|commit)",
+        "the repository fetched from lacks objects its history needs (a partial or damaged "
+        "copy): `git fsck` there names them; fetch from a complete clone",
+    ),
+    (
         "host not found",
         r"could not resolve host|name or service not known|temporary failure in name "
         r"resolution|no address associated with hostname|nodename nor servname",
@@ -586,12 +592,21 @@ def fetch_failure(
             for line in lines
             if re.search(pattern, line, re.I)
         ),
-        ("git failed", None, f"check the URL in {rel} and your access to it"),
+        (
+            "git failed",
+            None,
+            "check the repository or bundle given with --from"
+            if seeding
+            else f"check the URL in {rel} and your access to it",
+        ),
     )
     words = git_message(stderr if line is None else line.encode())
     if cause == "fsck refused an object":
         return FetchFailure(cause, words, remedy)
-    remedy = remedy.replace("the subject file", str(rel))
+    remedy = remedy.replace(
+        "the URL in the subject file",
+        "the path given with --from" if seeding else f"the URL in {rel}",
+    )
     if cause in _OFFLINE and not seeding:
         before = seeded_from(ws.mirror_dir(name))
         remedy += (
