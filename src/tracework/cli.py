@@ -623,7 +623,7 @@ def author(name: str, commit: str | None, as_json: bool) -> None:
     from tracework.render.author import as_json as author_json
     from tracework.render.author import author as do_author
     from tracework.render.author import records_text
-    from tracework.text import visible
+    from tracework.text import counted, visible
 
     ws = _workspace()
     result = do_author(ws, name, commit)
@@ -638,7 +638,7 @@ def author(name: str, commit: str | None, as_json: bool) -> None:
         _json(author_json(result, ws.root))
     else:
         click.echo(f"ran {result.directory.relative_to(ws.root)}/report.ipynb")
-        click.echo(f"{len(result.records)} records")
+        click.echo(counted(len(result.records), "record"))
         for line in records_text(result):
             click.echo(f"  {visible(line)}")
         for check_name_, check in summary["checks"].items():

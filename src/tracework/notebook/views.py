@@ -414,7 +414,7 @@ def diagram_status_html(check: DiagramCheck) -> str:
         found = sum(check.identifiers.values())
         parts.append(f"{found}/{len(check.identifiers)} code identifiers found")
     if check.bindings:
-        parts.append(f"{len(check.bindings)} nodes bound to records")
+        parts.append(f"{counted(len(check.bindings), 'node')} bound to records")
     note = esc("; ".join(parts) or "nothing to check")
     state = badge("holds" if check.ok else "fails")
     problems = ""

@@ -102,6 +102,7 @@ from tracework.register.evidence import (
 from tracework.register.models import CaptureSource, DocumentSource, GitSource, Register
 from tracework.render.execution import RECORDS_MIME
 from tracework.screen import Screen
+from tracework.text import counted
 from tracework.workspace import Workspace
 
 Mode = Literal["author", "render"]
@@ -847,7 +848,7 @@ class Workbench(RecordDeclarations):
                     self._drifted(),
                     self._files,
                 ),
-                f"{len(self._records)} records",
+                counted(len(self._records), "record"),
             )
         )
         self._records_shown = True
@@ -906,6 +907,7 @@ class Workbench(RecordDeclarations):
                     f"diagram {d.name}: identifiers not found at "
                     f"{self.commit[:12]}: " + ", ".join(d.check.vanished)
                 )
+        named = sum(len(d.check.identifiers) for d in self._diagrams.values())
         checks = {
             "register": {
                 "ok": not bad and bool(items),
@@ -919,9 +921,9 @@ class Workbench(RecordDeclarations):
             },
             "records": {
                 "ok": bool(self._records),
-                "detail": f"{len(self._records)} records, {bare} citing no evidence; every "
-                f"reference resolves and every cited quote is in the register; "
-                f"{len(uncited)} register quotes not cited",
+                "detail": f"{counted(len(self._records), 'record')}, {bare} citing no "
+                "evidence; every reference resolves and every cited quote is in the register; "
+                f"{counted(len(uncited), 'register quote')} not cited",
                 "counts": dict(Counter(r.kind for r in self._records.values())),
             },
             "absences": {
@@ -930,9 +932,8 @@ class Workbench(RecordDeclarations):
             },
             "diagrams": {
                 "ok": not failing,
-                "detail": f"{len(self._diagrams)} diagrams, "
-                f"{sum(len(d.check.identifiers) for d in self._diagrams.values())} identifiers "
-                f"checked; {len(failing)} with problems",
+                "detail": f"{counted(len(self._diagrams), 'diagram')}, "
+                f"{counted(named, 'identifier')} checked; {len(failing)} with problems",
             },
         }
         asserted = [a for r in reports for a in r.assertions]
@@ -958,8 +959,9 @@ class Workbench(RecordDeclarations):
             ]
             checks["marks"] = {
                 "ok": not stale,
-                "detail": f"{len(self._marks)} marks against {len(self._rubrics)} rubrics; every "
-                f"present mark cites evidence; {len(stale)} need re-review",
+                "detail": f"{counted(len(self._marks), 'mark')} against "
+                f"{counted(len(self._rubrics), 'rubric')}; every present mark cites evidence; "
+                f"{len(stale)} need re-review",
             }
         ok = all(c["ok"] for c in checks.values())
         return {
