@@ -43,7 +43,7 @@ test: setup docs
 test-fast: setup
 	$(VENV)/bin/ruff check src tests benchmarks examples docs
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -q -m "not slow" -p no:cacheprovider
+	$(VENV)/bin/pytest -q -m "not slow" -p no:cacheprovider -n 2
 
 # the documentation site, offline, warnings as errors: site-docs/index.html opens from disk
 docs: $(VENV)/.synced node_modules/.installed

@@ -27,6 +27,17 @@ BASE_EPOCH = 1767225600  # 2026-01-01T00:00:00Z
 USER_CACHE_HOME = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
 
 
+#: Fixtures that start kernels (a rendered report), a browser or a docs build: a test
+#: using one is slow whatever its own marks say, so `make test-fast` leaves it out.
+SLOW_FIXTURES = frozenset({"demo", "site", "rendered", "browser", "built_site"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 def git(
     cwd: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None
 ) -> str:

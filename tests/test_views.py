@@ -405,6 +405,7 @@ def test_a_report_shows_only_outputs_that_cannot_run_and_no_addresses_they_name(
     assert cell.outputs[2].metadata["filenames"]  # the executed notebook is left as it was
 
 
+@pytest.mark.slow  # renders a report
 def test_a_report_page_carries_the_display_style_once_and_no_display_brings_its_own(tmp_path):
     """In JupyterLab every display carries the stylesheet; on the page it is in the head
     once, and the copies the displays brought are gone (a page of 50 records would
