@@ -139,7 +139,7 @@ def load_config(ws: Workspace, name: str) -> tuple[CaptureConfig, bytes]:
     except ValidationError as exc:
         raise CaptureConfigError(
             f"{rel}: {_explained(validation_problem(exc))}",
-            hint="see the README's 'Runtime captures' section for every key",
+            hint="every key is in the manual's 'Runtime captures' (docs/manual/captures.md)",
         ) from None
     for value, what in ((config.subject, "subject"), (config.register_name, "register")):
         try:

@@ -116,7 +116,7 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
     if not harness_path.is_file():
         raise CaptureConfigError(
             f"capture {name} has no harness: captures/{name}.py does not exist",
-            hint="write the harness beside its .toml (see the README, 'Runtime captures')",
+            hint="write the harness beside its .toml (see docs/manual/captures.md)",
         )
     harness = harness_path.read_bytes()
     mirror = open_mirror(ws, config.subject)

@@ -177,7 +177,7 @@ def search(
     try:
         compiled = [(p, compile_pattern(p)) for p in patterns]
     except ValueError as exc:
-        raise SpanError(str(exc), hint="see the README on evidenced absences") from None
+        raise SpanError(str(exc), hint="see docs/how-to/absences.md") from None
     blobs = mirror.read_blobs(tree[p].oid for p in paths)
     matches: list[Match] = []
     truncated = False

@@ -3,7 +3,7 @@
 The kinds and their fields follow the runtime reports this workbench produces:
 components, operative objects, routes, claims, evidenced absences,
 behavioural-authority paths, guarantees and annotations.  Long fields accept
-Markdown.  Statuses come from the controlled vocabularies below; the README lists
+Markdown.  Statuses come from the controlled vocabularies below; the documentation lists
 them.
 """
 

@@ -94,7 +94,7 @@ def load_rubric(ws: Workspace, name: str) -> tuple[Rubric, str]:
     except FileNotFoundError:
         raise RubricError(
             f"no rubric {name!r} ({where} does not exist)",
-            hint="write the rubric file first; the README shows its shape",
+            hint="write the rubric file first; the manual shows its shape (docs/manual/rubrics.md)",
         ) from None
     except OSError as exc:
         raise RubricError(f"{where}: cannot be read ({exc.strerror})") from None

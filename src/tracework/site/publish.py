@@ -95,7 +95,7 @@ def publish(ws: Workspace, out: Path | None = None) -> Published:
     )
 
 
-#: The rule for ``--out``, as the README and every refusal state it.
+#: The rule for ``--out``, as the manual and every refusal state it.
 OUT_RULE = (
     "publish replaces the whole folder it writes, so --out must be a folder that does not "
     f"exist yet or a site publish made before (it holds {SITE_MARKER}); inside a workspace "
