@@ -18,6 +18,7 @@ import nbformat
 import pytest
 from ruamel.yaml import YAML
 
+from conftest import refused
 from tracework.text import terminal_lines, visible
 
 REGISTER = Path("registers/demo.yaml")
@@ -31,14 +32,6 @@ def raw_doc() -> dict[str, Any]:
 
 def ok(result) -> None:
     assert result.exit_code == 0, result.output
-
-
-def refused(result, *words: str) -> None:
-    assert result.exit_code == 2, result.output
-    assert result.stderr.count("tracework: error:") == 1, result.stderr
-    assert "Traceback" not in result.output
-    for word in words:
-        assert word in result.stderr, (word, result.stderr)
 
 
 def sha(data: bytes) -> str:

@@ -45,14 +45,6 @@ def tip(mirror: Mirror, branch: str) -> str | None:
     return None if target is None else target.commit
 
 
-def assert_refused(result, *words: str) -> None:
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    assert "tracework: error:" in result.output
-    for word in words:
-        assert word in result.output, (word, result.output)
-
-
 def raw_tree(*entries: tuple[str, bytes, str]) -> bytes:
     """Tree object bytes for (mode, name, 40-hex oid) entries, in the given order."""
     return b"".join(
@@ -210,7 +202,7 @@ def test_subject_add_relative_path_resolves_from_the_workspace_root(tw, workspac
 )
 def test_subject_add_refuses_bad_urls(tw, workspace, url):
     result = tw("subject", "add", "lantern", url)
-    assert_refused(result, "not an accepted subject URL", "hint:")
+    refused(result, "not an accepted subject URL", "hint:")
     assert subject_files(workspace) == []
 
 
@@ -222,13 +214,13 @@ def test_subject_add_refuses_option_shaped_urls_even_after_double_dash(tw, works
     assert subject_files(workspace) == []
     # With `--`, the value reaches tracework, which refuses it.
     result = tw("subject", "add", "lantern", "--", url)
-    assert_refused(result, "not an accepted subject URL")
+    refused(result, "not an accepted subject URL")
     assert subject_files(workspace) == []
 
 
 def test_subject_add_refuses_a_control_character_and_shows_it_escaped(tw, workspace):
     result = tw("subject", "add", "lantern", "https://git.example.org/x\x1b[2Jy")
-    assert_refused(result, "not an accepted subject URL")
+    refused(result, "not an accepted subject URL")
     assert "\x1b" not in result.output  # the escape never reaches the terminal raw
     assert subject_files(workspace) == []
 
@@ -238,35 +230,35 @@ def test_subject_add_refuses_a_folder_that_is_not_a_repository(tw, workspace, tm
     plain.mkdir()
     (plain / "notes.txt").write_text("no repository here\n")
     result = tw("subject", "add", "lantern", str(plain))
-    assert_refused(result, "is not a git repository", str(plain))
+    refused(result, "is not a git repository", str(plain))
     assert subject_files(workspace) == []
 
 
 def test_subject_add_refuses_a_missing_path_and_a_plain_file(tw, workspace, tmp_path):
     (tmp_path / "notes.txt").write_text("a file\n")
     for url in (str(tmp_path / "nowhere"), str(tmp_path / "notes.txt")):
-        assert_refused(tw("subject", "add", "lantern", url), "is not a git repository")
+        refused(tw("subject", "add", "lantern", url), "is not a git repository")
     assert subject_files(workspace) == []
 
 
 @pytest.mark.parametrize("ref", ["-x", "--upload-pack=x", "HEAD~1", "a..b", "@{-1}"])
 def test_subject_add_track_refuses_option_shaped_and_revision_refs(tw, workspace, ref):
     result = tw("subject", "add", "lantern", "https://git.example.org/x.git", f"--track={ref}")
-    assert_refused(result, "is not a ref name")
+    refused(result, "is not a ref name")
     assert subject_files(workspace) == []
 
 
 @pytest.mark.parametrize("name", ["../escape", "-x", ".hidden", "a/b", "x.toml"])
 def test_subject_add_refuses_bad_names(tw, workspace, name):
     result = tw("subject", "add", "--", name, "https://git.example.org/x.git")
-    assert_refused(result, "is not a valid subject name")
+    refused(result, "is not a valid subject name")
     assert subject_files(workspace) == []
 
 
 def test_a_hand_edited_subject_file_with_a_bad_url_is_refused_at_fetch(tw, workspace):
     (workspace.sources / "lantern.toml").write_text('url = "ext::sh -c id"\ntrack = "HEAD"\n')
     result = tw("fetch", "lantern")
-    assert_refused(result, "not an accepted subject URL")
+    refused(result, "not an accepted subject URL")
     assert mirror_dirs(workspace) == []
 
 
@@ -317,7 +309,7 @@ def test_fetch_of_a_bare_subject(tw, workspace, make_repo):
 def test_fetch_of_an_unknown_subject(tw, workspace):
     assert tw("subject", "add", "known", "https://git.example.org/k.git").exit_code == 0
     result = tw("fetch", "stranger")
-    assert_refused(result, "unknown subject 'stranger'", "known")
+    refused(result, "unknown subject 'stranger'", "known")
     assert mirror_dirs(workspace) == []
 
 
@@ -328,7 +320,7 @@ def test_fetch_when_the_subject_repository_disappeared(tw, workspace, make_repo)
     import shutil
 
     shutil.rmtree(repo.path)
-    assert_refused(tw("fetch", "lantern"), "is not a git repository")
+    refused(tw("fetch", "lantern"), "is not a git repository")
     assert mirror_dirs(workspace) == []
 
 
@@ -499,7 +491,7 @@ def test_fetch_refuses_malformed_trees(tw, workspace, make_repo, names, fsck_id)
     assert tw("subject", "add", "lantern", str(repo.path)).exit_code == 0
 
     result = tw("fetch", "lantern")
-    assert_refused(result, "fetching subject lantern failed", fsck_id, "fsck")
+    refused(result, "fetching subject lantern failed", fsck_id, "fsck")
     assert mirror_dirs(workspace) == []  # neither the mirror nor a temp folder is left
 
 
@@ -512,7 +504,7 @@ def test_fetch_update_refuses_a_malformed_tree_and_keeps_the_good_mirror(tw, wor
     bad = plant_tree(repo, raw_tree(("100644", b"..", blob)))
 
     result = tw("fetch", "lantern")
-    assert_refused(result, "fetching subject lantern failed", "hasDotdot")
+    refused(result, "fetching subject lantern failed", "hasDotdot")
     mirror = Mirror(workspace.mirrors / "lantern.git")
     assert tip(mirror, "main") == good
     assert mirror.object_types([bad])[bad] == "missing"
@@ -527,7 +519,7 @@ def test_fetch_refuses_a_sha256_repository_clearly(tw, workspace, tmp_path):
     git(path, "commit", "-q", "-m", "one")
     assert tw("subject", "add", "modern", str(path)).exit_code == 0
     result = tw("fetch", "modern")
-    assert_refused(result, "subject modern", "sha256", "SHA-1 repositories only")
+    refused(result, "subject modern", "sha256", "SHA-1 repositories only")
     assert mirror_dirs(workspace) == []
 
 
@@ -542,7 +534,7 @@ def test_a_sha256_mirror_is_refused_when_opened(tw, workspace, tmp_path):
     result = tw(
         "register", "add-source", "demo", "SRC-1", "--subject", "modern", "--commit", "abcd1234"
     )
-    assert_refused(result, "sha256", "SHA-1 repositories only")
+    refused(result, "sha256", "SHA-1 repositories only")
     assert (workspace.registers / "demo.yaml").read_text() == before
 
 
@@ -554,7 +546,7 @@ def test_open_mirror_without_fetch_says_to_fetch(tw, workspace, make_repo):
     result = tw(
         "register", "add-source", "demo", "SRC-1", "--subject", "lantern", "--commit", first
     )
-    assert_refused(result, "has no mirror yet", "tracework fetch lantern")
+    refused(result, "has no mirror yet", "tracework fetch lantern")
 
 
 def test_fetch_follows_a_changed_subject_url(tw, workspace, make_repo):
@@ -591,7 +583,7 @@ def test_fetch_into_a_broken_mirror_folder_is_a_clear_error(tw, workspace, make_
     if leftover == "objects-only":
         (broken / "objects").mkdir()
     result = tw("fetch", "lantern")
-    assert_refused(result, "sources/.mirrors/lantern.git is not a git repository", "remove")
+    refused(result, "sources/.mirrors/lantern.git is not a git repository", "remove")
     assert broken.is_dir()  # nothing of the user's is deleted behind their back
 
 
@@ -833,7 +825,7 @@ def test_subject_add_refuses_to_replace_a_different_definition(tw, workspace, ma
     before = path.read_text()
     args = [str(two.path)] if change == "url" else [str(one.path), "--track", "main"]
     result = tw("subject", "add", "alpha", *args)
-    assert_refused(result, "subject alpha already exists in sources/alpha.toml", "edit")
+    refused(result, "subject alpha already exists in sources/alpha.toml", "edit")
     assert "another name" in result.output
     assert path.read_text() == before
 
@@ -842,7 +834,7 @@ def test_subject_add_over_an_unreadable_subject_file_is_refused(tw, workspace):
     path = workspace.sources / "alpha.toml"
     path.write_text("url = [1]\n")
     result = tw("subject", "add", "alpha", "https://git.example.org/a.git")
-    assert_refused(result, "subject alpha already exists, but sources/alpha.toml: `url` must be")
+    refused(result, "subject alpha already exists, but sources/alpha.toml: `url` must be")
     assert path.read_text() == "url = [1]\n"
 
 
@@ -857,7 +849,7 @@ def test_fetch_says_when_the_tracked_ref_is_not_in_the_mirror(tw, workspace, mak
     assert tw("subject", "add", "trk", str(repo.path), "--track", "nosuch").exit_code == 0
 
     result = tw("fetch", "trk")
-    assert_refused(
+    refused(
         result,
         "subject trk: mirror created (sources/.mirrors/trk.git)",
         "tracked ref nosuch is not in the mirror",
@@ -868,11 +860,11 @@ def test_fetch_says_when_the_tracked_ref_is_not_in_the_mirror(tw, workspace, mak
     # what the fetch brought in stays: it is a mistake in the subject, not in the fetch
     mirror = Mirror(workspace.mirrors / "trk.git")
     assert mirror.resolve_commit(first) == first
-    assert_refused(tw("fetch", "trk"), "mirror updated", "tracked ref nosuch")
+    refused(tw("fetch", "trk"), "mirror updated", "tracked ref nosuch")
 
     # a short name means a branch; the message says how to follow the tag of that name
     (workspace.sources / "trk.toml").write_text(f'url = "{repo.path}"\ntrack = "v1"\n')
-    assert_refused(
+    refused(
         tw("fetch", "trk"),
         "tracked ref v1 is no branch of the mirror",
         'write track = "refs/tags/v1" in sources/trk.toml',
@@ -916,7 +908,7 @@ def test_a_hand_edited_subject_file_is_checked_key_by_key(tw, workspace, make_re
     repo.write("lamp.txt", "wick\n").commit()
     (workspace.sources / "lantern.toml").write_text(text.replace("{repo}", str(repo.path)))
     result = tw("fetch", "lantern")
-    assert_refused(result, "sources/lantern.toml", *words)
+    refused(result, "sources/lantern.toml", *words)
     assert "is not a git repository" not in result.output
     assert len(result.output.strip().splitlines()) <= 2  # one message (and a hint)
     assert mirror_dirs(workspace) == []
@@ -1178,7 +1170,7 @@ def test_a_fetch_that_cannot_reach_the_subject_keeps_the_mirror_usable(
         'url = "ssh://example.invalid/toy.git"\ntrack = "main"\n'
     )
     result = tw("fetch", "toy")
-    assert_refused(result, f"fetching subject toy failed ({cause}", said)
+    refused(result, f"fetching subject toy failed ({cause}", said)
     assert "fsck" not in result.output
     assert "the mirror and its pins stay usable" in result.output
     assert tw("check", "demo").exit_code == 0
@@ -1196,7 +1188,7 @@ def test_an_https_fetch_through_a_proxy_that_refuses_says_network(tw, workspace,
         monkeypatch.delenv(name, raising=False)
     assert tw("subject", "add", "far", "https://example.invalid/far.git").exit_code == 0
     result = tw("fetch", "far")
-    assert_refused(result, "failed (network unreachable)", f"127.0.0.1 port {port}")
+    refused(result, "failed (network unreachable)", f"127.0.0.1 port {port}")
     assert "no mirror was made" in result.output and "fsck" not in result.output
     assert mirror_dirs(workspace) == []
 
