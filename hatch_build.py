@@ -22,6 +22,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tarfile
 import tempfile
 from pathlib import Path
@@ -41,7 +42,7 @@ class MermaidHook(BuildHookInterface):  # type: ignore[misc]
         root = Path(self.root)
         pinned = _locked(root / "package-lock.json")
         bundle = _from_npm_cache(pinned) or _from_node_modules(root, pinned)
-        out = Path(tempfile.mkdtemp(prefix="tracework-build-"))
+        out = self._out = Path(tempfile.mkdtemp(prefix="tracework-build-"))
         (out / "mermaid.min.js").write_bytes(bundle)
         facts = {
             "version": pinned["version"],
@@ -49,10 +50,13 @@ class MermaidHook(BuildHookInterface):  # type: ignore[misc]
             "sha256": hashlib.sha256(bundle).hexdigest(),
         }
         (out / "mermaid.json").write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
-        build_data["force_include"][str(out / "mermaid.min.js")] = (
-            "tracework/assets/mermaid.min.js"
-        )
+        build_data["force_include"][str(out / "mermaid.min.js")] = "tracework/assets/mermaid.min.js"
         build_data["force_include"][str(out / "mermaid.json")] = "tracework/assets/mermaid.json"
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        """The two files are in the wheel now: their scratch folder goes."""
+        if getattr(self, "_out", None) is not None:
+            shutil.rmtree(self._out, ignore_errors=True)
 
 
 def _locked(lock: Path) -> dict[str, str]:
@@ -74,7 +78,9 @@ def _from_npm_cache(pinned: dict[str, str]) -> bytes | None:
     """The file from the pinned tarball in npm's cache, the tarball checked; None when
     the cache does not hold it."""
     digest = _sha512(pinned["integrity"]).hex()
-    cache = Path(os.environ.get("npm_config_cache") or Path.home() / ".npm") / "_cacache"
+    # npm reads its settings from npm_config_* in any case; lower case is what it sets itself
+    configured = os.environ.get("npm_config_cache") or os.environ.get("NPM_CONFIG_CACHE")  # noqa: SIM112
+    cache = Path(configured or Path.home() / ".npm") / "_cacache"
     tarball = cache / "content-v2" / "sha512" / digest[:2] / digest[2:4] / digest[4:]
     if not tarball.is_file():
         return None
@@ -92,7 +98,8 @@ def _from_node_modules(root: Path, pinned: dict[str, str]) -> bytes:
     """The file ``npm ci`` extracted, when npm recorded installing the pinned tarball."""
     installed = root / "node_modules" / ".package-lock.json"
     try:
-        entry = json.loads(installed.read_text(encoding="utf-8"))["packages"]["node_modules/mermaid"]
+        packages = json.loads(installed.read_text(encoding="utf-8"))["packages"]
+        entry = packages["node_modules/mermaid"]
     except (OSError, ValueError, KeyError):
         raise RuntimeError(
             "building a wheel needs the pinned Mermaid: run `npm ci` first (make does)"

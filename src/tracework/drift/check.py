@@ -442,10 +442,9 @@ def _check_source(
                 if lines is not None and lines.holds_at(quote.lines[0], needle):
                     result.items.append(_verified(sid, qid, quote))
                     continue
-            # relocate's machinery, imported only when a quote may have moved
-            from tracework.drift.relocate import Target, relocate
+            if target is None:  # relocate's machinery, loaded once a quote may have moved
+                from tracework.drift.relocate import Target, relocate
 
-            if target is None:
                 target = Target(
                     commit,
                     tree,
