@@ -137,4 +137,9 @@ def test_an_installed_tracework_renders_and_publishes_anywhere_offline(installed
     assert manifest["lock_sha256"] is None and len(manifest["distribution_sha256"]) == 64
     published = json.loads(run("publish", "--json"))
     assert published["ok"] and published["reports"] == 1
-    assert REPO not in folder.parents  # nothing of the checkout was needed
+    # the commands ran the installed package, not this checkout's sources
+    where = subprocess.run(
+        [str(installed.venv / "bin" / "python"), "-c", "import tracework as t; print(t.__file__)"],
+        cwd=ws, env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert Path(where).is_relative_to(installed.venv) and not Path(where).is_relative_to(REPO)
