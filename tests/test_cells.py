@@ -12,7 +12,11 @@ import pytest
 from IPython.core.events import EventManager, available_events
 
 import tracework
-from tracework.errors import RecordError
+import tracework.register.store as reg
+from tracework.drift.check import check_register
+from tracework.errors import RecordError, RegisterError
+from tracework.register import append, edits
+from tracework.register.evidence import QuoteRequest, add_quote
 
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
 
@@ -151,3 +155,116 @@ def test_outside_ipython_declarations_stay_as_before(pinned, workspace, monkeypa
         component(wb, "RT-CMP-a", q)
     wb.done()
     assert records_in(workspace) == ["RT-CMP-a", "RT-CMP-b"]
+
+
+# -- quotes: written once per cell ---------------------------------------------------
+
+VALUES = "".join(f"value_{n} = {n}\n" for n in range(1, 41))
+
+
+def end(shell: FakeShell) -> None:
+    """What IPython does when a cell has run, whether or not it raised."""
+    shell.events.trigger("post_run_cell", SimpleNamespace())
+
+
+@pytest.fixture
+def quoting(pinned, workspace, shell):
+    """A notebook whose setup cell has run (its first quote written by a full edit)."""
+    repo = pinned({"pkg/store.py": STORE, "pkg/values.py": VALUES})
+    shell.start("setup")
+    wb = tracework.open("demo")
+    wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    end(shell)
+    return SimpleNamespace(
+        wb=wb, src=wb.source("SRC-1"), path=workspace.registers / "demo.yaml", repo=repo
+    )
+
+
+@pytest.fixture
+def writes(monkeypatch) -> list[str]:
+    """The names of the files written atomically, by a splice or a full edit."""
+    names: list[str] = []
+    for module in (append, edits):
+        real = module.write_atomic
+        monkeypatch.setattr(
+            module, "write_atomic", lambda p, d, real=real: (names.append(p.name), real(p, d))
+        )
+    return names
+
+
+def test_a_cell_of_quotes_writes_the_register_once_when_it_ends(quoting, shell, writes):
+    before = quoting.path.read_bytes()
+    shell.start("cell")
+    views = [quoting.src.quote("pkg/values.py", lines=(n, n)) for n in range(1, 31)]
+    assert quoting.path.read_bytes() == before  # nothing written while the cell runs
+    assert {v.state for v in views} == {"verified"}
+    end(shell)
+    assert writes.count("demo.yaml") == 1
+    held = reg.load(quoting.path)
+    assert all(f"Q-values-{n}-{n}" in held.quotes for n in range(1, 31))
+    assert "pkg/values.py" in held.git_source("SRC-1").files
+    report = check_register(quoting.wb.ws, held)
+    assert {i.state for i in report.items} == {"verified"}
+
+
+def test_an_id_another_writer_took_meanwhile_is_refused_when_the_cell_ends(
+    quoting, shell, monkeypatch
+):
+    shown: list[BaseException] = []
+    monkeypatch.setattr("tracework.notebook.workbench.show_error", shown.append)
+    shell.start("cell")
+    quoting.src.quote("pkg/values.py", lines=(5, 5), id="Q-x")
+    ws = quoting.wb.ws
+    add_quote(ws, quoting.path, "SRC-1", "pkg/values.py", QuoteRequest((6, 6)), "Q-x")  # theirs
+    end(shell)
+    assert len(shown) == 1 and "Q-x is taken since this cell quoted it" in str(shown[0])
+    assert reg.load(quoting.path).quotes["Q-x"].lines == (6, 6)  # their quote is kept
+    shell.start("done")
+    with pytest.raises(RegisterError, match="a cell's quotes were not written"):
+        quoting.wb.done()
+    shell.start("cell")  # run again: decided afresh, against the register as it is now
+    with pytest.raises(RegisterError, match="quote id Q-x is already used"):
+        quoting.src.quote("pkg/values.py", lines=(5, 5), id="Q-x")
+    quoting.src.quote("pkg/values.py", lines=(5, 5), id="Q-mine")
+    end(shell)
+    assert reg.load(quoting.path).quotes["Q-mine"].lines == (5, 5)
+
+
+def test_an_id_quoted_twice_in_one_cell_ends_as_its_last_quote(quoting, shell):
+    shell.start("cell")
+    quoting.src.quote("pkg/values.py", lines=(3, 3), id="Q-y")
+    again = quoting.src.quote("pkg/values.py", lines=(4, 4), id="Q-y", replace=True)
+    end(shell)
+    assert again.replaced is not None and again.replaced.lines == (3, 3)
+    assert reg.load(quoting.path).quotes["Q-y"].lines == (4, 4)
+
+
+def test_a_quote_added_from_the_command_line_is_seen_by_the_next_cell(quoting, shell):
+    ws = quoting.wb.ws
+    add_quote(ws, quoting.path, "SRC-1", "pkg/values.py", QuoteRequest((7, 8)), "Q-cli")
+    before = quoting.path.read_bytes()
+    shell.start("cell")
+    view = quoting.src.quote("pkg/values.py", lines=(7, 8))
+    end(shell)
+    assert view.id == "Q-cli"  # one span, one id: the register's
+    assert quoting.path.read_bytes() == before
+
+
+def test_quotes_checked_one_by_one_match_a_full_check_at_a_later_commit(quoting, shell, tw, writes):
+    """At a commit where the file moved on, each new quote is checked alone; the result
+    is, item for item, what checking the whole register there gives."""
+    quoting.repo.write("pkg/values.py", "# new header\n" + VALUES.replace("value_9 ", "val_9 "))
+    later = quoting.repo.commit("later")
+    assert tw("fetch", "toy").exit_code == 0
+    shell.start("setup")
+    wb = tracework.open("demo", commit=later)
+    src = wb.source("SRC-1")
+    shell.start("cell")
+    src.quote("pkg/store.py", lines=(1, 1))  # the check of the source, made in full
+    for n in (2, 9, 12):  # then each quote checked alone, the first with its new file
+        src.quote("pkg/values.py", lines=(n, n + 1))
+    end(shell)
+    assert writes == ["demo.yaml", ".demo.yaml.compiled.json", ".demo.yaml.splice.compiled.json"]
+    whole = check_register(wb.ws, reg.load(quoting.path), at=later, only="SRC-1")
+    assert [i.as_json() for i in wb._check("SRC-1").items] == [i.as_json() for i in whole.items]
+    assert {i.state for i in whole.items if i.kind == "quote"} >= {"moved", "changed"}

@@ -161,9 +161,10 @@ def cell_id() -> str | None:
     return str(cell) if cell else None
 
 
-def watch_cells(start: Callable[[str], None]) -> bool:
+def watch_cells(start: Callable[[str], None], end: Callable[[], None] | None = None) -> bool:
     """Call ``start(cell_id)`` as each JupyterLab cell begins to run (IPython's
-    ``pre_run_cell`` event).  The callback is a bound method held weakly, so a
+    ``pre_run_cell`` event), and ``end()`` when any cell has run (``post_run_cell``,
+    whether or not it raised).  The callbacks are bound methods held weakly, so a
     workbench the notebook dropped (its ``tw.open`` cell re-run) stops listening
     instead of being kept alive.  Returns False outside IPython, where there are no
     cells."""
@@ -182,6 +183,15 @@ def watch_cells(start: Callable[[str], None]) -> bool:
             callback(str(cell))
 
     shell.events.register("pre_run_cell", pre_run_cell)
+    if end is not None:
+        on_end = weakref.WeakMethod(end)
+
+        def post_run_cell(result: Any) -> None:
+            callback = on_end()
+            if callback is not None:
+                callback()
+
+        shell.events.register("post_run_cell", post_run_cell)
     return True
 
 
@@ -199,6 +209,19 @@ def notebook_file() -> Path | None:
     return Path(name)
 
 
+def show_error(error: BaseException, shell: Any = None) -> list[str]:
+    """Show an error in the running cell as its one-line message (IPython does not show
+    what a custom handler returns, and an event callback's errors come with a traceback:
+    publish it ourselves)."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    stb = [f"\x1b[31m{type(error).__name__}\x1b[0m: {error}"]
+    shell._showtraceback(type(error), error, stb)
+    return stb
+
+
 def install_error_display() -> None:
     """Show a TraceworkError in a cell as its message, not a stack of library frames."""
     try:
@@ -212,9 +235,6 @@ def install_error_display() -> None:
     def handler(
         shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None
     ) -> list[str]:
-        # IPython does not show what a custom handler returns; publish it ourselves
-        stb = [f"\x1b[31m{etype.__name__}\x1b[0m: {value}"]
-        shell._showtraceback(etype, value, stb)
-        return stb
+        return show_error(value, shell)
 
     shell.set_custom_exc((TraceworkError,), handler)

@@ -42,8 +42,9 @@ from tracework.errors import (
 )
 from tracework.fsio import write_atomic
 from tracework.git.subjects import load_subject, open_mirror
-from tracework.hashing import sha256_hex
+from tracework.hashing import sha256_file, sha256_hex
 from tracework.notebook.absences import AbsenceResult
+from tracework.notebook.authoring import PendingQuotes
 from tracework.notebook.declare import RecordDeclarations
 from tracework.notebook.diagrams import (
     DIRECTIONS,
@@ -65,6 +66,7 @@ from tracework.notebook.jupyter import (
     display,
     install_error_display,
     notebook_file,
+    show_error,
     watch_cells,
 )
 from tracework.notebook.marks import Mark, marks_json, marks_section
@@ -94,7 +96,6 @@ from tracework.register.evidence import (
     QuoteRequest,
     add_capture_source,
     add_files,
-    add_quote,
     make_quote,
     quotable_lines,
     same_evidence,
@@ -288,6 +289,8 @@ class Workbench(RecordDeclarations):
         self.ws, self.register_path, self.mode = ws, register_path, mode
         self.analysis_date = analysis_date
         self.title, self.kind = title, kind
+        self._pending = PendingQuotes(ws, register_path) if mode == "author" else None
+        self._unwritten: str | None = None  # why a cell's quotes could not be written
         self._read_register()
         gits = [(sid, s) for sid, s in self.register.sources.items() if isinstance(s, GitSource)]
         if not gits:
@@ -321,7 +324,7 @@ class Workbench(RecordDeclarations):
         self._texts: list[bytes] | None = None
         self._screen: Screen | None = None
         install_error_display()
-        watch_cells(self._cell_starts)
+        self._cells_end = watch_cells(self._cell_starts, self._cell_ends) and mode == "author"
 
     def _read_register(self) -> None:
         """Load the register, keeping the SHA-256 of the very bytes read: records.json
@@ -335,6 +338,45 @@ class Workbench(RecordDeclarations):
             raise
         self.register: Register = reg.load(self.register_path, raw)
         self.register_sha256 = sha256_hex(raw)
+        if self._pending is not None:
+            self._pending.forget()
+
+    def _sync_register(self) -> None:
+        """Read the register again if another writer changed it (a quote from the command
+        line, a hand edit) while this notebook had nothing pending."""
+        pending = self._pending
+        if (
+            pending is not None
+            and not pending.changes
+            and sha256_file(self.register_path) != self.register_sha256
+        ):
+            self._read_register()
+            self._checks.clear()
+
+    def _write_quotes(self) -> None:
+        """Write what this cell quoted, in one write (see :mod:`tracework.notebook.authoring`)."""
+        if self._pending is None or not self._pending.changes:
+            return
+        try:
+            digest = self._pending.write()
+        except BaseException as exc:
+            if isinstance(exc, TraceworkError):
+                self._unwritten = str(exc)
+            self._read_register()  # without this cell's quotes
+            self._checks.clear()
+            raise
+        self._unwritten = None
+        if digest is None:  # a full edit: it may hold others' changes too
+            self._read_register()
+            self._checks.clear()
+        else:
+            self.register_sha256 = digest
+
+    def _cell_ends(self) -> None:
+        try:
+            self._write_quotes()
+        except TraceworkError as exc:
+            show_error(exc)
 
     # -- sources and quotes ------------------------------------------------------------
 
@@ -372,6 +414,40 @@ class Workbench(RecordDeclarations):
             self._checks[sid] = check_register(self.ws, self.register, at=at, only=sid)
         return self._checks[sid]
 
+    def _checked(self, sid: str, qid: str, new_file: bool) -> None:
+        """Bring the source's check up to date with one quote just made (and its file),
+        checking only them: a cell of 200 quotes must not check the register 200 times.
+        The items take the places a full check gives them (files first, quotes in the
+        register's order)."""
+        report = self._checks.get(sid)
+        if report is None:
+            return  # checked in full, new quote and all, when first needed
+        quote = self.register.quotes[qid]
+        source = self.register.git_source(sid)
+        files = {quote.path: source.files[quote.path]} if new_file else {}
+        alone = self.register.model_copy(
+            update={
+                "sources": {sid: source.model_copy(update={"files": files})},
+                "quotes": {qid: quote},
+                "checks": [],
+                "assertions": [],
+            }
+        )
+        commit = self._commit_for(sid)
+        at = commit if commit != source.commit else None
+        fresh = check_register(self.ws, alone, at=at, only=sid).sources[0].items
+        items = report.sources[0].items
+        for item in fresh:
+            if item.kind == "file":
+                last = max((n for n, i in enumerate(items) if i.kind == "file"), default=-1)
+                items.insert(last + 1, item)
+                continue
+            at_n = next((n for n, i in enumerate(items) if i.kind == "quote" and i.id == qid), None)
+            if at_n is None:
+                items.append(item)
+            else:
+                items[at_n] = item
+
     def _info(self, qid: str) -> QuoteInfo:
         quote = self.register.quotes[qid]
         items = {i.id: i for i in self._check(quote.source).items if i.kind == "quote"}
@@ -393,8 +469,9 @@ class Workbench(RecordDeclarations):
                     hint="open the notebook in author mode (JupyterLab) to register it; "
                     "render mode never writes to the register",
                 )
+            self._write_quotes()
             add_files(self.ws, self.register_path, sid, [path])
-            self.register = reg.load(self.register_path)
+            self._read_register()
             self._checks.clear()
         info = self._file_info(sid, path)
         self._files[info.key] = info
@@ -448,8 +525,9 @@ class Workbench(RecordDeclarations):
             if isinstance(s, CaptureSource) and s.capture == name
         ]
         if not sources and self.mode == "author":
+            self._write_quotes()
             add_capture_source(self.ws, self.register_path, name, self.commit)
-            self.register = reg.load(self.register_path)
+            self._read_register()
             self._checks.clear()
             return self.capture(name)
         if not sources:
@@ -500,20 +578,16 @@ class Workbench(RecordDeclarations):
         self, sid: str, path: str, request: QuoteRequest, qid: str | None, replace: bool
     ) -> QuoteView:
         replaced = None
-        if self.mode == "author":
-            added = add_quote(
-                self.ws,
-                self.register_path,
-                sid,
-                path,
-                request,
-                qid,
-                replace=replace,
-                interface="notebook",
-            )
-            qid, replaced = added.quote_id, added.replaced
-            self._read_register()
-            self._checks.clear()
+        if self._pending is not None:
+            if qid is not None and qid in self._pending.changes:
+                self._write_quotes()  # the cell names an id it quoted: one change per id
+            self._sync_register()
+            quoted = self._pending.quote(self.register, sid, path, request, qid, replace)
+            self.register, qid, replaced = quoted.register, quoted.quote_id, quoted.replaced
+            if quoted.new:
+                self._checked(sid, qid, quoted.new_file)
+            if not self._cells_end:
+                self._write_quotes()  # no cells to wait for
         else:
             qid = self._find_in_register(sid, path, request, qid)
         info = self._info(qid)
@@ -1117,6 +1191,12 @@ class Workbench(RecordDeclarations):
             wb.done()
             ```
         """
+        self._write_quotes()
+        if self._unwritten is not None:
+            raise RegisterError(
+                f"a cell's quotes were not written: {self._unwritten}",
+                hint="run that cell again, then this one",
+            )
         self._forget_deleted_cells()
         self._refuse_dangling()
         data = self.records_json()

@@ -35,7 +35,7 @@ from tracework.hashing import (
     sha256_hex,
     workspace_file_sha256,
 )
-from tracework.register.append import append_quote
+from tracework.register.append import Change, append_quote, replace_quote, write_changes
 from tracework.register.models import (
     QUOTE_ID,
     Anchor,
@@ -542,15 +542,14 @@ def default_quote_id(quote: Quote) -> str:
 
 def same_evidence(a: Quote, b: Quote) -> bool:
     """The identity of a quote: the same span (source, path, lines) with the same bytes."""
-    return (a.source, a.path, a.lines, a.sha256) == (b.source, b.path, b.lines, b.sha256)
+    return _evidence(a) == _evidence(b)
 
 
 def quote_with_evidence(quotes: Mapping[str, Any], wanted: Quote) -> str | None:
     """The id the register already gives this span, if any: the first in the register's
     order, as render mode finds it (one span, one identity, in both modes)."""
     for qid, node in quotes.items():
-        have = node if isinstance(node, Quote) else Quote.model_validate(dict(node))
-        if same_evidence(have, wanted):
+        if same_evidence(_as_quote(node), wanted):
             return qid
     return None
 
@@ -562,6 +561,40 @@ class QuoteAdded(NamedTuple):
     quote_id: str
     quote: Quote
     replaced: Quote | None = None
+
+
+def refuse_bad_request(
+    path: str, quote_id: str | None, replace: bool, interface: Interface
+) -> None:
+    """Refuse, before any work, what no register could take: a malformed id, a
+    ``replace`` without one, a file name that is not UTF-8."""
+    if quote_id is not None and not QUOTE_ID.fullmatch(quote_id):
+        raise RegisterError(
+            f"'{quote_id}' is not a valid quote id",
+            hint="letters, digits, '.', '_', ':' and '-', starting with a letter",
+        )
+    if replace and quote_id is None:
+        raise RegisterError(
+            f"{option('replace', interface)} needs the id of the quote to replace",
+            hint=f"give {option('id', interface)} with it",
+        )
+    _refuse_undecodable([path])
+
+
+def locate_quote(
+    mirror: Mirror,
+    commit: str,
+    sid: str,
+    path: str,
+    request: QuoteRequest,
+    interface: Interface = "cli",
+) -> tuple[Quote, TreeEntry]:
+    """The quote of the span ``request`` finds in ``path`` at ``commit``, and the file's
+    tree entry there."""
+    entry = mirror.entry(commit, path)
+    data = quotable_lines(mirror, entry, path, interface)
+    span, anchor = request.locate(data, path, interface)
+    return make_quote(sid, path, data, span, anchor), entry
 
 
 def add_quote(
@@ -583,30 +616,23 @@ def add_quote(
     used for other evidence is refused unless ``replace``, which points the id at the
     new span on purpose.  The file is registered too if it was not yet.
     """
-    if quote_id is not None and not QUOTE_ID.fullmatch(quote_id):
-        raise RegisterError(
-            f"'{quote_id}' is not a valid quote id",
-            hint="letters, digits, '.', '_', ':' and '-', starting with a letter",
-        )
-    if replace and quote_id is None:
-        raise RegisterError(
-            f"{option('replace', interface)} needs the id of the quote to replace",
-            hint=f"give {option('id', interface)} with it",
-        )
-    _refuse_undecodable([path])
+    refuse_bad_request(path, quote_id, replace, interface)
     made: list[tuple[Quote, TreeEntry, Mirror]] = []
 
     def locate(subject: str, commit: str) -> Quote:
         mirror = open_mirror(ws, subject)
-        entry = mirror.entry(commit, path)
-        data = quotable_lines(mirror, entry, path, interface)
-        span, anchor = request.locate(data, path, interface)
-        made.append((make_quote(sid, path, data, span, anchor), entry, mirror))
-        return made[-1][0]
+        quote, entry = locate_quote(mirror, commit, sid, path, request, interface)
+        made.append((quote, entry, mirror))
+        return quote
 
-    if not replace:
-        # the register read once, from its compiled copy, and the quote spliced in: a
-        # quote added to a large register must not cost a pass over every quote
+    # the register read once, from its compiled copy, and the entry spliced in: a quote
+    # added to a large register must not cost a pass over every quote
+    if replace:
+        assert quote_id is not None
+        swapped = replace_quote(register_path, sid, locate, quote_id)
+        if swapped is not None:
+            return QuoteAdded(quote_id, *swapped)
+    else:
         fast = append_quote(register_path, sid, locate, quote_id, default_quote_id)
         if fast is not None:
             return QuoteAdded(*fast)
@@ -614,48 +640,131 @@ def add_quote(
         source = reg.load(register_path).git_source(sid)
         locate(source.subject, source.commit)
     quote, entry, mirror = made[-1]
-    where = f"{path}:{quote.lines[0]}-{quote.lines[1]}"
     with regy.edit(register_path) as doc:
         quotes = regy.section(doc, "quotes")
-        known = quote_with_evidence(quotes, quote)
-        replaced = None
-        if known is not None and (quote_id is None or known == quote_id):
-            return QuoteAdded(known, Quote.model_validate(dict(quotes[known])))
-        if known is not None:
-            raise RegisterError(
-                f"{register_path.name}: {where} is already quote {known}; one span has one id",
-                hint=f"cite it as {option('id', interface)}{_literal(known, interface)}, or "
-                f"remove {known} first",
-            )
-        qid = quote_id or default_quote_id(quote)
-        if qid in quotes:
-            existing = Quote.model_validate(dict(quotes[qid]))
-            if replace:
-                replaced = existing
-            elif quote_id is not None:
-                raise RegisterError(
-                    f"{register_path.name}: quote id {qid} is already used for "
-                    f"{existing.path}:{existing.lines[0]}-{existing.lines[1]}",
-                    hint=f"choose another {option('id', interface)}, or add "
-                    f"{option('replace', interface)}{'True' if interface == 'notebook' else ''}"
-                    " to point it at this span",
-                )
-            else:
-                n = 2
-                while f"{qid}-{n}" in quotes:
-                    n += 1
-                qid = f"{qid}-{n}"
-        elif replace:
-            raise RegisterError(
-                f"{register_path.name}: there is no quote {qid} to replace",
-                hint=f"leave out {option('replace', interface)} to add it",
-            )
+        decided = decide_id(register_path.name, quotes, quote, quote_id, replace, interface)
+        if decided.held is not None:
+            return QuoteAdded(decided.quote_id, decided.held)
         files = regy.section(doc["sources"][sid], "files")
         if path not in files:
             blob = mirror.read_blob(entry.oid)
             files[path] = regy.file_node(file_entry(entry, blob))
-        quotes[qid] = regy.quote_node(quote)
-    return QuoteAdded(qid, quote, replaced)
+        quotes[decided.quote_id] = regy.quote_node(quote)
+    return QuoteAdded(decided.quote_id, quote, decided.replaced)
+
+
+def write_quotes(register_path: Path, changes: list[Change]) -> str | None:
+    """Write quotes whose ids were decided beforehand (a notebook cell's, in author
+    mode) in one write: spliced when the fast path applies, else one full edit.  Returns
+    the SHA-256 of the bytes spliced, or None after a full edit (which may also hold
+    what another writer added meanwhile: read the register again).
+
+    The ids were decided against the register as the notebook last read it.  An id or
+    a span another writer has since given to other evidence is refused, naming both,
+    and nothing is written: running the cell again decides afresh.
+    """
+    if not changes:
+        return None
+    digest = write_changes(register_path, changes)
+    if digest is not None:
+        return digest
+    name = register_path.name
+    with regy.edit(register_path) as doc:
+        quotes = regy.section(doc, "quotes")
+        held: dict[tuple[str, str, tuple[int, int], str], str] = {}
+        for qid, node in quotes.items():
+            held.setdefault(_evidence(_as_quote(node)), qid)
+        for change in changes:
+            quote, qid = change.quote, change.quote_id
+            where = f"{quote.path}:{quote.lines[0]}-{quote.lines[1]}"
+            known = held.get(_evidence(quote))
+            if known == qid:
+                continue
+            if known is not None or (qid in quotes) != change.replace:
+                taken = (
+                    f"quote {known} holds {where}"
+                    if known
+                    else f"{qid} is " + ("taken" if qid in quotes else "gone")
+                )
+                raise RegisterError(
+                    f"{name}: {taken} since this cell quoted it (another writer changed "
+                    "the register); nothing was written",
+                    hint="run the cell again",
+                )
+            files = regy.section(doc["sources"][quote.source], "files")
+            if quote.path not in files and change.file is not None:
+                files[quote.path] = regy.file_node(change.file)
+            quotes[qid] = regy.quote_node(quote)
+            held.setdefault(_evidence(quote), qid)
+    return None
+
+
+def _evidence(quote: Quote) -> tuple[str, str, tuple[int, int], str]:
+    return quote.source, quote.path, quote.lines, quote.sha256
+
+
+class Decided(NamedTuple):
+    """The id a new quote gets: ``held`` is the register's quote when it already holds
+    the span under that id (nothing to write), ``replaced`` the quote ``replace``
+    puts it in place of."""
+
+    quote_id: str
+    held: Quote | None = None
+    replaced: Quote | None = None
+
+
+def decide_id(
+    register_name: str,
+    quotes: Mapping[str, Any],
+    quote: Quote,
+    quote_id: str | None,
+    replace: bool,
+    interface: Interface,
+    known: str | Literal[False] | None = False,
+) -> Decided:
+    """The id ``quote`` goes under in a register holding ``quotes`` (models or YAML
+    nodes), by the rules of one identity: the id the register gives the same span, or
+    ``quote_id``, or the default id made unique; a span quoted under another id, an id
+    used for other evidence (unless ``replace``) and a ``replace`` of no quote are
+    refused.  ``known`` is the id holding the span when the caller has an index of
+    them (False: look it up)."""
+    held = quote_with_evidence(quotes, quote) if known is False else known
+    where = f"{quote.path}:{quote.lines[0]}-{quote.lines[1]}"
+    if held is not None and (quote_id is None or held == quote_id):
+        return Decided(held, held=_as_quote(quotes[held]))
+    if held is not None:
+        raise RegisterError(
+            f"{register_name}: {where} is already quote {held}; one span has one id",
+            hint=f"cite it as {option('id', interface)}{_literal(held, interface)}, or "
+            f"remove {held} first",
+        )
+    qid = quote_id or default_quote_id(quote)
+    if qid not in quotes:
+        if replace:
+            raise RegisterError(
+                f"{register_name}: there is no quote {qid} to replace",
+                hint=f"leave out {option('replace', interface)} to add it",
+            )
+        return Decided(qid)
+    existing = _as_quote(quotes[qid])
+    if replace:
+        return Decided(qid, replaced=existing)
+    if quote_id is not None:
+        raise RegisterError(
+            f"{register_name}: quote id {qid} is already used for "
+            f"{existing.path}:{existing.lines[0]}-{existing.lines[1]}",
+            hint=f"choose another {option('id', interface)}, or add "
+            f"{option('replace', interface)}{'True' if interface == 'notebook' else ''}"
+            " to point it at this span",
+        )
+    n = 2
+    while f"{qid}-{n}" in quotes:
+        n += 1
+    return Decided(f"{qid}-{n}")
+
+
+def _as_quote(node: Any) -> Quote:
+    return node if isinstance(node, Quote) else Quote.model_validate(dict(node))
 
 
 def _literal(value: str, interface: Interface) -> str:
