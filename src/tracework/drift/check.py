@@ -525,6 +525,24 @@ def _verified(sid: str, qid: str, quote: QuoteData) -> CheckItem:
     )
 
 
+def read_at_pin(
+    sid: str, qid: str, path: str, lines: tuple[int, int], sha256: str, file_sha256: str | None
+) -> list[CheckItem]:
+    """The items a check at the pin gives a quote just made from the pin's own bytes
+    (and its file, when it was registered from them too): verified by construction, so
+    a notebook quoting in author mode need not read them again."""
+    quote = CheckItem(
+        "quote", qid, sid, path, "verified", lines, detail="same lines", sha256=sha256,
+        sha256_at_commit=sha256,
+    )  # fmt: skip
+    if file_sha256 is None:
+        return [quote]
+    file = CheckItem(
+        "file", path, sid, path, "verified", sha256=file_sha256, sha256_at_commit=file_sha256
+    )
+    return [file, quote]
+
+
 def _check_file(
     sid: str,
     path: str,

@@ -31,7 +31,13 @@ from tracework.capture.evidence import (
     excerpt_info,
     transcripts_html,
 )
-from tracework.drift.check import CheckItem, CheckReport, check_documents, check_register
+from tracework.drift.check import (
+    CheckItem,
+    CheckReport,
+    check_documents,
+    check_register,
+    read_at_pin,
+)
 from tracework.errors import (
     ChecksFailed,
     QuoteNotInRegister,
@@ -424,18 +430,21 @@ class Workbench(RecordDeclarations):
             return  # checked in full, new quote and all, when first needed
         quote = self.register.quotes[qid]
         source = self.register.git_source(sid)
-        files = {quote.path: source.files[quote.path]} if new_file else {}
-        alone = self.register.model_copy(
-            update={
-                "sources": {sid: source.model_copy(update={"files": files})},
-                "quotes": {qid: quote},
-                "checks": [],
-                "assertions": [],
-            }
-        )
         commit = self._commit_for(sid)
-        at = commit if commit != source.commit else None
-        fresh = check_register(self.ws, alone, at=at, only=sid).sources[0].items
+        if commit == source.commit:  # made from the pin's bytes: verified as made
+            file_sha256 = source.files[quote.path].sha256 if new_file else None
+            fresh = read_at_pin(sid, qid, quote.path, quote.lines, quote.sha256, file_sha256)
+        else:
+            files = {quote.path: source.files[quote.path]} if new_file else {}
+            alone = self.register.model_copy(
+                update={
+                    "sources": {sid: source.model_copy(update={"files": files})},
+                    "quotes": {qid: quote},
+                    "checks": [],
+                    "assertions": [],
+                }
+            )
+            fresh = check_register(self.ws, alone, at=commit, only=sid).sources[0].items
         items = report.sources[0].items
         for item in fresh:
             if item.kind == "file":
