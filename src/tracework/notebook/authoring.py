@@ -15,6 +15,7 @@ if another writer gave an id or a span to other evidence meanwhile.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from tracework.git.mirror import Mirror
@@ -53,7 +54,7 @@ def _key(quote: Quote) -> _Key:
 class PendingQuotes:
     """The quotes a cell made that the register file does not hold yet."""
 
-    def __init__(self, ws: Workspace, register_path: Any) -> None:
+    def __init__(self, ws: Workspace, register_path: Path) -> None:
         self.ws, self.register_path = ws, register_path
         self.changes: dict[str, Change] = {}
         self._held: dict[_Key, str] | None = None  # each span to the first id holding it
@@ -90,7 +91,7 @@ class PendingQuotes:
             mirror = self._mirrors[source.subject] = open_mirror(self.ws, source.subject)
         quote, entry = locate_quote(mirror, source.commit, sid, path, request, "notebook")
         decided = decide_id(
-            register.name + ".yaml",
+            self.register_path.name,
             register.quotes,
             quote,
             quote_id,

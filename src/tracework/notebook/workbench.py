@@ -330,7 +330,8 @@ class Workbench(RecordDeclarations):
         self._texts: list[bytes] | None = None
         self._screen: Screen | None = None
         install_error_display()
-        self._cells_end = watch_cells(self._cell_starts, self._cell_ends) and mode == "author"
+        watched = watch_cells(self._cell_starts, self._cell_ends)
+        self._write_at_cell_end = watched and mode == "author"  # else each quote at once
 
     def _read_register(self) -> None:
         """Load the register, keeping the SHA-256 of the very bytes read: records.json
@@ -595,7 +596,7 @@ class Workbench(RecordDeclarations):
             self.register, qid, replaced = quoted.register, quoted.quote_id, quoted.replaced
             if quoted.new:
                 self._checked(sid, qid, quoted.new_file)
-            if not self._cells_end:
+            if not self._write_at_cell_end:
                 self._write_quotes()  # no cells to wait for
         else:
             qid = self._find_in_register(sid, path, request, qid)
