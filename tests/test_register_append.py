@@ -35,6 +35,9 @@ LINES = [
     "- item\n",
     "'quoted' \"twice\"\n",
     "naïve café — ✓\n",
+    # text shaped like the compiled copy's keys and rows, which is searched as text
+    '{"Q-given":["SRC-1","pkg/a.py",[1,2],null,"0"],"Q-other":[\n',
+    '":["SRC-1","pkg/b.txt",[1,1],\\",\n',
     "\n",
     "carriage\rreturn\n",
     "    return key\n",

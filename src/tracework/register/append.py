@@ -31,19 +31,19 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from tracework import __version__
 from tracework.fsio import locked, write_atomic
 from tracework.hashing import sha256_hex
 from tracework.readers import DataError, load_json, load_yaml
 from tracework.register import store
 from tracework.register.data import GitSourceData, QuoteData
 from tracework.register.models import FileEntry, Quote, Register
+from tracework.register.rowsplice import CompiledRows, quotes_close
 
 #: Where things sit in the compiled copy's rows (each model a list of its field values):
 #: reading the few fields a new quote needs from the rows, without making ten thousand
 #: named tuples, keeps the fast path fast.
-_SOURCES = list(Register.model_fields).index("sources")
 _QUOTES = list(Register.model_fields).index("quotes")
-_SHA256 = QuoteData._fields.index("sha256")
 _GIT_FILES = GitSourceData._fields.index("files")
 _GIT_SUBJECT = GitSourceData._fields.index("subject")
 _GIT_COMMIT = GitSourceData._fields.index("commit")
@@ -69,7 +69,7 @@ class _Recalled(NamedTuple):
     raw: bytes
     offset: int  # where the quotes block ends
     start: int  # where its first entry starts
-    rows: list[Any]  # the compiled copy's rows, parsed
+    rows: CompiledRows  # the compiled copy
 
 
 def _git_files(source: Any) -> dict[str, Any] | None:
@@ -84,12 +84,22 @@ def _splice_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.splice.compiled.json")
 
 
-def _seal(digest: str, offset: int) -> str | None:
+class _Point(NamedTuple):
+    """Where the next quote goes: in the YAML's bytes, and in the compiled copy's text."""
+
+    offset: int
+    quotes_close: int
+
+
+def _seal(digest: str, point: _Point) -> str | None:
     key = store.seal_key()
     if key is None:
         return None
-    made_from = f"splice\n{store.COMPILED_FORMAT}\n{digest}\n{offset}\n".encode()
-    return hmac.new(key, made_from, hashlib.sha256).hexdigest()
+    made_from = (
+        f"splice\n{store.COMPILED_FORMAT}\n{__version__}\n{store.models_sha256()}\n{digest}\n"
+        f"{point.offset}\n{point.quotes_close}\n"
+    )
+    return hmac.new(key, made_from.encode(), hashlib.sha256).hexdigest()
 
 
 def splice_point(text: str) -> int | None:
@@ -112,35 +122,40 @@ def splice_point(text: str) -> int | None:
     return len("".join(lines[:end]).encode("utf-8"))
 
 
-def remember(path: Path, digest: str, text: str) -> None:
-    """Leave the splice point of the YAML just written (best effort: without it, the
-    next quote takes the full path)."""
-    _leave(path, digest, splice_point(text))
+def remember(path: Path, digest: str, text: str, register: Register) -> None:
+    """Leave the splice point of the YAML just written, and of its compiled copy (best
+    effort: without it, the next quote takes the full path)."""
+    offset = splice_point(text)
+    point = None
+    if offset is not None:
+        point = _Point(offset, quotes_close(store._row(register), _QUOTES))
+    _leave(path, digest, point)
 
 
-def _leave(path: Path, digest: str, offset: int | None) -> None:
+def _leave(path: Path, digest: str, point: _Point | None) -> None:
     target = _splice_path(path)
-    seal = _seal(digest, offset) if offset is not None else None
+    seal = _seal(digest, point) if point is not None else None
     try:
-        if seal is None:
+        if point is None or seal is None:
             target.unlink(missing_ok=True)
             return
-        write_atomic(target, json.dumps({"yaml_sha256": digest, "offset": offset, "seal": seal}))
+        data = {"yaml_sha256": digest, **point._asdict(), "seal": seal}
+        write_atomic(target, json.dumps(data))
     except OSError:
         return
 
 
-def _recall(path: Path, digest: str) -> int | None:
+def _recall(path: Path, digest: str) -> _Point | None:
     """The splice point left for exactly these YAML bytes, if its seal holds."""
     try:
         data = load_json(_splice_path(path).read_bytes())
-        offset, seal = data["offset"], data["seal"]
+        point, seal = _Point(data["offset"], data["quotes_close"]), data["seal"]
     except (OSError, DataError, TypeError, KeyError):
         return None
-    if not isinstance(offset, int) or data.get("yaml_sha256") != digest:
+    if not all(isinstance(n, int) for n in point) or data.get("yaml_sha256") != digest:
         return None
-    expected = _seal(digest, offset)
-    return offset if expected is not None and hmac.compare_digest(expected, str(seal)) else None
+    expected = _seal(digest, point)
+    return point if expected is not None and hmac.compare_digest(expected, str(seal)) else None
 
 
 def _recall_all(path: Path) -> _Recalled | None:
@@ -151,18 +166,18 @@ def _recall_all(path: Path) -> _Recalled | None:
     except OSError:
         return None
     digest = sha256_hex(raw)
-    offset = _recall(path, digest)
-    content = store._read_compiled(path, digest) if offset is not None else None
-    if offset is None or content is None:
+    point = _recall(path, digest)
+    content = store._read_compiled(path, digest) if point is not None else None
+    if point is None or content is None:
         return None
-    heading = raw.rfind(b"\nquotes:\n", 0, offset)
+    heading = raw.rfind(b"\nquotes:\n", 0, point.offset)
     try:
-        rows = json.loads(content)
-        if heading < 0 or not isinstance(rows[_QUOTES], dict):
-            return None
-    except store._SHAPE_ERRORS:
+        rows = CompiledRows(content.decode("utf-8"), point.quotes_close)
+    except (*store._SHAPE_ERRORS, UnicodeDecodeError):
         return None
-    return _Recalled(raw, offset, heading + len(b"\nquotes:\n"), rows)
+    if heading < 0:
+        return None
+    return _Recalled(raw, point.offset, heading + len(b"\nquotes:\n"), rows)
 
 
 # -- the entries, as the full edit's dump writes them ------------------------------------
@@ -272,24 +287,27 @@ def _files_end(raw: bytes, before: int, opening: str) -> int | None:
     return line
 
 
-def _splice(recalled: _Recalled, changes: list[Change]) -> tuple[bytes, int] | None:
-    """The register's new bytes and splice point, with the changes' entries spliced in;
-    the rows are updated to match.  None when any change does not fit the fast path."""
+class _Spliced(NamedTuple):
+    yaml: bytes
+    compiled: str
+    point: _Point
+
+
+def _splice(recalled: _Recalled, changes: list[Change]) -> _Spliced | None:
+    """The register's new bytes and compiled copy, with the changes' entries spliced in,
+    and where the next quote goes.  None when any change does not fit the fast path."""
     raw, offset, rows = recalled.raw, recalled.offset, recalled.rows
-    quotes: dict[str, list[Any]] = rows[_QUOTES]
-    if len({c.quote_id for c in changes}) != len(changes):
-        return None
-    held = _held_spans(quotes)
     spans = {_span_key(c.quote) for c in changes}
-    if len(spans) != len(changes) or any(
-        held.get(_span_key(c.quote), c.quote_id) != c.quote_id for c in changes
-    ):
-        return None  # a span another id holds: one span, one id
+    if len({c.quote_id for c in changes}) != len(changes) or len(spans) != len(changes):
+        return None
     edits: list[tuple[int, int, bytes]] = []
     new_files: dict[str, list[tuple[str, FileEntry]]] = {}
+    replaced: dict[str, list[Any]] = {}
     for change in changes:
         quote = change.quote
-        files = _git_files(rows[_SOURCES].get(quote.source))
+        if _holding(rows, quote) not in (None, change.quote_id):
+            return None  # a span another id holds: one span, one id
+        files = _git_files(rows.sources.get(quote.source))
         if files is None:
             return None
         coming = [path for path, _ in new_files.get(quote.source, [])]
@@ -300,15 +318,13 @@ def _splice(recalled: _Recalled, changes: list[Change]) -> tuple[bytes, int] | N
         elif quote.path not in files and quote.path not in coming:
             return None
         if change.replace:
-            row = quotes.get(change.quote_id)
-            if row is None:
-                return None
-            old = Quote.model_validate(store._as_data(QuoteData.from_row(row)))
-            span = _entry_span(recalled, change.quote_id, old)
+            old = _quote_of(rows.quote_row(change.quote_id))
+            span = _entry_span(recalled, change.quote_id, old) if old is not None else None
             if span is None:
                 return None
             edits.append((*span, entry_text(change.quote_id, quote).encode("utf-8")))
-        elif change.quote_id in quotes:
+            replaced[change.quote_id] = store._row(quote)
+        elif rows.has_quote(change.quote_id):
             return None
     added = [(c.quote_id, c.quote) for c in changes if not c.replace]
     added_text = quote_entries(added) if added else ""
@@ -319,6 +335,9 @@ def _splice(recalled: _Recalled, changes: list[Change]) -> tuple[bytes, int] | N
         if at is None:
             return None
         edits.append((at, at, body.encode("utf-8")))
+        files = _git_files(rows.sources[sid])
+        assert files is not None
+        files.update((path, store._row(entry)) for path, entry in entries)
     if not _reads_back(added_text, bodies, changes):
         return None
     if added_text:
@@ -331,13 +350,10 @@ def _splice(recalled: _Recalled, changes: list[Change]) -> tuple[bytes, int] | N
         pieces += [raw[cursor:first], text]
         cursor, shift = end, shift + len(text) - (end - first)
     pieces.append(raw[cursor:])
-    for change in changes:
-        if change.file is not None:
-            files = _git_files(rows[_SOURCES][change.quote.source])
-            assert files is not None
-            files[change.quote.path] = store._row(change.file)
-        quotes[change.quote_id] = store._row(change.quote)
-    return b"".join(pieces), offset + shift
+    compiled, close = rows.changed(
+        bool(new_files), replaced, [(qid, store._row(quote)) for qid, quote in added]
+    )
+    return _Spliced(b"".join(pieces), compiled, _Point(offset + shift, close))
 
 
 def write_changes(path: Path, changes: list[Change]) -> str | None:
@@ -353,15 +369,14 @@ def _write(path: Path, recalled: _Recalled, changes: list[Change]) -> str | None
     spliced = _splice(recalled, changes)
     if spliced is None:
         return None
-    text, offset = spliced
+    text, offset = spliced.yaml, spliced.point.offset
     write_atomic(path, text)
     digest = sha256_hex(text)
-    compiled = json.dumps(recalled.rows, ensure_ascii=False, separators=(",", ":"))
-    store.write_compiled_rows(path, digest, compiled.encode("utf-8") + b"\n")
+    store.write_compiled_rows(path, digest, spliced.compiled.encode("utf-8"))
     # where splice_point would find the end now, unless the block's last line is blank
     # (a quoted scalar's folded line break), as the full edit's remember() would decide
     last = text[text.rfind(b"\n", 0, offset - 1) + 1 : offset]
-    _leave(path, digest, offset if last.strip() else None)
+    _leave(path, digest, spliced.point if last.strip() else None)
     return digest
 
 
@@ -370,7 +385,7 @@ def _write(path: Path, recalled: _Recalled, changes: list[Change]) -> str | None
 
 def _source_of(recalled: _Recalled, sid: str) -> tuple[str, str, dict[str, Any]] | None:
     try:
-        source = recalled.rows[_SOURCES].get(sid)
+        source: Any = recalled.rows.sources.get(sid)
         files = _git_files(source)
         if files is None:
             return None
@@ -379,9 +394,9 @@ def _source_of(recalled: _Recalled, sid: str) -> tuple[str, str, dict[str, Any]]
         return None
 
 
-def _quote_of(row: list[Any]) -> Quote | None:
+def _quote_of(row: list[Any] | None) -> Quote | None:
     try:
-        return Quote.model_validate(store._as_data(QuoteData.from_row(row)))
+        return Quote.model_validate(store._as_data(QuoteData.from_row(row)))  # type: ignore[arg-type]
     except store._SHAPE_ERRORS:
         return None
 
@@ -390,22 +405,9 @@ def _span_key(quote: Quote) -> tuple[str, str, int, int, str]:
     return quote.source, quote.path, *quote.lines, quote.sha256
 
 
-def _held_spans(quotes: dict[str, list[Any]]) -> dict[tuple[Any, ...], str]:
-    """Each quoted span (with its bytes) in the rows, to the first id holding it."""
-    held: dict[tuple[Any, ...], str] = {}
-    for qid, row in quotes.items():
-        source, path, lines = row[:3]
-        held.setdefault((source, path, *lines, row[_SHA256]), qid)
-    return held
-
-
-def _holding(quotes: dict[str, list[Any]], quote: Quote) -> str | None:
-    """The id the rows give this span with these bytes, first in the register's order."""
-    wanted = [quote.source, quote.path, list(quote.lines)]
-    for qid, have in quotes.items():
-        if have[:3] == wanted and have[_SHA256] == quote.sha256:
-            return qid
-    return None
+def _holding(rows: CompiledRows, quote: Quote) -> str | None:
+    """The id the register gives this span with these bytes, first in its order."""
+    return rows.holder(quote.source, quote.path, quote.lines, quote.sha256)
 
 
 def append_quote(
@@ -431,17 +433,17 @@ def append_quote(
         if recalled is None or source is None:
             return None
         quote = locate(*source[:2])
-        quotes: dict[str, list[Any]] = recalled.rows[_QUOTES]
-        known = _holding(quotes, quote)
+        rows = recalled.rows
+        known = _holding(rows, quote)
         if known is not None:
-            held = _quote_of(quotes[known])
+            held = _quote_of(rows.quote_row(known))
             return (known, held) if quote_id in (None, known) and held is not None else None
-        if quote_id is not None and quote_id in quotes:
+        if quote_id is not None and rows.has_quote(quote_id):
             return None
         qid = quote_id or default_id(quote)
-        if quote_id is None and qid in quotes:
+        if quote_id is None and rows.has_quote(qid):
             n = 2
-            while f"{qid}-{n}" in quotes:
+            while rows.has_quote(f"{qid}-{n}"):
                 n += 1
             qid = f"{qid}-{n}"
         return (qid, quote) if _write(path, recalled, [Change(qid, quote)]) else None
@@ -460,9 +462,8 @@ def replace_quote(
         if recalled is None or source is None:
             return None
         quote = locate(*source[:2])
-        quotes: dict[str, list[Any]] = recalled.rows[_QUOTES]
-        old = _quote_of(quotes[quote_id]) if quote_id in quotes else None
-        known = _holding(quotes, quote)
+        old = _quote_of(recalled.rows.quote_row(quote_id))
+        known = _holding(recalled.rows, quote)
         if old is None or known not in (None, quote_id):
             return None
         if known == quote_id:

@@ -158,7 +158,7 @@ def _write(path: Path, doc: CommentedMap, header: str = "") -> Register:
     write_compiled(path, digest, register)
     from tracework.register.append import remember  # it builds entries with this module
 
-    remember(path, digest, text)
+    remember(path, digest, text, register)
     return register
 
 
