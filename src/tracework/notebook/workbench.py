@@ -460,14 +460,16 @@ class Workbench(RecordDeclarations):
 
     def _info(self, qid: str) -> QuoteInfo:
         quote = self.register.quotes[qid]
-        items = {i.id: i for i in self._check(quote.source).items if i.kind == "quote"}
+        items = self._check(quote.source).sources[0].items
+        # from the end: a quote just made is last, and a cell of 200 must not index 10,000
+        item = next((i for i in reversed(items) if i.kind == "quote" and i.id == qid), None)
         return QuoteInfo(
             qid,
             quote,
             self.register.git_source(quote.source).commit,
             self._commit_for(quote.source),
             self._url(quote.source),
-            items.get(qid),
+            item,
         )
 
     def _file(self, sid: str, path: str) -> FileView:

@@ -193,11 +193,15 @@ def _dump(doc: Any) -> str:
 
 def quote_entries(quotes: Iterable[tuple[str, Quote]]) -> str:
     """Quote entries as the full edit's dump writes them inside ``quotes:``, in order."""
-    from tracework.register.edits import CommentedMap, quote_node
+    from tracework.register.edits import CommentedMap, block_texts, quote_node
 
     # dumped with a key after them, as in a register (at the end of a document, a block
     # kept with `|+` would be followed by an end marker)
-    nodes = CommentedMap((qid, quote_node(quote)) for qid, quote in quotes)
+    quotes = list(quotes)
+    texts = block_texts([quote.text for _, quote in quotes])
+    nodes = CommentedMap(
+        (qid, quote_node(quote, text)) for (qid, quote), text in zip(quotes, texts, strict=True)
+    )
     text = _dump(CommentedMap(quotes=nodes, checks=0))
     return text[len("quotes:\n") : text.rindex("checks: 0\n")]
 

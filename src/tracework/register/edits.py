@@ -178,18 +178,31 @@ def _block_text(text: str) -> str:
     characters (CR, NEL, LS, PS, BOM, trailing blanks) inside them, so each text is
     tried once and kept as a block only if it reads back byte for byte.
     """
-    if "\n" not in text.rstrip("\n") and not text.endswith("\n"):
-        return text
-    if any(ch in text for ch in "\r\x85\u2028\u2029\ufeff"):
-        return text
-    block = LiteralScalarString(text)
+    return block_texts([text])[0]
+
+
+def block_texts(texts: list[str]) -> list[str]:
+    """:func:`_block_text` of many texts, tried in one dump and one read (a cell's
+    quotes are written together); each alone when the batch does not read back."""
+    tried = {
+        f"t{n}": LiteralScalarString(text)
+        for n, text in enumerate(texts)
+        if ("\n" in text.rstrip("\n") or text.endswith("\n"))
+        and not any(ch in text for ch in "\r\x85\u2028\u2029\ufeff")
+    }
+    if not tried:
+        return list(texts)
     buffer = io.StringIO()
-    _rt_yaml().dump({"t": block}, buffer)
+    _rt_yaml().dump(tried, buffer)
     try:
         back = load_yaml(buffer.getvalue())
     except DataError:
-        return text
-    return block if isinstance(back, dict) and back.get("t") == text else text
+        back = None
+    if not isinstance(back, dict):
+        if len(tried) == 1:
+            return list(texts)
+        return [block_texts([text])[0] for text in texts]
+    return [tried[f"t{n}"] if back.get(f"t{n}") == text else text for n, text in enumerate(texts)]
 
 
 def file_node(entry: FileEntry) -> CommentedMap:
@@ -208,7 +221,8 @@ def assertion_node(assertion: Assertion) -> CommentedMap:
     return node
 
 
-def quote_node(quote: Quote) -> CommentedMap:
+def quote_node(quote: Quote, text: str | None = None) -> CommentedMap:
+    """A quote's entry; ``text`` is its text as :func:`block_texts` gave it, if known."""
     node = CommentedMap()
     node["source"] = quote.source
     node["path"] = quote.path
@@ -218,7 +232,7 @@ def quote_node(quote: Quote) -> CommentedMap:
         anchor.fa.set_flow_style()
         node["anchor"] = anchor
     node["sha256"] = quote.sha256
-    node["text"] = _block_text(quote.text)
+    node["text"] = _block_text(quote.text) if text is None else text
     if quote.raw_b64:
         node["raw_b64"] = quote.raw_b64
     return node
