@@ -27,6 +27,7 @@ from tracework import fsio
 from tracework.errors import RegisterError
 from tracework.register import edits
 from tracework.register import store as reg
+from tracework.register.evidence import QuoteRequest, add_quote
 from tracework.register.models import (
     Anchor,
     CheckEntry,
@@ -37,6 +38,7 @@ from tracework.register.models import (
     Register,
 )
 from tracework.register.schema import register_schema_text, schema_texts
+from tracework.workspace import Workspace
 
 REGISTER = Path("registers/demo.yaml")
 PROJECT = Path(__file__).resolve().parents[1]
@@ -547,15 +549,50 @@ WORKER = textwrap.dedent(
 )
 
 
+BATCH_WORKER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from tracework.git.subjects import open_mirror
+    from tracework.register.append import Change
+    from tracework.register.evidence import QuoteRequest, locate_quote, write_quotes
+    from tracework.register.store import load
+    from tracework.workspace import Workspace
+
+    name, count, go = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+    offset = int(sys.argv[4])
+    ws = Workspace.find()
+    path = ws.register_file("demo")
+    pin = load(path).git_source("SRC-1").commit
+    mirror = open_mirror(ws, "toy")
+    spliced = 0
+    while not go.exists():
+        time.sleep(0.005)
+    for first in range(1, count + 1, 5):  # cells of five quotes, each written at once
+        cell = []
+        for n in range(first, min(first + 5, count + 1)):
+            request = QuoteRequest(lines=(offset + n, offset + n))
+            quote, _ = locate_quote(mirror, pin, "SRC-1", "lines.txt", request)
+            cell.append(Change(f"{name}-{n}", quote))
+        spliced += write_quotes(path, cell) is not None
+    print(spliced)
+    """
+)
+
+
 def _lines_subject(pinned, count: int) -> None:
     pinned({"lines.txt": "".join(f"row {n}\n" for n in range(1, count + 1))})
 
 
-def _assert_all_quotes(workers: list[str], count: int) -> None:
+def _assert_all_quotes(
+    workers: list[str], count: int, seeded: frozenset[str] = frozenset()
+) -> None:
     doc = raw_doc()
     expected = {f"{w}-{n}" for w in workers for n in range(1, count + 1)}
-    assert set(doc["quotes"]) == expected
+    assert set(doc["quotes"]) == expected | seeded
     for qid, quote in doc["quotes"].items():
+        if qid in seeded:
+            continue
         worker, n = qid.rsplit("-", 1)
         line = workers.index(worker) * count + int(n)
         assert quote["lines"] == [line, line]
@@ -583,6 +620,34 @@ def test_concurrent_writer_processes_lose_nothing(pinned, tw, tmp_path):
         _out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
     _assert_all_quotes(workers, count)
+    ok(tw("check", "demo"))
+
+
+@pytest.mark.slow
+def test_concurrent_cells_writing_their_quotes_at_once_lose_nothing(pinned, tw, tmp_path):
+    """Notebooks writing a cell's quotes together (spliced), at the same time."""
+    count, workers = 15, ["K", "L", "M"]
+    _lines_subject(pinned, count * len(workers) + 1)
+    last = QuoteRequest(lines=(46, 46))  # a first quote, by the full edit: the rest splice
+    add_quote(Workspace.find(), REGISTER, "SRC-1", "lines.txt", last, "seed")
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", BATCH_WORKER, w, str(count), str(go), str(i * count)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for i, w in enumerate(workers)
+    ]
+    time.sleep(0.3)
+    go.touch()
+    spliced = 0
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+        spliced += int(out)
+    _assert_all_quotes(workers, count, frozenset({"seed"}))
+    assert spliced == 9  # every cell's write spliced, none fell back to the full edit
     ok(tw("check", "demo"))
 
 
