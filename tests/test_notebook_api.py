@@ -311,10 +311,11 @@ def test_asserted_hashes_reach_the_report_and_fail_it_only_when_required(pinned,
     [asserted] = wb.records_json()["assertions"]
     assert asserted["state"] == "differs"
     from tracework.register import store as reg
+    from tracework.render.artefacts import RenderManifest
     from tracework.render.export import appendix_html
 
     register = reg.load(workspace.register_file("demo"))
-    page = appendix_html(register, {"quotes": {}, "assertions": [asserted]}, {}, "", [])
+    page = appendix_html(register, wb._kernel_records(), RenderManifest.model_construct(), "", [])
     assert "dossier.md" in page and "0" * 64 in page and "differs" in page
     assert tw(*args, "--required").exit_code == 0
     strict = tracework.open("demo")

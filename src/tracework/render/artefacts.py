@@ -57,7 +57,14 @@ def _commit(description: str) -> Any:
 
 
 class RecordEntry(BaseModel):
-    """One declared record: its kind's own fields (see the record kinds), plus these."""
+    """One declared record: its kind's own fields (see the record kinds), plus these.
+
+    Open to other keys, unlike the rest of this module: each record kind
+    (:mod:`tracework.notebook.records`) has its own fields (a route's steps, a claim's
+    status), already validated by that kind's model when the notebook declared it, and
+    one schema here for every kind would repeat them all.  They are kept as the
+    notebook's record gave them, in ``model_extra``.
+    """
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
@@ -236,6 +243,13 @@ class Checks(_Ours):
     assertions: Check | None = Field(None, description="Asserted hashes, if any.")
     marks: Check | None = Field(None, description="Rubric marks, if any.")
 
+    def families(self) -> list[tuple[str, Check]]:
+        """Each family the report has, by its key in records.json, in this model's order
+        (the order the summary table lists them in)."""
+        fields = type(self).model_fields.items()
+        present = ((field.alias or name, getattr(self, name)) for name, field in fields)
+        return [(key, check) for key, check in present if check is not None]
+
 
 class CheckSummary(_Ours):
     """Every check on a report at its commit (records.json ``checks``)."""
@@ -284,7 +298,9 @@ class KernelRecords(_Ours):
         default_factory=dict, description="Diagram name → its checks."
     )
     screen: dict[str, Any] | None = Field(
-        None, description="The screen of the checkout, as `tracework screen --json` gives it."
+        None,
+        description="The screen of the checkout, as `tracework screen --json` gives it "
+        "(the screen's own JSON contract, kept as it gives it).",
     )
     marks: dict[str, RubricMarks] = Field(
         default_factory=dict, description="Rubric name → the report's marks against it."
@@ -337,6 +353,17 @@ class ReportRecords(KernelRecords):
 
     drift: Drift = Field(description="What changed since the pin (zero at the pin).")
     title: str = Field(description="The report's title, as the page and the site show it.")
+
+
+def report_records(kernel: KernelRecords, drift: Drift, title: str) -> ReportRecords:
+    """The kernel's records with what the render adds.
+
+    Only the fields the kernel's records were made or read with are carried over, so the
+    file written holds exactly the kernel's keys and these two (see :func:`to_json`);
+    its parts are the kernel's own frozen models, not copies.
+    """
+    kept = {name: getattr(kernel, name) for name in kernel.model_fields_set}
+    return ReportRecords.model_validate({**kept, "drift": drift, "title": title})
 
 
 # -- manifest.json, history.json, a batch's outcome ------------------------------------
@@ -425,7 +452,8 @@ def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_records(path: Path, records: ReportRecords) -> None:
+def write_records(path: Path, records: KernelRecords) -> None:
+    """records.json, as the kernel writes it in author mode or as a render leaves it."""
     write_atomic(path, dumps(to_json(records)))
 
 
