@@ -641,12 +641,12 @@ def author(name: str, commit: str | None, as_json: bool) -> None:
         click.echo(counted(len(result.records), "record"))
         for line in records_text(result):
             click.echo(f"  {visible(line)}")
-        for check_name_, check in summary["checks"].items():
-            mark = "holds" if check["ok"] else "FAILS"
-            click.echo(f"  {check_name_:<9} {mark:<6} {check['detail']}")
-        for problem in summary["problems"][:20]:
+        for check_name_, check in summary.checks.families(by_name=True):
+            mark = "holds" if check.ok else "FAILS"
+            click.echo(f"  {check_name_:<9} {mark:<6} {check.detail}")
+        for problem in summary.problems[:20]:
             click.echo(f"  - {visible(problem)}")
-    if result.at_pin and not summary["ok"]:
+    if result.at_pin and not summary.ok:
         sys.exit(1)
 
 
@@ -667,7 +667,7 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
 
     ws = _workspace()
     result = do_render(ws, name, commit, analysis_date)
-    summary = to_json(result.summary)
+    summary = result.summary
     if result.cleared:
         click.echo(
             f"notebooks/{name}.ipynb: the outputs of {result.cleared} cells were cleared in "
@@ -677,19 +677,19 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
     if as_json:
         _json(
             {
-                "ok": summary["ok"],
+                "ok": summary.ok,
                 "name": result.name,
                 "commit": result.commit,
                 "directory": str(result.directory.relative_to(ws.root)),
-                "checks": summary,
+                "checks": to_json(summary),
             }
         )
         return
     click.echo(f"rendered {result.directory.relative_to(ws.root)}/report.html")
-    for check_name_, check in sorted(summary["checks"].items()):
-        mark = "holds" if check["ok"] else "FAILS"
-        click.echo(f"  {check_name_:<9} {mark:<6} {check['detail']}")
-    for problem in summary["problems"][:20]:
+    for check_name_, check in summary.checks.families(by_name=True):
+        mark = "holds" if check.ok else "FAILS"
+        click.echo(f"  {check_name_:<9} {mark:<6} {check.detail}")
+    for problem in summary.problems[:20]:
         from tracework.text import visible
 
         click.echo(f"  - {visible(problem)}")

@@ -243,12 +243,14 @@ class Checks(_Ours):
     assertions: Check | None = Field(None, description="Asserted hashes, if any.")
     marks: Check | None = Field(None, description="Rubric marks, if any.")
 
-    def families(self) -> list[tuple[str, Check]]:
-        """Each family the report has, by its key in records.json, in this model's order
-        (the order the summary table lists them in)."""
+    def families(self, *, by_name: bool = False) -> list[tuple[str, Check]]:
+        """Each family the report has, by its key in records.json: in the order they are
+        checked (this model's), or ``by_name`` (the order of records.json's sorted keys,
+        which the command line and the report page list them in)."""
         fields = type(self).model_fields.items()
         present = ((field.alias or name, getattr(self, name)) for name, field in fields)
-        return [(key, check) for key, check in present if check is not None]
+        found = [(key, check) for key, check in present if check is not None]
+        return sorted(found, key=lambda family: family[0]) if by_name else found
 
 
 class CheckSummary(_Ours):
@@ -452,6 +454,12 @@ def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def as_stored(model: BaseModel) -> Any:
+    """The JSON data of a model with its keys sorted at every level, as its file holds
+    them: what a command prints when it shows part of a file as the file has it."""
+    return json.loads(dumps(to_json(model)))
+
+
 def write_records(path: Path, records: KernelRecords) -> None:
     """records.json, as the kernel writes it in author mode or as a render leaves it."""
     write_atomic(path, dumps(to_json(records)))
@@ -461,6 +469,12 @@ def read_records(path: Path) -> ReportRecords:
     """records.json; a ``ValidationError`` or :class:`~tracework.readers.DataError` says
     what is wrong (the caller names the file)."""
     return ReportRecords.model_validate(load_json(path.read_bytes()))
+
+
+def read_kernel_records(path: Path) -> KernelRecords:
+    """records.json as author mode leaves it (the kernel's part only); errors as
+    :func:`read_records`."""
+    return KernelRecords.model_validate(load_json(path.read_bytes()))
 
 
 def write_manifest(path: Path, manifest: RenderManifest) -> None:
