@@ -104,6 +104,18 @@ def test_render_writes_a_readable_escaped_report(report, tw, workspace):
     assert re.fullmatch(r"[0-9a-f]{64}", manifest["register_sha256"])
     executed = (folder / "report.ipynb").read_text()
     assert f'commit = \\"{first}\\"' in executed  # a string, never a number
+    # the page lists the checks by name, as it did when it read them from sorted JSON; the
+    # notebook, in the order they ran
+    row = r'<tr><th>(\w+)</th><td><span class="tw-badge'
+    [summary] = [
+        o.data["text/html"]
+        for cell in nbformat.reads(executed, as_version=4).cells
+        for o in cell.get("outputs", [])
+        if o.get("metadata", {}).get("tracework") == "summary"
+    ]
+    ran = re.findall(row, summary)
+    assert ran[:4] == ["register", "records", "absences", "diagrams"]
+    assert re.findall(row, page) == sorted(ran)
 
 
 def test_render_twice_gives_identical_bytes(report, tw, workspace):
