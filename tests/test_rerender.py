@@ -294,7 +294,7 @@ def test_a_batch_worker_keeps_no_resources_per_report(reports, workspace):
     (workspace.notebooks / "broken.ipynb").unlink()
 
     def render_and_count() -> tuple[int, int]:
-        assert render_one(str(workspace.root), "good", reformat)["status"] == "rendered"
+        assert render_one(str(workspace.root), "good", reformat).status == "rendered"
         kernels.release()  # the next report's kernel, booting or not, and the host
         gc.collect()
         return len(os.listdir("/proc/self/fd")), threading.active_count()
