@@ -59,11 +59,10 @@ def _commit(description: str) -> Any:
 class RecordEntry(BaseModel):
     """One declared record: its kind's own fields (see the record kinds), plus these.
 
-    Open to other keys, unlike the rest of this module: each record kind
-    (:mod:`tracework.notebook.records`) has its own fields (a route's steps, a claim's
-    status), already validated by that kind's model when the notebook declared it, and
-    one schema here for every kind would repeat them all.  They are kept as the
-    notebook's record gave them, in ``model_extra``.
+    Open to further keys, unlike the other parts of records.json: each record kind has
+    fields of its own (a route's progression, a claim's status), checked by that kind's
+    model when the notebook declared the record, so they are kept as the notebook gave
+    them rather than described a second time here.
     """
 
     model_config = ConfigDict(frozen=True, extra="allow")
@@ -302,7 +301,7 @@ class KernelRecords(_Ours):
     screen: dict[str, Any] | None = Field(
         None,
         description="The screen of the checkout, as `tracework screen --json` gives it "
-        "(the screen's own JSON contract, kept as it gives it).",
+        "(that command's own JSON contract, kept as it is).",
     )
     marks: dict[str, RubricMarks] = Field(
         default_factory=dict, description="Rubric name → the report's marks against it."
