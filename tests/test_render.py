@@ -16,6 +16,7 @@ import pytest
 
 from tracework import fsio
 from tracework.render import export as rendering
+from tracework.render.execution import RECORDS_MIME
 
 pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
 
@@ -466,3 +467,31 @@ def test_a_notebook_without_cell_ids_renders_byte_identically(report, tw, worksp
     assert _render(tw).exit_code == 0
     assert before == {p.name: p.read_bytes() for p in folder.iterdir()}
     assert b'"id": "cell-0"' in before["report.ipynb"]
+
+
+@pytest.mark.parametrize("shown", ["[1, 2]", "'text'", "{'format': 'x'}"])
+def test_records_a_cell_displays_that_are_not_an_object_are_one_message(
+    report, tw, workspace, shown
+):
+    """The render takes records.json from the last records display of the notebook; one a
+    cell made itself, of any JSON shape, is named as not tracework's, exit 2, and the
+    previous report stays."""
+    _, first = report
+    path = workspace.notebooks / "demo.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            f"from IPython.display import display\ndisplay({{{RECORDS_MIME!r}: {shown}}}, raw=True)"
+        )
+    )
+    nbformat.write(nb, path)
+    result = _render(tw)
+    assert result.exit_code == 2, result.output
+    [message, hint] = result.stderr.splitlines()
+    assert message.startswith(
+        "tracework: error: demo.ipynb: the records wb.done() gave are not tracework's "
+        "records.json ("
+    )
+    assert hint.startswith("  hint: render with the tracework kernel")
+    assert "Traceback" not in result.output
+    assert not (workspace.reports / "demo" / first[:12]).exists()
