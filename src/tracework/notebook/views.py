@@ -505,9 +505,9 @@ def screen_html(result: Screen) -> str:
 def summary_html(summary: CheckSummary, *, by_name: bool = False) -> str:
     """The check summary as a compact table with one line per check.
 
-    The notebook lists the checks in the order they ran (register first); a report page
-    lists them ``by_name``, as it always has (it read them from records.json, whose keys
-    are sorted), so that a page rendered again stays the same bytes.
+    The notebook lists the checks in the order they ran (register first); the report
+    page lists them ``by_name``, as the command line does and records.json (its keys
+    sorted) holds them.
     """
     rows = []
     for name, check in summary.checks.families(by_name=by_name):

@@ -957,7 +957,8 @@ class Workbench(RecordDeclarations):
             detail=f"{counted(len(self._diagrams), 'diagram')}, "
             f"{counted(named, 'identifier')} checked; {len(failing)} with problems",
         )
-        # assertions and marks are in records.json only when the report has them
+        # assertions and marks are in records.json only when the report has them: passed
+        # only then, a family left out stays unset, and so unwritten (to_json)
         optional: dict[str, Check] = {}
         asserted = [a for r in reports for a in r.assertions]
         if asserted:
