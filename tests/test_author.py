@@ -83,3 +83,26 @@ def test_an_error_in_a_cell_is_one_line_and_failing_checks_exit_1(notebook, tw):
     result = tw("author", "demo")
     assert result.exit_code == 1, result.output
     assert "absence RT-ABS-x: the patterns now match" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "written",
+    ['{"records": [], "format": "tracework.notebook.records/1"}', "[]"],
+    ids=["no-checks", "not-an-object"],
+)
+def test_a_draft_records_json_that_is_not_one_is_one_message(notebook, tw, written):
+    """What the run leaves as records.json is read through its model: a file the notebook
+    overwrote with something else is named, with why, and exits 2, never a traceback."""
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells.append(
+        nbformat.v4.new_code_cell(f"(wb.output_dir / 'records.json').write_text({written!r})")
+    )
+    nbformat.write(nb, notebook)
+    result = tw("author", "demo")
+    assert result.exit_code == 2, result.output
+    [message, hint] = result.stderr.splitlines()
+    assert message.startswith(
+        "tracework: error: reports/demo/draft/records.json is not tracework's records.json ("
+    )
+    assert hint == "  hint: leave records.json to wb.done(), run by the tracework kernel"
+    assert "Traceback" not in result.output

@@ -151,7 +151,7 @@ def test_format_only_never_contradicts_itself(tmp_path_factory, monkeypatch, edi
     from conftest import Repo, git
     from tracework.cli import main
     from tracework.register import store as reg
-    from tracework.render.artefacts import KernelRecords, QuoteEntry, to_json
+    from tracework.render.artefacts import QuoteEntry, ReportRecords, to_json
     from tracework.render.export import drift_html
     from tracework.render.history import drift_summary
     from tracework.workspace import Workspace
@@ -187,19 +187,13 @@ def test_format_only_never_contradicts_itself(tmp_path_factory, monkeypatch, edi
     item = next(i for i in json.loads(out.output)["items"] if i["kind"] == "quote")
     if item["state"] in ("verified", "moved"):
         return  # the bytes hold: nothing changed, nothing to explain
-    records = {
-        "pin": pin,
-        "commit": target,
-        "subject": "toy",
-        "quotes": {"Q-p": {**item, "format_only": item["format_only"]}},
-        "records": [],
-    }
     quote = QuoteEntry.model_validate({k: item[k] for k in QuoteEntry.model_fields})
-    typed = KernelRecords.model_construct(
+    typed = ReportRecords.model_construct(
         pin=pin, commit=target, subject="toy", quotes={"Q-p": quote}, records=[], absences={}
     )
-    drift = records["drift"] = to_json(drift_summary(ws, reg.load(ws.register_file("demo")), typed))
-    page = drift_html(records)
+    summary = drift_summary(ws, reg.load(ws.register_file("demo")), typed)
+    drift = to_json(summary)
+    page = drift_html(typed.model_copy(update={"drift": summary}))
     assert item["format_only"] == ("Q-p" in drift["format_only"])
     assert item["format_only"] == ("Q-p" not in drift["first_content_change"])
     assert item["format_only"] == ("formatting only" in page)

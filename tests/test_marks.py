@@ -215,7 +215,7 @@ def test_the_report_header_is_an_atlas_of_each_rubric(wb, workspace):
         "id": "expiry",
         "name": "Items <script>expire</script>",
     }
-    header = header_html(records, "A <b>title</b>")
+    header = header_html(wb._kernel_records(), "A <b>title</b>")
     chips = re.findall(r'<a class="tw-chip ([^"]*)" href="([^"]*)" title="([^"]*)">', header)
     assert chips == [
         ("tw-chip-present", "#mark/hygiene/bounded", "A bound on items"),
@@ -240,7 +240,7 @@ def test_a_chip_says_needs_re_review_and_every_chip_lands_on_an_anchor(pinned, t
     later = tracework.open("demo", commit=head, mode="render")
     q = later.source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
     later.mark("hygiene", "bounded", present=True, evidence=[q])
-    header = header_html(later.records_json(), "T")
+    header = header_html(later._kernel_records(), "T")
     assert 'class="tw-chip tw-chip-present tw-chip-review"' in header
     assert '<span class="tw-sr">: present, needs re-review</span>' in header
     rubric = load_rubric(workspace, "hygiene")[0]

@@ -124,6 +124,61 @@ def test_done_writes_records_json_with_checks(wb, workspace):
     assert data["commit"] == data["pin"]
 
 
+def test_records_json_is_the_model_s_one_writer_in_author_and_render_mode(
+    wb, workspace, monkeypatch
+):
+    """Author mode writes records.json through write_records, and a file read back through
+    KernelRecords is written again to the same bytes; render mode displays the same
+    model's data for the render to take."""
+    from tracework.notebook import workbench
+    from tracework.render.artefacts import dumps, read_kernel_records, write_records
+    from tracework.render.execution import RECORDS_MIME
+
+    q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    wb.component("RT-CMP-store", label="Store", identity="The `Store`.", evidence=[q])
+    wb.done()
+    written = workspace.reports / "demo" / "draft" / "records.json"
+    again = written.with_name("again.json")
+    write_records(again, read_kernel_records(written))
+    assert again.read_bytes() == written.read_bytes() == dumps(wb.records_json()).encode()
+    shown: list[object] = []
+    monkeypatch.setattr(workbench, "display", lambda obj, **_: shown.append(obj))
+    render = tracework.open("demo", mode="render")
+    q = render.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    render.component("RT-CMP-store", label="Store", identity="The `Store`.", evidence=[q])
+    render.done()
+    [data] = [o[RECORDS_MIME] for o in shown if isinstance(o, dict) and RECORDS_MIME in o]
+    assert data == {**json.loads(written.read_bytes()), "mode": "render"}
+
+
+def test_a_render_adds_drift_and_title_and_keeps_only_the_kernel_s_keys(wb):
+    """records.json written by a render holds exactly the keys the kernel's records held,
+    plus the drift and the title: a field the kernel did not write (an older kernel's
+    records.json has no files, captures, diagrams…) is never filled in with its default."""
+    from tracework.render.artefacts import Drift, KernelRecords, report_records, to_json
+
+    q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    wb.component("RT-CMP-store", label="Store", identity="The `Store`.", evidence=[q])
+    optional = ("files", "captures", "capture_evidence", "assertions", "diagrams", "marks")
+    data = {k: v for k, v in wb.records_json().items() if k not in (*optional, "screen")}
+    drift = Drift(
+        commits_since_pin=0,
+        counts={"verified": 1},
+        format_only=[],
+        first_changed={},
+        first_content_change={},
+        culprits={},
+        broken_absences=[],
+        vanished_identifiers={},
+        needs_review=[],
+    )
+    records = report_records(KernelRecords.model_validate(data), drift, "The title")
+    assert to_json(records) == {**data, "drift": to_json(drift), "title": "The title"}
+    assert records.files == {} and records.checks.checks.registered.counts["quote"] == {
+        "verified": 1
+    }
+
+
 def test_done_in_render_mode_at_the_pin_raises_when_checks_fail(pinned):
     pinned({"pkg/store.py": STORE})
     render = tracework.open("demo", mode="render")
@@ -311,10 +366,11 @@ def test_asserted_hashes_reach_the_report_and_fail_it_only_when_required(pinned,
     [asserted] = wb.records_json()["assertions"]
     assert asserted["state"] == "differs"
     from tracework.register import store as reg
+    from tracework.render.artefacts import RenderManifest
     from tracework.render.export import appendix_html
 
     register = reg.load(workspace.register_file("demo"))
-    page = appendix_html(register, {"quotes": {}, "assertions": [asserted]}, {}, "", [])
+    page = appendix_html(register, wb._kernel_records(), RenderManifest.model_construct(), "", [])
     assert "dossier.md" in page and "0" * 64 in page and "differs" in page
     assert tw(*args, "--required").exit_code == 0
     strict = tracework.open("demo")

@@ -16,6 +16,7 @@ import pytest
 
 from tracework import fsio
 from tracework.render import export as rendering
+from tracework.render.execution import RECORDS_MIME
 
 pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
 
@@ -104,6 +105,18 @@ def test_render_writes_a_readable_escaped_report(report, tw, workspace):
     assert re.fullmatch(r"[0-9a-f]{64}", manifest["register_sha256"])
     executed = (folder / "report.ipynb").read_text()
     assert f'commit = \\"{first}\\"' in executed  # a string, never a number
+    # the page lists the checks by name, as it did when it read them from sorted JSON; the
+    # notebook, in the order they ran
+    row = r'<tr><th>(\w+)</th><td><span class="tw-badge'
+    [summary] = [
+        o.data["text/html"]
+        for cell in nbformat.reads(executed, as_version=4).cells
+        for o in cell.get("outputs", [])
+        if o.get("metadata", {}).get("tracework") == "summary"
+    ]
+    ran = re.findall(row, summary)
+    assert ran[:4] == ["register", "records", "absences", "diagrams"]
+    assert re.findall(row, page) == sorted(ran)
 
 
 def test_render_twice_gives_identical_bytes(report, tw, workspace):
@@ -454,3 +467,31 @@ def test_a_notebook_without_cell_ids_renders_byte_identically(report, tw, worksp
     assert _render(tw).exit_code == 0
     assert before == {p.name: p.read_bytes() for p in folder.iterdir()}
     assert b'"id": "cell-0"' in before["report.ipynb"]
+
+
+@pytest.mark.parametrize("shown", ["[1, 2]", "'text'", "{'format': 'x'}"])
+def test_records_a_cell_displays_that_are_not_an_object_are_one_message(
+    report, tw, workspace, shown
+):
+    """The render takes records.json from the last records display of the notebook; one a
+    cell made itself, of any JSON shape, is named as not tracework's, exit 2, and the
+    previous report stays."""
+    _, first = report
+    path = workspace.notebooks / "demo.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            f"from IPython.display import display\ndisplay({{{RECORDS_MIME!r}: {shown}}}, raw=True)"
+        )
+    )
+    nbformat.write(nb, path)
+    result = _render(tw)
+    assert result.exit_code == 2, result.output
+    [message, hint] = result.stderr.splitlines()
+    assert message.startswith(
+        "tracework: error: demo.ipynb: the records wb.done() gave are not tracework's "
+        "records.json ("
+    )
+    assert hint.startswith("  hint: render with the tracework kernel")
+    assert "Traceback" not in result.output
+    assert not (workspace.reports / "demo" / first[:12]).exists()

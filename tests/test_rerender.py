@@ -26,6 +26,8 @@ from tracework.git.mirror import Mirror
 from tracework.notebook.views import summary_html
 from tracework.register.store import load
 from tracework.render import export as rendering
+from tracework.render.artefacts import read_manifest, read_records
+from tracework.render.history import read_history
 
 pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
 
@@ -292,7 +294,7 @@ def test_a_batch_worker_keeps_no_resources_per_report(reports, workspace):
     (workspace.notebooks / "broken.ipynb").unlink()
 
     def render_and_count() -> tuple[int, int]:
-        assert render_one(str(workspace.root), "good", reformat)["status"] == "rendered"
+        assert render_one(str(workspace.root), "good", reformat).status == "rendered"
         kernels.release()  # the next report's kernel, booting or not, and the host
         gc.collect()
         return len(os.listdir("/proc/self/fd")), threading.active_count()
@@ -393,15 +395,15 @@ def test_a_kept_exporter_gives_the_page_a_fresh_one_gives(reports, tw, workspace
     for commit in (reformat, edit):
         assert tw("rerender", "good", "--commit", commit).exit_code == 0
         folder = workspace.reports / "good" / commit[:12]
-        records = json.loads((folder / "records.json").read_text())
+        records = read_records(folder / "records.json")
         inputs.append(
             [
                 nbformat.read(folder / "report.ipynb", as_version=4),
                 records,
                 load(workspace.registers / "good.yaml"),
-                json.loads((folder / "manifest.json").read_text()),
-                summary_html(records["checks"]),
-                json.loads((workspace.reports / "good" / "history.json").read_text()),
+                read_manifest(folder / "manifest.json"),
+                summary_html(records.checks, by_name=True),
+                read_history(workspace.reports / "good" / "history.json"),
             ]
         )
     # the second page also carries a diagram: scripts, CSP and assets differ

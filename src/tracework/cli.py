@@ -14,12 +14,15 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from tracework import __version__
 from tracework.errors import TraceworkError
+
+if TYPE_CHECKING:  # the command imports what it runs: `tracework --help` stays instant
+    from tracework.render.artefacts import BatchOutcome
 
 
 class Cli(click.Group):
@@ -641,12 +644,12 @@ def author(name: str, commit: str | None, as_json: bool) -> None:
         click.echo(counted(len(result.records), "record"))
         for line in records_text(result):
             click.echo(f"  {visible(line)}")
-        for check_name_, check in summary["checks"].items():
-            mark = "holds" if check["ok"] else "FAILS"
-            click.echo(f"  {check_name_:<9} {mark:<6} {check['detail']}")
-        for problem in summary["problems"][:20]:
+        for check_name_, check in summary.checks.families(by_name=True):
+            mark = "holds" if check.ok else "FAILS"
+            click.echo(f"  {check_name_:<9} {mark:<6} {check.detail}")
+        for problem in summary.problems[:20]:
             click.echo(f"  - {visible(problem)}")
-    if result.at_pin and not summary["ok"]:
+    if result.at_pin and not summary.ok:
         sys.exit(1)
 
 
@@ -667,7 +670,7 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
 
     ws = _workspace()
     result = do_render(ws, name, commit, analysis_date)
-    summary = to_json(result.summary)
+    summary = result.summary
     if result.cleared:
         click.echo(
             f"notebooks/{name}.ipynb: the outputs of {result.cleared} cells were cleared in "
@@ -677,19 +680,19 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
     if as_json:
         _json(
             {
-                "ok": summary["ok"],
+                "ok": summary.ok,
                 "name": result.name,
                 "commit": result.commit,
                 "directory": str(result.directory.relative_to(ws.root)),
-                "checks": summary,
+                "checks": to_json(summary),
             }
         )
         return
     click.echo(f"rendered {result.directory.relative_to(ws.root)}/report.html")
-    for check_name_, check in sorted(summary["checks"].items()):
-        mark = "holds" if check["ok"] else "FAILS"
-        click.echo(f"  {check_name_:<9} {mark:<6} {check['detail']}")
-    for problem in summary["problems"][:20]:
+    for check_name_, check in summary.checks.families(by_name=True):
+        mark = "holds" if check.ok else "FAILS"
+        click.echo(f"  {check_name_:<9} {mark:<6} {check.detail}")
+    for problem in summary.problems[:20]:
         from tracework.text import visible
 
         click.echo(f"  - {visible(problem)}")
@@ -752,6 +755,7 @@ def rerender(
     """Re-render reports at a new commit: drift, first-changed commits, history."""
     from tracework.batch.rerender import report_names, targets
     from tracework.batch.rerender import rerender as do_rerender
+    from tracework.render.artefacts import to_json
 
     if (executor == "dask") != (scheduler is not None):
         raise click.UsageError("--executor dask and --scheduler ADDRESS go together")
@@ -771,9 +775,9 @@ def rerender(
         ),
         quiet=as_json,
     )
-    ok = all(r["status"] != "failed" for r in results)
+    ok = all(r.status != "failed" for r in results)
     if as_json:
-        _json({"ok": ok, "reports": results})
+        _json({"ok": ok, "reports": [to_json(r) for r in results]})
     else:
         _print_rerender(results)
     sys.exit(0 if ok else 1)
@@ -814,7 +818,7 @@ def _with_progress(plan: dict[str, str], run: Any, *, quiet: bool) -> Any:
         return run(live_update)
 
 
-def _print_rerender(results: list[dict[str, Any]]) -> None:
+def _print_rerender(results: list[BatchOutcome]) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -825,22 +829,22 @@ def _print_rerender(results: list[dict[str, Any]]) -> None:
     for col in ("report", "commit", "status", "quotes"):
         table.add_column(col)
     for r in results:
-        counts = ", ".join(f"{n} {s}" for s, n in r["counts"].items() if n) or "-"
-        table.add_row(Text(visible(r["name"])), r["commit"][:12], r["status"], counts)
+        counts = ", ".join(f"{n} {s}" for s, n in r.counts.items() if n) or "-"
+        table.add_row(Text(visible(r.name)), r.commit[:12], r.status, counts)
     console.print(table)
     for r in results:
-        if r["error"]:
-            console.print(Text(f"{r['name']}: failed: {visible(r['error'])}", style="red"))
+        if r.error:
+            console.print(Text(f"{r.name}: failed: {visible(r.error)}", style="red"))
             continue
-        for qid, commit in sorted(r["first_changed"].items()):
-            content = r["first_content_change"].get(qid)
-            if qid in r["format_only"]:  # and so no first content change: content.py
+        for qid, commit in sorted(r.first_changed.items()):
+            content = r.first_content_change.get(qid)
+            if qid in r.format_only:  # and so no first content change: content.py
                 how = "format only"
-            elif content == commit:
+            elif content == commit or content is None:
                 how = "content changed there too"
             else:
                 how = f"content first changed at {content[:12]}"
-            line = f"{r['name']}: {visible(qid)} first changed at {commit[:12]} ({how})"
+            line = f"{r.name}: {visible(qid)} first changed at {commit[:12]} ({how})"
             console.print(Text(line))
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -34,7 +34,7 @@ from tracework.logs import show, shown, swallowed
 from tracework.readers import DataError
 from tracework.register.models import GitSource
 from tracework.register.store import load
-from tracework.render.artefacts import BatchOutcome, read_manifest, read_records, to_json
+from tracework.render.artefacts import BatchOutcome, read_manifest, read_records
 from tracework.render.execution import load_nbformat
 from tracework.render.pipeline import inputs_key, render
 from tracework.workspace import Workspace, check_name
@@ -160,7 +160,7 @@ def recapture(
 
 def render_one(
     root: str, name: str, commit: str, warm: bool = True, analysis_date: str | None = None
-) -> dict[str, Any]:
+) -> BatchOutcome:
     """Render one report in this (worker) process; never raises for a report's failure.
 
     With ``warm``, the report runs in a kernel booted while the previous one rendered
@@ -241,19 +241,19 @@ def start_worker(root: str) -> None:
         html_exporter().template  # noqa: B018  (loads and compiles the templates)
 
 
-def skipped(ws: Workspace, name: str, commit: str) -> dict[str, Any]:
+def skipped(ws: Workspace, name: str, commit: str) -> BatchOutcome:
     """The outcome of a report whose last render is current, read from its records.json."""
     return _outcome(name, commit, "skipped", ws.reports / name / commit[:12] / "records.json")
 
 
 def _outcome(
     name: str, commit: str, status: Literal["rendered", "skipped"], records_json: Path
-) -> dict[str, Any]:
+) -> BatchOutcome:
     """A rendered or skipped report's outcome, from the drift in its records.json (none
     when it cannot be read: the report's next render makes it again)."""
     records = _read(records_json, read_records)
     drift = records.drift if records is not None else None
-    outcome = BatchOutcome(
+    return BatchOutcome(
         name=name,
         commit=commit,
         status=status,
@@ -263,11 +263,10 @@ def _outcome(
         format_only=drift.format_only if drift else [],
         error=None,
     )
-    return to_json(outcome)
 
 
-def _failed(name: str, commit: str, error: str) -> dict[str, Any]:
-    outcome = BatchOutcome(
+def _failed(name: str, commit: str, error: str) -> BatchOutcome:
+    return BatchOutcome(
         name=name,
         commit=commit,
         status="failed",
@@ -277,7 +276,6 @@ def _failed(name: str, commit: str, error: str) -> dict[str, Any]:
         format_only=[],
         error=error,
     )
-    return to_json(outcome)
 
 
 def rerender(
@@ -290,7 +288,7 @@ def rerender(
     analysis_date: str | None = None,
     capture: bool = False,
     on_update: Callable[[str, str], None] = lambda name, state: None,
-) -> list[dict[str, Any]]:
+) -> list[BatchOutcome]:
     """Render every report of ``plan`` (name → commit); results in the plan's order.
 
     ``analysis_date`` (YYYY-MM-DD) overrides each notebook's parameter of that name: the
@@ -301,7 +299,7 @@ def rerender(
     """
     if analysis_date is not None:
         check_iso_date(analysis_date, "--analysis-date")
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, BatchOutcome] = {}
     if capture:
         for name, error in recapture(ws, plan, on_update).items():
             results[name] = _failed(name, plan[name], error)
@@ -327,7 +325,7 @@ def rerender(
             for name in todo:
                 on_update(name, "rendering")
                 results[name] = render_one(str(ws.root), name, plan[name], True, analysis_date)
-                on_update(name, results[name]["status"])
+                on_update(name, results[name].status)
         finally:
             release()  # the kernel booted for a next report, and the kernel host
     elif todo:
@@ -342,7 +340,7 @@ def _in_pool(
     workers: int,
     analysis_date: str | None,
     on_update: Callable[[str, str], None],
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, BatchOutcome]:
     """Render ``todo`` in a pool of worker processes.
 
     On Ctrl-C (KeyboardInterrupt here; the workers ignore SIGINT) the workers are
@@ -350,7 +348,7 @@ def _in_pool(
     and kernels die with it, and what an unfinished render staged is swept by that
     report's next render.
     """
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, BatchOutcome] = {}
     # spawned, not forked: a worker must not inherit the parent's threads and loops
     spawn = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(
@@ -361,7 +359,7 @@ def _in_pool(
     )
     try:
         with _sigint_blocked():  # workers are spawned as jobs are submitted
-            futures: dict[Future[dict[str, Any]], str] = {}
+            futures: dict[Future[BatchOutcome], str] = {}
             for name in todo:
                 job = pool.submit(render_one, str(ws.root), name, plan[name], True, analysis_date)
                 futures[job] = name
@@ -369,7 +367,7 @@ def _in_pool(
         for future in as_completed(futures):
             name = futures[future]
             results[name] = future.result()
-            on_update(name, results[name]["status"])
+            on_update(name, results[name].status)
     except KeyboardInterrupt:
         for process in list((pool._processes or {}).values()):
             with suppress(OSError, ValueError):  # gone already
@@ -411,7 +409,7 @@ def _on_dask(
     scheduler: str,
     analysis_date: str | None,
     on_update: Callable[[str, str], None],
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, BatchOutcome]:
     """Run the renders on a Dask distributed cluster (``tracework[dask]``).
 
     The workers must see this workspace at the same path (a shared file system) and
@@ -428,7 +426,7 @@ def _on_dask(
         client = Client(scheduler, timeout=30)
     except (OSError, TimeoutError) as exc:
         raise TraceworkError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, BatchOutcome] = {}
     with client:
         futures = {
             client.submit(
@@ -441,5 +439,5 @@ def _on_dask(
         for future in as_completed(futures):
             name = futures[future]
             results[name] = future.result()
-            on_update(name, results[name]["status"])
+            on_update(name, results[name].status)
     return results

@@ -17,6 +17,7 @@ from typing import Any
 from tracework.notebook.records import ReviewStamp
 from tracework.notebook.rubrics import Rubric, RubricError
 from tracework.notebook.views import QuoteInfo, badge, esc, markdown, quote_html
+from tracework.render.artefacts import MarkEntry, ReviewedAt, RubricMarks, RubricMechanism
 
 
 @dataclass(frozen=True)
@@ -129,66 +130,70 @@ def marks_section(
     return "".join(out)
 
 
-def marks_json(
+def rubric_marks(
     marks: Iterable[Mark],
     rubrics: Mapping[str, tuple[Rubric, str]],
     drifted: Mapping[str, list[str]],
-) -> dict[str, Any]:
+) -> dict[str, RubricMarks]:
     """records.json "marks": per rubric, its hash, size, count carried and each mark."""
-    out: dict[str, Any] = {}
+    by_rubric: dict[str, list[Mark]] = {}
     for mark in marks:
-        rubric, digest = rubrics[mark.rubric]
-        entry = out.setdefault(
-            mark.rubric,
-            {
-                "title": rubric.title,
-                "sha256": digest,
-                "mechanisms": len(rubric.mechanisms),
-                "carries": 0,
-                "marks": {},
-                "rubric_mechanisms": [{"id": m.id, "name": m.name} for m in rubric.mechanisms],
+        by_rubric.setdefault(mark.rubric, []).append(mark)
+    out = {}
+    for name in sorted(by_rubric):
+        rubric, digest = rubrics[name]
+        out[name] = RubricMarks(
+            title=rubric.title,
+            sha256=digest,
+            mechanisms=len(rubric.mechanisms),
+            carries=sum(mark.present for mark in by_rubric[name]),
+            marks={
+                mark.mechanism: MarkEntry(
+                    present=mark.present,
+                    evidence=list(mark.evidence),
+                    note=mark.note,
+                    needs_review=list(drifted.get(mark.anchor, [])),
+                    reviewed_at=_reviewed_at(mark.reviewed_at),
+                    reviewer=mark.reviewer,
+                )
+                for mark in by_rubric[name]
             },
+            rubric_mechanisms=[RubricMechanism(id=m.id, name=m.name) for m in rubric.mechanisms],
         )
-        entry["carries"] += mark.present
-        entry["marks"][mark.mechanism] = {
-            "present": mark.present,
-            "evidence": list(mark.evidence),
-            "note": mark.note,
-            "needs_review": list(drifted.get(mark.anchor, [])),
-            "reviewed_at": mark.reviewed_at.model_dump() if mark.reviewed_at else None,
-            "reviewer": mark.reviewer,
-        }
-    return {name: out[name] for name in sorted(out)}
+    return out
 
 
-def atlas(marks: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _reviewed_at(stamp: ReviewStamp | None) -> ReviewedAt | None:
+    return ReviewedAt(commit=stamp.commit, date=stamp.date) if stamp else None
+
+
+def atlas(marks: Mapping[str, RubricMarks]) -> list[dict[str, Any]]:
     """The header's view of each rubric, from records.json "marks": "carries N of M" and
     one chip per mechanism in the rubric's order (present, absent, needs re-review or not
     marked), each linking its mark.  A render made before records.json listed the
     rubric's mechanisms has chips for its marks only."""
     out = []
     for name, entry in marks.items():
-        marked = entry.get("marks") or {}
-        listed = entry.get("rubric_mechanisms") or [{"id": m, "name": m} for m in marked]
+        listed = entry.rubric_mechanisms or [RubricMechanism(id=m, name=m) for m in entry.marks]
         chips = []
         for mechanism in listed:
-            mark = marked.get(mechanism["id"])
-            state = "unmarked" if mark is None else "present" if mark["present"] else "absent"
+            mark = entry.marks.get(mechanism.id)
+            state = "unmarked" if mark is None else "present" if mark.present else "absent"
             chips.append(
                 {
-                    "id": mechanism["id"],
-                    "name": mechanism["name"],
+                    "id": mechanism.id,
+                    "name": mechanism.name,
                     "state": state,
-                    "review": bool(mark and mark.get("needs_review")),
-                    "href": "#" + mark_anchor(name, mechanism["id"]),
+                    "review": bool(mark and mark.needs_review),
+                    "href": "#" + mark_anchor(name, mechanism.id),
                 }
             )
         out.append(
             {
                 "href": "#" + rubric_anchor(name),
-                "title": entry["title"],
-                "carries": int(entry["carries"]),
-                "of": int(entry["mechanisms"]),
+                "title": entry.title,
+                "carries": entry.carries,
+                "of": entry.mechanisms,
                 "chips": chips,
             }
         )

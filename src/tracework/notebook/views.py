@@ -34,6 +34,7 @@ from tracework.notebook.absences import AbsenceResult
 from tracework.notebook.diagrams import DiagramCheck
 from tracework.notebook.records import KINDS, Absence, Record
 from tracework.register.models import FileEntry, Quote
+from tracework.render.artefacts import CheckSummary
 from tracework.screen import Screen
 from tracework.text import counted, lexer_for, visible, visible_name
 
@@ -501,19 +502,24 @@ def screen_html(result: Screen) -> str:
     )
 
 
-def summary_html(summary: dict[str, Any]) -> str:
-    """The check summary as a compact table with one line per check."""
+def summary_html(summary: CheckSummary, *, by_name: bool = False) -> str:
+    """The check summary as a compact table with one line per check.
+
+    The notebook lists the checks in the order they ran (register first); the report
+    page lists them ``by_name``, as the command line does and records.json (its keys
+    sorted) holds them.
+    """
     rows = []
-    for name, check in summary["checks"].items():
-        state = "holds" if check["ok"] else "fails"
+    for name, check in summary.checks.families(by_name=by_name):
+        state = "holds" if check.ok else "fails"
         rows.append(
-            f"<tr><th>{esc(name)}</th><td>{badge(state)}</td><td>{esc(check['detail'])}</td></tr>"
+            f"<tr><th>{esc(name)}</th><td>{badge(state)}</td><td>{esc(check.detail)}</td></tr>"
         )
-    problems = "".join(f"<li>{esc(p)}</li>" for p in summary.get("problems", []))
-    verdict = "all checks hold" if summary["ok"] else "checks do not all hold"
+    problems = "".join(f"<li>{esc(p)}</li>" for p in summary.problems)
+    verdict = "all checks hold" if summary.ok else "checks do not all hold"
     return (
-        f'<section class="tw-summary"><p>{badge("holds" if summary["ok"] else "fails", verdict)} '
-        f"at <code>{esc(summary['commit'][:12])}</code></p>"
+        f'<section class="tw-summary"><p>{badge("holds" if summary.ok else "fails", verdict)} '
+        f"at <code>{esc(summary.commit[:12])}</code></p>"
         f'<table class="tw-checks">{"".join(rows)}</table>'
         + (f'<ul class="tw-problems">{problems}</ul>' if problems else "")
         + "</section>"

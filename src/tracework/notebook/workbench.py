@@ -10,7 +10,6 @@ short message rather than a traceback.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -75,7 +74,7 @@ from tracework.notebook.jupyter import (
     show_error,
     watch_cells,
 )
-from tracework.notebook.marks import Mark, marks_json, marks_section
+from tracework.notebook.marks import Mark, marks_section, rubric_marks
 from tracework.notebook.records import (
     DRIFT_STATES,
     KINDS,
@@ -107,6 +106,26 @@ from tracework.register.evidence import (
     same_evidence,
 )
 from tracework.register.models import CaptureSource, DocumentSource, GitSource, Register
+from tracework.render.artefacts import (
+    RECORDS_FORMAT,
+    AbsenceEntry,
+    AbsenceMatch,
+    AssertionEntry,
+    CaptureEntry,
+    CaptureEvidenceEntry,
+    Check,
+    Checks,
+    CheckSummary,
+    DiagramEntry,
+    FileEntry,
+    KernelRecords,
+    QuoteEntry,
+    RecordEntry,
+    RecordsCheck,
+    RegisterCheck,
+    to_json,
+    write_records,
+)
 from tracework.render.execution import RECORDS_MIME
 from tracework.screen import Screen
 from tracework.text import counted
@@ -960,6 +979,10 @@ class Workbench(RecordDeclarations):
             `ok`, the list of `problems`, and the counts of each check (register, records,
             absences, diagrams, marks).
         """
+        return to_json(self._check_summary())
+
+    def _check_summary(self) -> CheckSummary:
+        """Every check at this commit, as the model records.json's `checks` is written from."""
         problems: list[str] = []
         reports = [
             self._check(sid) for sid, s in self.register.sources.items() if isinstance(s, GitSource)
@@ -994,34 +1017,35 @@ class Workbench(RecordDeclarations):
                     f"{self.commit[:12]}: " + ", ".join(d.check.vanished)
                 )
         named = sum(len(d.check.identifiers) for d in self._diagrams.values())
-        checks = {
-            "register": {
-                "ok": not bad and bool(items),
-                "detail": "; ".join(
-                    f"{kind}s: " + ", ".join(f"{n} {s}" for s, n in c.items())
-                    for kind, c in counts.items()
-                    if c
-                )
-                or "nothing registered",
-                "counts": counts,
-            },
-            "records": {
-                "ok": bool(self._records),
-                "detail": f"{counted(len(self._records), 'record')}, {bare} citing no "
-                "evidence; every reference resolves and every cited quote is in the register; "
-                f"{counted(len(uncited), 'register quote')} not cited",
-                "counts": dict(Counter(r.kind for r in self._records.values())),
-            },
-            "absences": {
-                "ok": not broken,
-                "detail": f"{len(self._absences) - len(broken)} hold, {len(broken)} broken",
-            },
-            "diagrams": {
-                "ok": not failing,
-                "detail": f"{counted(len(self._diagrams), 'diagram')}, "
-                f"{counted(named, 'identifier')} checked; {len(failing)} with problems",
-            },
-        }
+        registered = RegisterCheck(
+            ok=not bad and bool(items),
+            detail="; ".join(
+                f"{kind}s: " + ", ".join(f"{n} {s}" for s, n in c.items())
+                for kind, c in counts.items()
+                if c
+            )
+            or "nothing registered",
+            counts=counts,
+        )
+        records = RecordsCheck(
+            ok=bool(self._records),
+            detail=f"{counted(len(self._records), 'record')}, {bare} citing no "
+            "evidence; every reference resolves and every cited quote is in the register; "
+            f"{counted(len(uncited), 'register quote')} not cited",
+            counts=dict(Counter(r.kind for r in self._records.values())),
+        )
+        absences = Check(
+            ok=not broken,
+            detail=f"{len(self._absences) - len(broken)} hold, {len(broken)} broken",
+        )
+        diagrams = Check(
+            ok=not failing,
+            detail=f"{counted(len(self._diagrams), 'diagram')}, "
+            f"{counted(named, 'identifier')} checked; {len(failing)} with problems",
+        )
+        # assertions and marks are in records.json only when the report has them: passed
+        # only then, a family left out stays unset, and so unwritten (to_json)
+        optional: dict[str, Check] = {}
         asserted = [a for r in reports for a in r.assertions]
         if asserted:
             failing_assertions = [a for a in asserted if a.fails]
@@ -1031,11 +1055,11 @@ class Workbench(RecordDeclarations):
                 for a in failing_assertions
             ]
             findings = sum(1 for a in asserted if a.state != "holds")
-            checks["assertions"] = {
-                "ok": not failing_assertions,
-                "detail": f"{len(asserted) - findings} of {len(asserted)} asserted hashes hold; "
+            optional["assertions"] = Check(
+                ok=not failing_assertions,
+                detail=f"{len(asserted) - findings} of {len(asserted)} asserted hashes hold; "
                 f"{findings} differ or are missing ({len(failing_assertions)} required)",
-            }
+            )
         if self._marks:
             stale = self._marks_drifted()
             problems += [
@@ -1043,21 +1067,27 @@ class Workbench(RecordDeclarations):
                 "drifted: " + ", ".join(v)
                 for key, v in stale.items()
             ]
-            checks["marks"] = {
-                "ok": not stale,
-                "detail": f"{counted(len(self._marks), 'mark')} against "
+            optional["marks"] = Check(
+                ok=not stale,
+                detail=f"{counted(len(self._marks), 'mark')} against "
                 f"{counted(len(self._rubrics), 'rubric')}; every present mark cites evidence; "
                 f"{len(stale)} need re-review",
-            }
-        ok = all(c["ok"] for c in checks.values())
-        return {
-            "ok": ok,
-            "commit": self.commit,
-            "pin": self.pin,
-            "at_pin": self.at_pin,
-            "checks": checks,
-            "problems": problems,
-        }
+            )
+        checks = Checks(
+            registered=registered,
+            records=records,
+            absences=absences,
+            diagrams=diagrams,
+            **optional,
+        )
+        return CheckSummary(
+            ok=all(check.ok for _, check in checks.families()),
+            commit=self.commit,
+            pin=self.pin,
+            at_pin=self.at_pin,
+            checks=checks,
+            problems=problems,
+        )
 
     def _document_items(self) -> list[CheckItem]:
         """The register's document sources kept in the workspace, hashed again."""
@@ -1073,118 +1103,106 @@ class Workbench(RecordDeclarations):
 
         Returns:
             The records (each with its kind and the evidence that needs re-review), quotes,
-            files, absences, diagrams, marks, captures, the drift since the pin, the checks and
-            the provenance of what was read.
+            files, absences, diagrams, marks, captures, the checks and the provenance of
+            what was read.
         """
+        return to_json(self._kernel_records())
+
+    def _kernel_records(self) -> KernelRecords:
+        """records.json as this kernel writes it: the model the file is written from."""
         drifted = self._drifted()
-        records = []
-        for kind in KINDS:
-            for record in self._records.values():
-                if type(record) is kind:
-                    data = record.model_dump(mode="json", exclude_none=True)
-                    data["kind"] = record.kind
-                    data["needs_review"] = drifted.get(record.id, [])
-                    records.append(data)
-        quotes = {}
-        for qid, info in sorted(self._quotes.items()):
-            q = info.quote
-            d = info.drift
-            quotes[qid] = {
-                "source": q.source,
-                "path": q.path,
-                "lines": list(q.lines),
-                "sha256": q.sha256,
-                "state": info.drift.state if info.drift else "verified",
-                "format_only": bool(info.drift and info.drift.format_only),
-                "new_path": d.new_path if d else None,
-                "new_lines": list(d.new_lines) if d and d.new_lines else None,
-            }
-        files = {
-            key: {
-                "source": info.source,
-                "path": info.path,
-                "sha256": info.entry.sha256,
-                "state": info.state,
-                "new_path": info.check.new_path if info.check else None,
-            }
-            for key, info in sorted(self._files.items())
-        }
-        absences = {
-            rid: {
-                "holds": res.holds,
-                "files": len(res.files),
-                "skipped": list(res.skipped),
-                "matches": [{"path": m.path, "line": m.line, "text": m.text} for m in res.matches],
-            }
-            for rid, res in self._absences.items()
-        }
-        return {
-            "format": "tracework.notebook.records/1",
-            "tracework": __version__,
-            "register": self.register.name,
-            "kind": self.kind,
-            "title": self.title,
-            "register_sha256": self.register_sha256,
-            "subject": self.subject.name,
-            "url": self.subject.url,
-            "pin": self.pin,
-            "pin_date": self.pin_info.date,
-            "commit": self.commit,
-            "commit_date": self.commit_info.date,
-            "analysis_date": self.analysis_date,
-            "mode": self.mode,
-            "records": records,
-            "quotes": quotes,
-            "files": files,
-            "captures": {
-                sid: {
-                    "capture": at.shown.name,
-                    "registered_commit": at.baseline.commit,
-                    "captured_at": at.shown.commit,
-                    "stale": at.stale,
-                    "counts": at.shown.results.counts,
-                    "harness_sha256": at.shown.manifest.harness_sha256,
-                    "environment_sha256": at.shown.manifest.environment.sha256,
-                    "isolation": at.shown.manifest.isolation,
-                }
+        return KernelRecords(
+            format=RECORDS_FORMAT,
+            tracework=__version__,
+            register_name=self.register.name,
+            kind=self.kind,
+            title=self.title,
+            register_sha256=self.register_sha256,
+            subject=self.subject.name,
+            url=self.subject.url,
+            pin=self.pin,
+            pin_date=self.pin_info.date,
+            commit=self.commit,
+            commit_date=self.commit_info.date,
+            analysis_date=self.analysis_date,
+            mode=self.mode,
+            records=[
+                _record_entry(record, drifted.get(record.id, []))
+                for kind in KINDS
+                for record in self._records.values()
+                if type(record) is kind
+            ],
+            quotes={qid: _quote_entry(info) for qid, info in sorted(self._quotes.items())},
+            files={
+                key: FileEntry(
+                    source=info.source,
+                    path=info.path,
+                    sha256=info.entry.sha256,
+                    state=info.state,
+                    new_path=info.check.new_path if info.check else None,
+                )
+                for key, info in sorted(self._files.items())
+            },
+            captures={
+                sid: CaptureEntry(
+                    capture=at.shown.name,
+                    registered_commit=at.baseline.commit,
+                    captured_at=at.shown.commit,
+                    stale=at.stale,
+                    counts=at.shown.results.counts,
+                    harness_sha256=at.shown.manifest.harness_sha256,
+                    environment_sha256=at.shown.manifest.environment.sha256,
+                    isolation=at.shown.manifest.isolation,
+                )
                 for sid, at in sorted(self._captures.items())
             },
-            "capture_evidence": {
-                key: {
-                    "kind": "case" if isinstance(info, CaseInfo) else "excerpt",
-                    "source": info.capture.source,
-                    "case": info.case.id if isinstance(info, CaseInfo) else info.case,
-                    "path": None if isinstance(info, CaseInfo) else info.path,
-                    "status": info.case.status if isinstance(info, CaseInfo) else None,
-                    "sha256": None if isinstance(info, CaseInfo) else info.sha256,
-                    "state": info.state,
-                }
+            capture_evidence={
+                key: _capture_evidence_entry(info)
                 for key, info in sorted(self._capture_evidence.items())
             },
-            "assertions": [
-                a.as_json()
+            assertions=[
+                AssertionEntry(
+                    source=a.source,
+                    path=a.path,
+                    by=a.by,
+                    commit=a.commit,
+                    state=a.state,
+                    sha256=a.sha256,
+                    sha256_at_commit=a.sha256_at_commit,
+                    required=a.required,
+                )
                 for sid, s in self.register.sources.items()
                 if isinstance(s, GitSource)
                 for a in self._check(sid).assertions
             ],
-            "absences": absences,
-            "diagrams": {
-                name: {
-                    "caption": d.caption,
-                    "kind": d.kind,
-                    "source_sha256": sha256_hex(d.source.encode("utf-8")),
-                    "bindings": d.check.bindings,
-                    "unknown_records": list(d.check.unknown_records),
-                    "identifiers": d.check.identifiers,
-                    "vanished": list(d.check.vanished),
-                    "ok": d.check.ok,
-                }
+            absences={
+                rid: AbsenceEntry(
+                    holds=res.holds,
+                    files=len(res.files),
+                    skipped=list(res.skipped),
+                    matches=[
+                        AbsenceMatch(path=m.path, line=m.line, text=m.text) for m in res.matches
+                    ],
+                )
+                for rid, res in self._absences.items()
+            },
+            diagrams={
+                name: DiagramEntry(
+                    caption=d.caption,
+                    kind=d.kind,
+                    source_sha256=sha256_hex(d.source.encode("utf-8")),
+                    bindings=d.check.bindings,
+                    unknown_records=list(d.check.unknown_records),
+                    identifiers=d.check.identifiers,
+                    vanished=list(d.check.vanished),
+                    ok=d.check.ok,
+                )
                 for name, d in self._diagrams.items()
             },
-            "screen": self._screen.as_json() if self._screen else None,
-            "marks": marks_json(self._marks.values(), self._rubrics, self._marks_drifted()),
-            "checks": self.summary(),
-        }
+            screen=self._screen.as_json() if self._screen else None,
+            marks=rubric_marks(self._marks.values(), self._rubrics, self._marks_drifted()),
+            checks=self._check_summary(),
+        )
 
     def done(self) -> None:
         """Finish the report: write records.json, run every check and show the summary.
@@ -1211,18 +1229,18 @@ class Workbench(RecordDeclarations):
             )
         self._forget_deleted_cells()
         self._refuse_dangling()
-        data = self.records_json()
+        records = self._kernel_records()
         if self.mode == "render":
             # tracework render takes records.json from this output of the executed notebook
             display(
-                {RECORDS_MIME: data, "text/plain": f"records.json: {len(self._records)} records"},
+                {
+                    RECORDS_MIME: to_json(records),
+                    "text/plain": f"records.json: {len(self._records)} records",
+                },
                 raw=True,
             )
         else:
-            write_atomic(
-                self.output_dir / "records.json",
-                json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-            )
+            write_records(self.output_dir / "records.json", records)
         if not self._records_shown:
             self.records()
         for sid, at in sorted(self._captures.items()):
@@ -1230,16 +1248,60 @@ class Workbench(RecordDeclarations):
                 display(Html(self._capture_section(at), f"capture {at.shown.name}"))
         if self._marks:
             self._show_marks()
-        summary = data["checks"]
+        summary = records.checks
         display(
-            Html(summary_html(summary), "checks hold" if summary["ok"] else "checks fail"),
+            Html(summary_html(summary), "checks hold" if summary.ok else "checks fail"),
             metadata={"tracework": "summary"},
         )
-        if self.mode == "render" and self.at_pin and not summary["ok"]:
+        if self.mode == "render" and self.at_pin and not summary.ok:
             raise ChecksFailed(
-                "checks fail at the register's pin: " + "; ".join(summary["problems"][:10]),
+                "checks fail at the register's pin: " + "; ".join(summary.problems[:10]),
                 hint="fix the notebook or the register; the previous report is kept",
             )
+
+
+def _record_entry(record: Record, needs_review: list[str]) -> RecordEntry:
+    """A declared record as records.json lists it: its kind's own fields as the record
+    model gives them (see :class:`~tracework.render.artefacts.RecordEntry`), its kind and
+    the evidence that needs re-review."""
+    fields = record.model_dump(mode="json", exclude_none=True)
+    return RecordEntry.model_validate({**fields, "kind": record.kind, "needs_review": needs_review})
+
+
+def _quote_entry(info: QuoteInfo) -> QuoteEntry:
+    q, d = info.quote, info.drift
+    return QuoteEntry(
+        source=q.source,
+        path=q.path,
+        lines=q.lines,
+        sha256=q.sha256,
+        state=d.state if d else "verified",
+        format_only=bool(d and d.format_only),
+        new_path=d.new_path if d else None,
+        new_lines=d.new_lines if d and d.new_lines else None,
+    )
+
+
+def _capture_evidence_entry(info: CaseInfo | ExcerptInfo) -> CaptureEvidenceEntry:
+    if isinstance(info, CaseInfo):
+        return CaptureEvidenceEntry(
+            kind="case",
+            source=info.capture.source,
+            case=info.case.id,
+            path=None,
+            status=info.case.status,
+            sha256=None,
+            state=info.state,
+        )
+    return CaptureEvidenceEntry(
+        kind="excerpt",
+        source=info.capture.source,
+        case=info.case,
+        path=info.path,
+        status=None,
+        sha256=info.sha256,
+        state=info.state,
+    )
 
 
 def open(

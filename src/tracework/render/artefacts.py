@@ -57,7 +57,13 @@ def _commit(description: str) -> Any:
 
 
 class RecordEntry(BaseModel):
-    """One declared record: its kind's own fields (see the record kinds), plus these."""
+    """One declared record: its kind's own fields (see the record kinds), plus these.
+
+    Open to further keys, unlike the other parts of records.json: each record kind has
+    fields of its own (a route's progression, a claim's status), checked by that kind's
+    model when the notebook declared the record, so they are kept as the notebook gave
+    them rather than described a second time here.
+    """
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
@@ -236,6 +242,15 @@ class Checks(_Ours):
     assertions: Check | None = Field(None, description="Asserted hashes, if any.")
     marks: Check | None = Field(None, description="Rubric marks, if any.")
 
+    def families(self, *, by_name: bool = False) -> list[tuple[str, Check]]:
+        """Each family the report has, by its key in records.json: in the order they are
+        checked (this model's), or ``by_name`` (the order of records.json's sorted keys,
+        which the command line and the report page list them in)."""
+        fields = type(self).model_fields.items()
+        present = ((field.alias or name, getattr(self, name)) for name, field in fields)
+        found = [(key, check) for key, check in present if check is not None]
+        return sorted(found, key=lambda family: family[0]) if by_name else found
+
 
 class CheckSummary(_Ours):
     """Every check on a report at its commit (records.json ``checks``)."""
@@ -284,7 +299,9 @@ class KernelRecords(_Ours):
         default_factory=dict, description="Diagram name → its checks."
     )
     screen: dict[str, Any] | None = Field(
-        None, description="The screen of the checkout, as `tracework screen --json` gives it."
+        None,
+        description="The screen of the checkout, as `tracework screen --json` gives it "
+        "(that command's own JSON contract, kept as it is).",
     )
     marks: dict[str, RubricMarks] = Field(
         default_factory=dict, description="Rubric name → the report's marks against it."
@@ -337,6 +354,17 @@ class ReportRecords(KernelRecords):
 
     drift: Drift = Field(description="What changed since the pin (zero at the pin).")
     title: str = Field(description="The report's title, as the page and the site show it.")
+
+
+def report_records(kernel: KernelRecords, drift: Drift, title: str) -> ReportRecords:
+    """The kernel's records with what the render adds.
+
+    Only the fields the kernel's records were made or read with are carried over, so the
+    file written holds exactly the kernel's keys and these two (see :func:`to_json`);
+    its parts are the kernel's own frozen models, not copies.
+    """
+    kept = {name: getattr(kernel, name) for name in kernel.model_fields_set}
+    return ReportRecords.model_validate({**kept, "drift": drift, "title": title})
 
 
 # -- manifest.json, history.json, a batch's outcome ------------------------------------
@@ -425,7 +453,14 @@ def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_records(path: Path, records: ReportRecords) -> None:
+def as_stored(model: BaseModel) -> Any:
+    """The JSON data of a model with its keys sorted at every level, as its file holds
+    them: what a command prints when it shows part of a file as the file has it."""
+    return json.loads(dumps(to_json(model)))
+
+
+def write_records(path: Path, records: KernelRecords) -> None:
+    """records.json, as the kernel writes it in author mode or as a render leaves it."""
     write_atomic(path, dumps(to_json(records)))
 
 
@@ -433,6 +468,12 @@ def read_records(path: Path) -> ReportRecords:
     """records.json; a ``ValidationError`` or :class:`~tracework.readers.DataError` says
     what is wrong (the caller names the file)."""
     return ReportRecords.model_validate(load_json(path.read_bytes()))
+
+
+def read_kernel_records(path: Path) -> KernelRecords:
+    """records.json as author mode leaves it (the kernel's part only); errors as
+    :func:`read_records`."""
+    return KernelRecords.model_validate(load_json(path.read_bytes()))
 
 
 def write_manifest(path: Path, manifest: RenderManifest) -> None:

@@ -13,12 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 import tracework.register.store as reg
-from tracework.errors import RenderError, TraceworkError
+from tracework.errors import RenderError, TraceworkError, validation_problem
 from tracework.fsio import locked
 from tracework.git.subjects import load_subject, open_mirror
-from tracework.readers import DataError, load_json
+from tracework.readers import DataError
 from tracework.register.models import GitSource
+from tracework.render.artefacts import CheckSummary, RecordEntry, as_stored, read_kernel_records
 from tracework.render.execution import (
     Limits,
     execute,
@@ -38,8 +41,8 @@ class AuthorResult:
     commit: str
     at_pin: bool
     directory: Path
-    records: list[dict[str, Any]]
-    summary: dict[str, Any]
+    records: list[RecordEntry]
+    summary: CheckSummary
     cleared: int  # code cells whose saved outputs were cleared in the run's copy
 
 
@@ -70,21 +73,21 @@ def author(ws: Workspace, name: str, commit: str | None = None) -> AuthorResult:
         limits = Limits(ws.cell_timeout, ws.render_timeout, ws.output_cap)
         execute(runnable, draft / "report.ipynb", parameters, ws.root, limits)
         try:
-            data = load_json(records_file.read_bytes())
+            records = read_kernel_records(records_file)
         except FileNotFoundError:
             raise RenderError(
                 f"{notebook.name} never called wb.done()", hint="end the notebook with wb.done()"
             ) from None
         except DataError as exc:
             raise RenderError(f"{records_file.relative_to(ws.root)}: {exc}") from None
+        except ValidationError as exc:
+            raise RenderError(
+                f"{records_file.relative_to(ws.root)} is not tracework's records.json "
+                f"({validation_problem(exc)})",
+                hint="leave records.json to wb.done(), run by the tracework kernel",
+            ) from None
     return AuthorResult(
-        name,
-        full,
-        full == sources[0].commit,
-        draft,
-        list(data.get("records", [])),
-        data["checks"],
-        cleared,
+        name, full, full == sources[0].commit, draft, records.records, records.checks, cleared
     )
 
 
@@ -92,20 +95,21 @@ def records_text(result: AuthorResult) -> list[str]:
     """One line per record: its id, kind and label, and what needs re-review."""
     lines = []
     for record in result.records:
-        line = f"{record['id']}  {record['kind']}  {record.get('label', '')}".rstrip()
-        if record.get("needs_review"):
-            line += "  (needs re-review: " + ", ".join(record["needs_review"]) + ")"
+        line = f"{record.id}  {record.kind}  {record.label}".rstrip()
+        if record.needs_review:
+            line += "  (needs re-review: " + ", ".join(record.needs_review) + ")"
         lines.append(line)
     return lines
 
 
 def as_json(result: AuthorResult, root: Path) -> dict[str, Any]:
-    """``tracework author --json``: where the draft is, the records and the checks."""
+    """``tracework author --json``: where the draft is, the records and the checks, each
+    as records.json holds it."""
     return {
-        "ok": result.summary["ok"],
+        "ok": result.summary.ok,
         "name": result.name,
         "commit": result.commit,
         "directory": result.directory.relative_to(root).as_posix(),
-        "records": result.records,
-        "checks": result.summary,
+        "records": [as_stored(record) for record in result.records],
+        "checks": as_stored(result.summary),
     }

@@ -694,15 +694,20 @@ def _amount(size: int) -> str:
     return f"{size} bytes"
 
 
-def extract_records(nb: nbformat.NotebookNode) -> dict[str, Any] | None:
-    """The records.json object the notebook's ``wb.done()`` displayed, if it ran."""
+def extract_records(nb: nbformat.NotebookNode) -> object | None:
+    """The JSON the notebook last displayed as records.json (``wb.done()`` does), if any.
+
+    Untyped on purpose: any cell may display that type, with data of any shape, so the
+    render reads it through the model (:class:`~tracework.render.artefacts.KernelRecords`),
+    whose refusal names what is wrong.
+    """
     found = None
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             data = out.get("data", {})
             if RECORDS_MIME in data:
                 found = data[RECORDS_MIME]
-    return dict(found) if found is not None else None
+    return found
 
 
 def file_sha256(path: Path) -> str | None:

@@ -28,6 +28,13 @@ from tracework.notebook.marks import atlas
 from tracework.notebook.views import display_css
 from tracework.register.models import DocumentSource, Register
 from tracework.render import fragments
+from tracework.render.artefacts import (
+    HistoryEntry,
+    KernelRecords,
+    RenderManifest,
+    ReportRecords,
+    to_json,
+)
 from tracework.render.execution import RECORDS_MIME
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.text import visible_markup
@@ -162,39 +169,39 @@ def _for_readers(output: dict[str, Any]) -> bool:
     return not (output.get("output_type") == "stream" and output.get("name") == "stderr")
 
 
-def report_title(nb: nbformat.NotebookNode, records: dict[str, Any]) -> str:
+def report_title(nb: nbformat.NotebookNode, records: KernelRecords) -> str:
     """The report's title: ``tw.open(title=...)``, else the notebook's first ``# heading``,
     else the register's name and the report's kind.  The render writes it into
     records.json, so the page, the site's index and its search all show the same."""
-    if records.get("title"):
-        return str(records["title"])
+    if records.title:
+        return records.title
     _, heading = reader_notebook(nb)
-    return heading or f"{records['register']} {report_kind(records)}"
+    return heading or f"{records.register_name} {report_kind(records)}"
 
 
-def report_kind(records: dict[str, Any]) -> str:
+def report_kind(records: KernelRecords) -> str:
     """What the report is ("runtime report" unless the notebook says otherwise)."""
-    return str(records.get("kind") or "runtime report")
+    return records.kind or "runtime report"
 
 
-def header_html(records: dict[str, Any], title: str) -> str:
+def header_html(records: KernelRecords, title: str) -> str:
     """The page's header, from ``fragments/header.html.j2``."""
-    quotes = records["checks"]["checks"]["register"]["counts"].get("quote", {})
+    quotes = records.checks.checks.registered.counts.get("quote", {})
     kind = report_kind(records)
     return fragments.render(
         "header.html.j2",
         eyebrow=kind[:1].upper() + kind[1:],
         title=title,
-        subject=records["subject"],
-        url=records["url"],
-        commit=records["commit"],
-        commit_date=records["commit_date"],
-        pin=records["pin"],
-        pin_date=records["pin_date"],
-        analysis_date=records.get("analysis_date"),
-        rubrics=atlas(records.get("marks") or {}),
+        subject=records.subject,
+        url=records.url,
+        commit=records.commit,
+        commit_date=records.commit_date,
+        pin=records.pin,
+        pin_date=records.pin_date,
+        analysis_date=records.analysis_date,
+        rubrics=atlas(records.marks),
         checks={
-            "ok": records["checks"]["ok"],
+            "ok": records.checks.ok,
             "verified": quotes.get("verified", 0),
             "total": sum(quotes.values()),
             "others": ", ".join(f"{n} {s}" for s, n in sorted(quotes.items()) if s != "verified"),
@@ -204,13 +211,14 @@ def header_html(records: dict[str, Any], title: str) -> str:
 
 def appendix_html(
     register: Register,
-    records: dict[str, Any],
-    manifest: dict[str, Any],
+    records: KernelRecords,
+    manifest: RenderManifest,
     summary_html: str,
-    history: list[dict[str, Any]],
+    history: list[HistoryEntry],
 ) -> str:
-    """The check summary, the render history, the source register and the provenance."""
-    states = records.get("quotes", {})
+    """The check summary, the render history, the source register and the provenance
+    (every key manifest.json holds, as it holds it)."""
+    states = records.quotes
     documents = {
         sid: src.location
         for sid, src in register.sources.items()
@@ -227,13 +235,13 @@ def appendix_html(
                 "path": q.path,
                 "lines": q.lines,
                 "sha256": q.sha256,
-                "state": states[qid]["state"] if qid in states else None,
+                "state": states[qid].state if qid in states else None,
             }
             for qid, q in register.quotes.items()
         ],
         assertions=[
-            {**a, "location": documents.get(a["by"]) if a["by"] else None}
-            for a in records.get("assertions") or []
+            {**to_json(a), "location": documents.get(a.by) if a.by else None}
+            for a in records.assertions
         ],
         checks=register.checks,
         provenance=[
@@ -243,22 +251,25 @@ def appendix_html(
                 if isinstance(value, dict)
                 else value,
             )
-            for key, value in sorted(manifest.items())
+            for key, value in sorted(to_json(manifest).items())
         ],
     )
 
 
-def _history_entry(entry: dict[str, Any]) -> dict[str, Any]:
+def _history_entry(entry: HistoryEntry) -> dict[str, Any]:
     """One render of the history, as the appendix lists it."""
-    counts = entry.get("counts", {})
+    counts = entry.counts
     return {
-        "commit": entry["commit"],
-        "date": str(entry.get("date", "")),
-        "since": entry.get("commits_since_pin", 0),
+        "commit": entry.commit,
+        "date": entry.date,
+        "since": entry.commits_since_pin,
         "verified": counts.get("verified", 0),
         "total": sum(counts.values()),
         "others": ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "verified"),
-        "changed": [{"id": qid, **c} for qid, c in entry.get("changed_in", {}).items()],
+        "changed": [
+            {"id": qid, "path": c.path, "commit": c.commit, "format_only": c.format_only}
+            for qid, c in entry.changed_in.items()
+        ],
     }
 
 
@@ -317,39 +328,39 @@ def toc_html(page: str) -> str:
     return "".join(out)
 
 
-def drift_html(records: dict[str, Any]) -> str:
+def drift_html(records: ReportRecords) -> str:
     """At a commit other than the pin: what changed since the pin, and since when."""
-    drift = records.get("drift") or {}
-    if records["commit"] == records["pin"] or not drift:
+    drift = records.drift
+    if records.commit == records.pin:
         return ""
     quotes = []
-    for qid, commit in drift["first_changed"].items():
-        content = drift["first_content_change"].get(qid)
-        culprit = drift["culprits"][commit]
+    for qid, commit in drift.first_changed.items():
+        content = drift.first_content_change.get(qid)
+        culprit = drift.culprits[commit]
         quotes.append(
             {
                 "id": qid,
-                "path": records["quotes"][qid]["path"],
-                "state": records["quotes"][qid]["state"],
+                "path": records.quotes[qid].path,
+                "state": records.quotes[qid].state,
                 "commit": commit,
-                "date": culprit["date"],
-                "subject": culprit["subject"],
+                "date": culprit.date,
+                "subject": culprit.subject,
                 # format only has no first content change (drift/content.py)
-                "format_only": qid in drift["format_only"],
+                "format_only": qid in drift.format_only,
                 "content": content if content not in (None, commit) else None,
             }
         )
     return fragments.render(
         "drift.html.j2",
-        commit=records["commit"],
-        pin=records["pin"],
-        since=drift["commits_since_pin"],
-        counts=", ".join(f"{n} {s}" for s, n in drift["counts"].items() if n),
+        commit=records.commit,
+        pin=records.pin,
+        since=drift.commits_since_pin,
+        counts=", ".join(f"{n} {s}" for s, n in drift.counts.items() if n),
         quotes=quotes,
-        needs_review=drift["needs_review"],
-        format_only=drift["format_only"],
-        broken=drift["broken_absences"],
-        vanished=list(drift["vanished_identifiers"].items()),
+        needs_review=drift.needs_review,
+        format_only=drift.format_only,
+        broken=drift.broken_absences,
+        vanished=list(drift.vanished_identifiers.items()),
     )
 
 
@@ -384,11 +395,11 @@ def html_exporter() -> HTMLExporter:
 
 def export_html(
     nb: nbformat.NotebookNode,
-    records: dict[str, Any],
+    records: ReportRecords,
     register: Register,
-    manifest: dict[str, Any],
+    manifest: RenderManifest,
     summary_html: str,
-    history: list[dict[str, Any]] | None = None,
+    history: list[HistoryEntry] | None = None,
 ) -> str:
     """The report page for an executed, normalised notebook."""
     reader, _ = reader_notebook(nb)
@@ -409,8 +420,8 @@ def export_html(
             "footer_html": fragments.render(
                 "footer.html.j2",
                 version=__version__,
-                notebook=manifest["notebook"],
-                commit=records["commit"],
+                notebook=manifest.notebook,
+                commit=records.commit,
             ),
         }
     }

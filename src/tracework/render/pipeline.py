@@ -37,8 +37,7 @@ from tracework.render.artefacts import (
     CheckSummary,
     KernelRecords,
     RenderManifest,
-    ReportRecords,
-    to_json,
+    report_records,
     write_history,
     write_manifest,
     write_records,
@@ -194,9 +193,7 @@ def render(
                     report_title,  # nbconvert: only once a notebook ran
                 )
 
-                # the page is built from this data, in the kernel's order of keys
-                data = {**raw, "drift": to_json(drift), "title": report_title(executed, raw)}
-                records = ReportRecords.model_validate(data)
+                records = report_records(kernel, drift, report_title(executed, kernel))
                 write_records(staging / "records.json", records)
                 history_path = out_root / "history.json"
                 entries = updated_history(read_history(history_path), records)
@@ -240,11 +237,11 @@ def render(
 
                 page = export_html(
                     executed,
-                    data,
+                    records,
                     register,
-                    to_json(manifest),
-                    summary_html(data["checks"]),
-                    [to_json(e) for e in entries],
+                    manifest,
+                    summary_html(records.checks, by_name=True),
+                    entries,
                 )
                 write_atomic(staging / "report.html", page)
             except OSError as exc:  # a full disk, say: name the report's file, not a temporary
