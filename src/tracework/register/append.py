@@ -5,13 +5,15 @@ it, parses and validates it again: tens of seconds for 10,000 quotes.  Yet a new
 changes one place: an entry at the end of the ``quotes:`` mapping (and, for a file not
 registered yet, one line at the end of its source's ``files:``); a replaced quote
 changes its own entry.  So every full write also leaves, beside the compiled copy,
-where the ``quotes:`` block ends in the bytes it wrote
-(``.NAME.yaml.splice.compiled.json``, sealed like the copy).  While the YAML is still
-exactly those bytes (no hand edit since), new entries are dumped alone, with the same
-emitter settings, and spliced in; the compiled copy is the old rows with the new ones.
-The result is, byte for byte, what the full edit writes (the property tests in
-``tests/test_register_append.py`` hold us to it), under the same lock, atomically, and
-every other byte, comments included, is left as the analyst wrote it.
+where the ``quotes:`` block ends in the bytes it wrote and where the quotes end in the
+copy's JSON (``.NAME.yaml.splice.compiled.json``, sealed like the copy).  While the
+YAML is still exactly those bytes (no hand edit since), new entries are dumped alone,
+with the same emitter settings, and spliced in; the compiled copy is changed where the
+rows land (:mod:`tracework.register.rowsplice`).  The result is, byte for byte, what
+the full edit writes (the property tests in ``tests/test_register_append.py`` hold us
+to it), under the same lock, atomically, and every other byte, comments included, is
+left as the analyst wrote it; neither file is parsed or dumped whole, so a write costs
+about the same in a register of 1,000 quotes or 50,000.
 
 :func:`write_changes` writes many quotes at once (a notebook cell's, in author mode);
 :func:`append_quote` and :func:`replace_quote` are the one-quote cases of the command
@@ -40,9 +42,7 @@ from tracework.register.data import GitSourceData, QuoteData
 from tracework.register.models import FileEntry, Quote, Register
 from tracework.register.rowsplice import CompiledRows, quotes_close
 
-#: Where things sit in the compiled copy's rows (each model a list of its field values):
-#: reading the few fields a new quote needs from the rows, without making ten thousand
-#: named tuples, keeps the fast path fast.
+#: Where things sit in the compiled copy's rows (each model a list of its field values).
 _QUOTES = list(Register.model_fields).index("quotes")
 _GIT_FILES = GitSourceData._fields.index("files")
 _GIT_SUBJECT = GitSourceData._fields.index("subject")
