@@ -16,7 +16,8 @@ from tracework.workspace import Workspace, check_name
 
 _GUIDE = """\
 Quote spans of the subject at the pin and declare what the code does. Each quote is
-hashed and added to `registers/{name}.yaml` while you work (author mode); a render
+hashed, and a cell's quotes are added to `registers/{name}.yaml` when it ends (author
+mode); a render
 (`tracework render {name}`) re-executes this notebook in render mode and never
 writes to the register.
 
