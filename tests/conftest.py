@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,14 @@ def _user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ["XDG_CACHE_HOME"] = old
 
 
+def init_repo(path: Path) -> Repo:
+    """An empty repository at ``path`` (made if need be), on branch ``main``; for
+    fixtures that outlive one test and so cannot use ``make_repo``."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    return Repo(path)
+
+
 @pytest.fixture
 def make_repo(tmp_path: Path) -> Callable[[str], Repo]:
     """Factory: ``make_repo("subject")`` creates an empty repository under tmp_path."""
@@ -129,8 +137,7 @@ def make_repo(tmp_path: Path) -> Callable[[str], Repo]:
     def factory(name: str = "subject") -> Repo:
         path = tmp_path / name
         path.mkdir()
-        git(path, "init", "-q", "-b", "main")
-        return Repo(path)
+        return init_repo(path)
 
     return factory
 
@@ -143,55 +150,79 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     return ws
 
 
+def invoke(*args: str) -> Result:
+    """Run the ``tracework`` CLI in-process in the current directory, exceptions raised."""
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
 @pytest.fixture
 def tw(workspace: Workspace) -> Callable[..., Result]:
     """Run the ``tracework`` CLI in-process inside the workspace: ``tw("check", "demo")``."""
-    runner = CliRunner()
-
-    def run(*args: str) -> Result:
-        return runner.invoke(main, list(args), catch_exceptions=False)
-
-    return run
+    return invoke
 
 
-@pytest.fixture
-def pin_repo(tw: Callable[..., Result]) -> Callable[[Repo], str]:
-    """Factory: fetch an already built repository and pin its last commit as SRC-1 of
-    register ``demo``; returns the commit."""
+def pin_subject(
+    run: Callable[..., Result],
+    repo: Repo,
+    commit: str,
+    *,
+    name: str = "toy",
+    track: str | None = None,
+    reports: Sequence[str] = (),
+) -> None:
+    """Add ``repo`` as subject ``name`` (following ``track``, else its default branch),
+    fetch it, and pin ``commit`` as SRC-1 of register ``demo``, or, given ``reports``, of
+    each report ``tracework new`` scaffolds (its register and its notebook).
 
-    def pin(repo: Repo) -> str:
-        commit = repo.commits[-1]
-        for args in (
-            ("subject", "add", "toy", str(repo.path)),
-            ("fetch", "toy"),
+    The one copy of the sequence an analyst types, so a suite that needs a pinned subject
+    says so in one line and a change to the commands is met in one place. ``run`` is the
+    CLI in the workspace: ``tw``, or :func:`invoke` where a fixture outlives one test."""
+    steps: list[tuple[str, ...]] = [
+        ("subject", "add", name, str(repo.path), *(("--track", track) if track else ())),
+        ("fetch", name),
+    ]
+    if reports:
+        steps += [("new", report, "--subject", name, "--commit", commit) for report in reports]
+    else:
+        steps += [
             ("register", "new", "demo"),
-            ("register", "add-source", "demo", "SRC-1", "--subject", "toy", "--commit", commit),
-        ):
-            result = tw(*args)
-            assert result.exit_code == 0, result.output
-        return commit
-
-    return pin
+            ("register", "add-source", "demo", "SRC-1", "--subject", name, "--commit", commit),
+        ]
+    for args in steps:
+        result = run(*args)
+        assert result.exit_code == 0, (args, result.output)
 
 
 @pytest.fixture
 def pinned(make_repo: Callable[[str], Repo], tw: Callable[..., Result]) -> Callable[..., Repo]:
-    """Factory: build a subject with ``files``, fetch it, and pin its first commit as SRC-1
-    of register ``demo``.  Returns the Repo (more commits can follow; re-fetch with tw)."""
+    """Factory: a subject pinned by :func:`pin_subject`; returns its Repo (more commits can
+    follow; re-fetch with tw).
 
-    def factory(files: dict[str, bytes | str], name: str = "toy") -> Repo:
-        repo = make_repo(name)
-        for rel, content in files.items():
-            repo.write(rel, content)
-        first = repo.commit("first")
-        for args in (
-            ("subject", "add", name, str(repo.path)),
-            ("fetch", name),
-            ("register", "new", "demo"),
-            ("register", "add-source", "demo", "SRC-1", "--subject", name, "--commit", first),
-        ):
-            result = tw(*args)
-            assert result.exit_code == 0, result.output
+    ``pinned(files)`` builds repository ``name`` holding ``files`` in one commit and pins
+    it; ``pinned(repo=built)`` pins a repository a test built itself (links, submodules,
+    hand-made trees) at its newest commit, or at ``commit`` when git made that one
+    outside :meth:`Repo.commit`. ``name``, ``track`` and ``reports`` are
+    :func:`pin_subject`'s."""
+
+    def factory(
+        files: Mapping[str, bytes | str] | None = None,
+        name: str = "toy",
+        *,
+        repo: Repo | None = None,
+        commit: str | None = None,
+        track: str | None = None,
+        reports: Sequence[str] = (),
+    ) -> Repo:
+        if repo is None:
+            assert files is not None, "give the subject's files, or a repo the test built"
+            repo = make_repo(name)
+            for rel, content in files.items():
+                repo.write(rel, content)
+            repo.commit("first")
+        else:
+            assert files is None, "files go into the repo the test built, before pinning"
+        pin = commit or repo.commits[-1]
+        pin_subject(tw, repo, pin, name=name, track=track, reports=reports)
         return repo
 
     return factory
@@ -314,33 +345,13 @@ def render_store_report(root: Path, cells: list[Any]) -> Path:
 
     import nbformat
 
-    toy = root / "toy"
-    (toy / "pkg").mkdir(parents=True)
-    git(toy, "init", "-q", "-b", "main")
-    (toy / "pkg" / "store.py").write_text(STORE)
-    git(toy, "add", "-A")
-    when = f"@{BASE_EPOCH} +0000"  # a fixed date: the same commit id every run
-    git(
-        toy,
-        "commit",
-        "-q",
-        "-m",
-        "first",
-        env={"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when},
-    )
-    first = git(toy, "rev-parse", "HEAD").strip()
-    runner = CliRunner()
+    toy = init_repo(root / "toy").write("pkg/store.py", STORE)
+    first = toy.commit("first")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
-        assert runner.invoke(main, ["init", "ws"]).exit_code == 0
+        assert invoke("init", "ws").exit_code == 0
         patch.chdir(root / "ws")
-        for args in (
-            ["subject", "add", "toy", str(toy)],
-            ["fetch", "toy"],
-            ["new", "demo", "--subject", "toy", "--commit", first],
-        ):
-            result = runner.invoke(main, args, catch_exceptions=False)
-            assert result.exit_code == 0, result.output
+        pin_subject(invoke, toy, first, reports=["demo"])
         path = root / "ws" / "notebooks" / "demo.ipynb"
         nb = nbformat.read(path, as_version=4)
         for i, cell in enumerate(cells):
@@ -351,7 +362,7 @@ def render_store_report(root: Path, cells: list[Any]) -> Path:
         import tracework
 
         tracework.open("demo").source("SRC-1").quote("pkg/store.py", symbol="Store.put")
-        result = runner.invoke(main, ["render", "demo", "--json"], catch_exceptions=False)
+        result = invoke("render", "demo", "--json")
         assert result.exit_code == 0, result.output
         return root / "ws" / json.loads(result.output)["directory"]
 

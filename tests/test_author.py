@@ -24,16 +24,10 @@ wb.route("RT-RTE-put", label="Put", progression="caller → `Store.put`", implem
 
 
 @pytest.fixture
-def notebook(make_repo, tw, workspace):
+def notebook(pinned, workspace):
     """A report `demo` pinned at a subject's first commit, its notebook filled in; nothing
     quoted yet (the author run adds the quotes)."""
-    repo = make_repo("toy")
-    for path, text in SUBJECT.items():
-        repo.write(path, text)
-    first = repo.commit("first")
-    assert tw("subject", "add", "toy", str(repo.path)).exit_code == 0
-    assert tw("fetch", "toy").exit_code == 0
-    assert tw("new", "demo", "--subject", "toy", "--commit", first).exit_code == 0
+    pinned(SUBJECT, reports=["demo"])
     path = workspace.notebooks / "demo.ipynb"
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(4, nbformat.v4.new_code_cell(BODY))

@@ -23,7 +23,7 @@ ATTRIBUTES = (
 
 
 @pytest.mark.slow
-def test_the_export_is_the_commit_byte_for_byte(make_repo, tw, tmp_path):
+def test_the_export_is_the_commit_byte_for_byte(make_repo, pinned, tmp_path):
     repo = make_repo("attrs")
     marker = tmp_path / "filter-ran"
     for rel, content in {
@@ -46,8 +46,7 @@ def test_the_export_is_the_commit_byte_for_byte(make_repo, tw, tmp_path):
     when = {"GIT_AUTHOR_DATE": "@1767225600 +0000", "GIT_COMMITTER_DATE": "@1767225600 +0000"}
     git(repo.path, "commit", "-q", "-m", "attributes of every kind", env=when)
     commit = git(repo.path, "rev-parse", "HEAD").strip()
-    assert tw("subject", "add", "attrs", str(repo.path)).exit_code == 0
-    assert tw("fetch", "attrs").exit_code == 0
+    pinned(name="attrs", repo=repo, commit=commit)
     mirror_dir = Workspace.find().mirror_dir("attrs")
     git(mirror_dir, "config", "filter.evil.smudge", f"touch {marker}")
     before = snapshot(mirror_dir)

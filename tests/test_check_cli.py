@@ -65,7 +65,7 @@ BIG = 4 * 1024 * 1024 + 4096  # just over the default quoting cap
 
 
 @pytest.fixture
-def odd(make_repo, tw):
+def odd(make_repo, pinned):
     """A subject with links, a submodule, a binary and a big file, pinned as SRC-1."""
     repo = make_repo("odd")
     repo.write("pkg/tool.py", "def spin():\n    return 'round'\n")
@@ -78,14 +78,7 @@ def odd(make_repo, tw):
     gear = add_submodule(repo, "vendor/gear")
     first = repo.commit("odd entries")
     assert repo.git("ls-tree", first, "vendor/gear").startswith("160000 commit " + gear)
-    for args in (
-        ("subject", "add", "odd", str(repo.path)),
-        ("fetch", "odd"),
-        ("register", "new", "demo"),
-        ("register", "add-source", "demo", "SRC-1", "--subject", "odd", "--commit", first),
-    ):
-        result = tw(*args)
-        assert result.exit_code == 0, result.output
+    pinned(name="odd", repo=repo)
     repo.gear = gear
     return repo
 
@@ -407,22 +400,16 @@ def test_check_never_imports_pydantic_at_the_pin_or_with_drift(pinned, tw, works
 
 
 @pytest.mark.slow
-def test_the_check_judges_entries_as_registering_does(make_repo, tw, workspace):
+def test_the_check_judges_entries_as_registering_does(make_repo, pinned, tw, workspace):
     pointer = LFS_POINTER_HEADER + b"oid sha256:" + b"ab" * 32 + b"\nsize 12345\n"
     repo = make_repo("kinds")
     repo.write("plain.py", "x = 1\n").write("blob.bin", b"\x00\x01binary")
     repo.write("model.bin", pointer).write("almost.bin", pointer + b"#" * 1024)
     repo.symlink("link", "plain.py")
     add_submodule(repo, "vendor/gear")
-    commit = repo.commit("every kind")
-    assert tw("subject", "add", "kinds", str(repo.path)).exit_code == 0
-    assert tw("fetch", "kinds").exit_code == 0
-    for args in (
-        ("register", "new", "demo"),
-        ("register", "add-source", "demo", "SRC-1", "--subject", "kinds", "--commit", commit),
-        ("register", "add-file", "demo", "SRC-1", "*", "vendor/gear"),
-    ):
-        assert tw(*args).exit_code == 0, args
+    repo.commit("every kind")
+    pinned(name="kinds", repo=repo)
+    assert tw("register", "add-file", "demo", "SRC-1", "*", "vendor/gear").exit_code == 0
     files = reg.load(workspace.register_file("demo")).git_source("SRC-1").files
     assert {path: f.kind for path, f in files.items()} == {
         "plain.py": "file",

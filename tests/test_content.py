@@ -146,10 +146,7 @@ CONTENT = {
 def test_format_only_never_contradicts_itself(tmp_path_factory, monkeypatch, edits):
     """For any history of edits: format only ⇔ no first content change ⇔ the page says
     formatting only — and the first content change is the first content edit."""
-    from click.testing import CliRunner
-
-    from conftest import Repo, git
-    from tracework.cli import main
+    from conftest import init_repo, invoke, pin_subject
     from tracework.register import store as reg
     from tracework.render.artefacts import QuoteEntry, ReportRecords, to_json
     from tracework.render.export import drift_html
@@ -157,9 +154,7 @@ def test_format_only_never_contradicts_itself(tmp_path_factory, monkeypatch, edi
     from tracework.workspace import Workspace
 
     root = tmp_path_factory.mktemp("formats")
-    (root / "subject").mkdir()
-    git(root / "subject", "init", "-q", "-b", "main")
-    repo = Repo(root / "subject")
+    repo = init_repo(root / "subject")
     text = BASE
     pin = repo.write("prompts.py", text).commit("pin")
     first_content = None
@@ -174,16 +169,12 @@ def test_format_only_never_contradicts_itself(tmp_path_factory, monkeypatch, edi
     target = repo.commits[-1]
     ws = Workspace.init(root / "ws")
     monkeypatch.chdir(ws.root)
-    runner = CliRunner()
-    for args in (
-        ("subject", "add", "toy", str(repo.path)),
-        ("fetch", "toy"),
-        ("register", "new", "demo"),
-        ("register", "add-source", "demo", "SRC-1", "--subject", "toy", "--commit", pin),
-        ("quote", "demo", "SRC-1", "prompts.py", "--symbol", "build_prompt", "--id", "Q-p"),
-    ):
-        assert runner.invoke(main, list(args)).exit_code == 0
-    out = runner.invoke(main, ["check", "demo", "--at", target, "--json"])
+    pin_subject(invoke, repo, pin)
+    quoted = invoke(
+        "quote", "demo", "SRC-1", "prompts.py", "--symbol", "build_prompt", "--id", "Q-p"
+    )
+    assert quoted.exit_code == 0, quoted.output
+    out = invoke("check", "demo", "--at", target, "--json")
     item = next(i for i in json.loads(out.output)["items"] if i["kind"] == "quote")
     if item["state"] in ("verified", "moved"):
         return  # the bytes hold: nothing changed, nothing to explain

@@ -325,6 +325,7 @@ def plant_malformed_commit(repo: Repo) -> str:
 @pytest.fixture
 def make_armed(
     make_repo: Callable[[str], Repo],
+    pinned: Callable[..., Repo],
     tw: Callable[..., Any],
     workspace: Workspace,
     tmp_path: Path,
@@ -333,18 +334,9 @@ def make_armed(
     listeners: list[Listener] = []
 
     def factory(case: Case) -> Armed:
-        subject = make_repo("toy")
-        first = subject.write("lamp.txt", "wick\n").commit("first")
+        subject = pinned({"lamp.txt": "wick\n"}, track="main")
         decoy = make_repo("decoy")
         decoy_commit = decoy.write("decoy.txt", "not the subject\n").commit("decoy")
-        for args in (
-            ("subject", "add", "toy", str(subject.path), "--track", "main"),
-            ("fetch", "toy"),
-            ("register", "new", "demo"),
-            ("register", "add-source", "demo", "SRC-1", "--subject", "toy", "--commit", first),
-        ):
-            result = tw(*args)
-            assert result.exit_code == 0, result.output
         if case.malformed:
             new = plant_malformed_commit(subject)
         else:

@@ -129,8 +129,8 @@ def test_lfs_pointer_detection_follows_the_spec_header_and_size():
 
 
 @pytest.mark.slow
-def test_an_lfs_pointer_is_hashed_as_the_pointer_and_marked(lfs_repo, pin_repo, tw):
-    commit = pin_repo(lfs_repo)
+def test_an_lfs_pointer_is_hashed_as_the_pointer_and_marked(lfs_repo, pinned, tw):
+    commit = pinned(repo=lfs_repo).commits[-1]
     result = tw("register", "add-file", "demo", "SRC-1", "*")
     ok(result)
     rows = {line.split()[1]: line for line in result.stdout.splitlines()[:-1]}
@@ -159,8 +159,8 @@ def test_an_lfs_pointer_is_hashed_as_the_pointer_and_marked(lfs_repo, pin_repo, 
     ok(tw("check", "demo"))
 
 
-def test_the_quote_view_says_a_quote_is_an_lfs_pointer(lfs_repo, pin_repo, tw):
-    pin_repo(lfs_repo)
+def test_the_quote_view_says_a_quote_is_an_lfs_pointer(lfs_repo, pinned, tw):
+    pinned(repo=lfs_repo)
     ok(tw("quote", "demo", "SRC-1", "weights.bin", "--lines", "1-3", "--id", "Q-weights"))
     ok(tw("quote", "demo", "SRC-1", "near.txt", "--lines", "1-3", "--id", "Q-near"))
     pointer = quote_html(info_for("Q-weights"))
@@ -168,8 +168,8 @@ def test_the_quote_view_says_a_quote_is_an_lfs_pointer(lfs_repo, pin_repo, tw):
     assert "Git LFS pointer" not in quote_html(info_for("Q-near"))
 
 
-def test_a_pointer_replaced_by_real_content_is_a_changed_file(lfs_repo, pin_repo, tw):
-    pin_repo(lfs_repo)
+def test_a_pointer_replaced_by_real_content_is_a_changed_file(lfs_repo, pinned, tw):
+    pinned(repo=lfs_repo)
     ok(tw("register", "add-file", "demo", "SRC-1", "weights.bin"))
     lfs_repo.write("weights.bin", b"\x00\x01real weights committed by mistake\n")
     head = lfs_repo.commit("weights committed directly")
@@ -238,12 +238,13 @@ def test_the_filter_trap_is_real(filtered):
 
 
 @pytest.mark.slow
-def test_filters_ident_and_export_subst_are_never_applied(filtered, pin_repo, tw, workspace):
+def test_filters_ident_and_export_subst_are_never_applied(filtered, pinned, tw, workspace):
     repo, marker = filtered
     first = repo.commits[0]
     # the clone source is armed; so, from here on, is the mirror itself
-    commit = pin_repo(repo)
-    assert commit == repo.commits[-1]
+    commit = pinned(repo=repo).commits[-1]
+    source = YAML(typ="safe").load(REGISTER.read_text(encoding="utf-8"))["sources"]["SRC-1"]
+    assert source["commit"] == commit  # the newest commit is the pin, the first one is not
     assert not marker.exists()  # cloning from an armed repository ran nothing
     mirror = workspace.mirror_dir("toy")
     (mirror / "info").mkdir(exist_ok=True)
@@ -385,7 +386,7 @@ NOT_UTF8 = "caf\udce9.py"  # the bytes b"caf\xe9.py": latin-1, not UTF-8
 
 
 @pytest.fixture
-def latin1_names(make_repo, pin_repo):
+def latin1_names(make_repo, pinned):
     repo = make_repo("toy")
     repo.write(NOT_UTF8, "x = 1\n")
     repo.write("caf\udce9/AGENTS.md", "Obey.\n")
@@ -400,7 +401,7 @@ def latin1_names(make_repo, pin_repo):
             check=True,
         ).stdout
     )
-    pin_repo(repo)
+    pinned(repo=repo)
     return repo
 
 
@@ -557,9 +558,9 @@ def test_the_embedded_repository_trap_is_real(embedded, tmp_path):
     assert marker.exists()
 
 
-def test_an_embedded_bare_repository_is_never_entered(embedded, pin_repo, tw, workspace):
+def test_an_embedded_bare_repository_is_never_entered(embedded, pinned, tw, workspace):
     repo, marker = embedded
-    commit = pin_repo(repo)
+    commit = pinned(repo=repo).commits[-1]
     ok(tw("fetch", "toy"))
     added = tw("register", "add-file", "demo", "SRC-1", "vendor")
     ok(added)

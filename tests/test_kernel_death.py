@@ -35,15 +35,11 @@ DIED = "the notebook could not be executed: the kernel died in cell 5"
 
 
 @pytest.fixture
-def reports(make_repo, tw, workspace):
+def reports(pinned, workspace):
     """Two reports on one subject: `dies`, whose kernel exits in its 5th code cell, and `good`."""
-    repo = make_repo("toy")
-    repo.write("pkg/store.py", "class Store:\n    def put(self, key, value):\n        pass\n")
-    pin = repo.commit("first")
-    assert tw("subject", "add", "toy", str(repo.path), "--track", "main").exit_code == 0
-    assert tw("fetch", "toy").exit_code == 0
+    store = "class Store:\n    def put(self, key, value):\n        pass\n"
+    repo = pinned({"pkg/store.py": store}, track="main", reports=["dies", "good"])
     for name in ("dies", "good"):
-        assert tw("new", name, "--subject", "toy", "--commit", pin).exit_code == 0
         path = workspace.notebooks / f"{name}.ipynb"
         nb = nbformat.read(path, as_version=4)
         nb.cells.insert(4, nbformat.v4.new_code_cell(CELL))
@@ -53,7 +49,7 @@ def reports(make_repo, tw, workspace):
         import tracework
 
         tracework.open(name).source("SRC-1").quote("pkg/store.py", symbol="Store.put")
-    return pin
+    return repo.commits[0]
 
 
 def _run(workspace, *args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:

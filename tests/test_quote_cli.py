@@ -163,12 +163,12 @@ def test_utf16_is_binary_as_git_says(pinned, tw):
 
 
 @pytest.mark.parametrize("target", ["/etc/passwd", "../outside/secret.txt", "real.py"])
-def test_a_symlink_is_reported_with_its_target_and_never_followed(make_repo, pin_repo, tw, target):
+def test_a_symlink_is_reported_with_its_target_and_never_followed(make_repo, pinned, tw, target):
     repo = make_repo("toy")
     repo.write("real.py", "root:x:0:0:not really\n")
     repo.symlink("link", target)
     repo.commit("links")
-    commit = pin_repo(repo)
+    commit = pinned(repo=repo).commits[-1]
     before = REGISTER.read_bytes()
     result = tw("quote", "demo", "SRC-1", "link", "--lines", "1-1")
     refused(result, f"link is a symlink to {target!r}", "never followed")
@@ -187,7 +187,7 @@ def test_a_symlink_is_reported_with_its_target_and_never_followed(make_repo, pin
     ok(tw("check", "demo"))
 
 
-def test_a_submodule_is_refused_and_registered_as_its_commit(make_repo, pin_repo, tw):
+def test_a_submodule_is_refused_and_registered_as_its_commit(make_repo, pinned, tw):
     repo = make_repo("toy")
     repo.write("README", "parent\n")
     (repo.path / "vendor" / "lib").mkdir(parents=True)
@@ -195,7 +195,7 @@ def test_a_submodule_is_refused_and_registered_as_its_commit(make_repo, pin_repo
     repo.git("update-index", "--add", "--cacheinfo", f"160000,{gitlink},vendor/lib")
     repo.commit("with a submodule")
     assert f"160000 commit {gitlink}\tvendor/lib" in repo.git("ls-tree", "-r", "HEAD")
-    pin_repo(repo)
+    pinned(repo=repo)
     before = REGISTER.read_bytes()
     refused(
         tw("quote", "demo", "SRC-1", "vendor/lib", "--lines", "1-1"),

@@ -40,16 +40,10 @@ wb.absence("RT-ABS-net", statement="No network calls.", scope=["pkg/*.py"], patt
 
 
 @pytest.fixture
-def report(make_repo, tw, workspace):
+def report(pinned, workspace):
     """A subject, a report `demo` pinned at its first commit, and a filled-in notebook."""
-    repo = make_repo("toy")
-    for path, text in SUBJECT.items():
-        repo.write(path, text)
-    first = repo.commit("first")
-    assert tw("subject", "add", "toy", str(repo.path)).exit_code == 0
-    assert tw("fetch", "toy").exit_code == 0
-    result = tw("new", "demo", "--subject", "toy", "--commit", first[:10])
-    assert result.exit_code == 0, result.output
+    repo = pinned(SUBJECT, reports=["demo"])
+    first = repo.commits[0]
     path = workspace.notebooks / "demo.ipynb"
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(4, nbformat.v4.new_code_cell(BODY))
@@ -207,6 +201,15 @@ def test_new_refuses_to_overwrite(report, tw):
     _, first = report
     result = tw("new", "demo", "--subject", "toy", "--commit", first)
     assert result.exit_code == 2 and "already exists" in result.output
+
+
+def test_new_takes_a_commit_prefix_and_pins_the_full_id(report, tw, workspace):
+    from tracework.register import store as reg
+
+    _, first = report
+    result = tw("new", "other", "--subject", "toy", "--commit", first[:10])
+    assert result.exit_code == 0, result.output
+    assert reg.load(workspace.register_file("other")).git_source("SRC-1").commit == first
 
 
 def test_a_render_killed_outright_leaves_a_folder_the_next_render_sweeps(

@@ -27,7 +27,7 @@ import pytest
 import re2
 from click.testing import CliRunner
 
-from conftest import BASE_EPOCH, git, pids_in
+from conftest import init_repo, invoke, pids_in, pin_subject
 from tracework import fsio
 from tracework.cli import main
 from tracework.errors import RecordError
@@ -59,32 +59,14 @@ def bounds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     report per case below (notebooks filled in by :func:`_notebook`); the pin is in
     ``pin.txt``."""
     root = tmp_path_factory.mktemp("bounds")
-    toy = root / "toy"
-    (toy / "pkg").mkdir(parents=True)
-    git(toy, "init", "-q", "-b", "main")
-    (toy / "pkg" / "store.py").write_text(STORE + "x" * 40 + "\n" + "y" * 5000 + "\n")
-    git(toy, "add", "-A")
-    when = f"@{BASE_EPOCH} +0000"
-    git(
-        toy,
-        "commit",
-        "-q",
-        "-m",
-        "first",
-        env={"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when},
-    )
-    pin = git(toy, "rev-parse", "HEAD").strip()
-    runner = CliRunner()
+    toy = init_repo(root / "toy").write("pkg/store.py", STORE + "x" * 40 + "\n" + "y" * 5000 + "\n")
+    pin = toy.commit("first")
+    ws = root / "ws"
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
-        assert runner.invoke(main, ["init", "ws"]).exit_code == 0
-        ws = root / "ws"
+        assert invoke("init", "ws").exit_code == 0
         patch.chdir(ws)
-        for args in (["subject", "add", "toy", str(toy)], ["fetch", "toy"]):
-            assert runner.invoke(main, args, catch_exceptions=False).exit_code == 0
-        for name in ("redos", "spin", "loop", "slow", "big"):
-            result = runner.invoke(main, ["new", name, "--subject", "toy", "--commit", pin])
-            assert result.exit_code == 0, result.output
+        pin_subject(invoke, toy, pin, reports=["redos", "spin", "loop", "slow", "big"])
         import tracework
 
         for name in ("redos", "big"):

@@ -90,15 +90,12 @@ def test_bisection_names_the_non_merge_commit_that_made_the_change(make_repo):
 
 
 @pytest.fixture
-def reports(make_repo, tw, workspace):
+def reports(pinned, tw, workspace):
     """Two reports on one subject: `good`, and `broken` whose notebook always fails."""
-    repo = make_repo("toy")
-    repo.write("pkg/store.py", STORE).write("pkg/util.py", "def helper():\n    return 1\n")
-    first = repo.commit("first")
-    assert tw("subject", "add", "toy", str(repo.path), "--track", "main").exit_code == 0
-    assert tw("fetch", "toy").exit_code == 0
+    files = {"pkg/store.py": STORE, "pkg/util.py": "def helper():\n    return 1\n"}
+    repo = pinned(files, track="main", reports=["good", "broken"])
+    first = repo.commits[0]
     for name, cell in (("good", CELL), ("broken", CELL + "\nraise RuntimeError('boom')")):
-        assert tw("new", name, "--subject", "toy", "--commit", first).exit_code == 0
         path = workspace.notebooks / f"{name}.ipynb"
         nb = nbformat.read(path, as_version=4)
         nb.cells.insert(4, nbformat.v4.new_code_cell(cell))
