@@ -62,8 +62,8 @@ from typing import Any, Literal
 
 from tracework.hashing import Lines
 from tracework.register import edits as regy
-from tracework.register.evidence import make_quote
 from tracework.register.models import Anchor
+from tracework.register.quotes import make_quote
 from tracework.register.spans import Span
 
 SEED = 20260101

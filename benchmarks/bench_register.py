@@ -12,7 +12,7 @@ What it does, per size:
 3. times, in this process as a notebook would run them (interpreter start-up and
    imports not counted), after one untimed warm-up add:
 
-   * ``add``: :func:`~tracework.register.evidence.add_quote` of a span not yet quoted
+   * ``add``: :func:`~tracework.register.quotes.add_quote` of a span not yet quoted
      (what ``tracework quote`` does);
    * ``replace``: ``add_quote(..., quote_id=…, replace=True)`` pointing an id at
      another span;
@@ -53,7 +53,7 @@ from tracework.cli import main
 from tracework.hashing import Lines
 from tracework.register import append
 from tracework.register import edits as regy
-from tracework.register.evidence import QuoteRequest, add_quote, make_quote
+from tracework.register.quotes import QuoteRequest, add_quote, make_quote
 from tracework.register.spans import Span
 from tracework.workspace import Workspace
 

@@ -16,7 +16,7 @@ import tracework.register.store as reg
 from tracework.drift.check import check_register
 from tracework.errors import RecordError, RegisterError
 from tracework.register import append, edits
-from tracework.register.evidence import QuoteRequest, add_quote
+from tracework.register.quotes import QuoteRequest, add_quote
 
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
 

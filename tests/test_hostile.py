@@ -133,7 +133,7 @@ def pinned_once(pinned, tw):
 
 WRITER = """
 import sys
-from tracework.register.evidence import QuoteRequest, add_quote
+from tracework.register.quotes import QuoteRequest, add_quote
 from tracework.workspace import Workspace
 ws = Workspace.find()
 n = 0

@@ -27,7 +27,6 @@ from tracework import fsio
 from tracework.errors import RegisterError
 from tracework.register import edits
 from tracework.register import store as reg
-from tracework.register.evidence import QuoteRequest, add_quote
 from tracework.register.models import (
     Anchor,
     CheckEntry,
@@ -37,6 +36,7 @@ from tracework.register.models import (
     Quote,
     Register,
 )
+from tracework.register.quotes import QuoteRequest, add_quote
 from tracework.register.schema import register_schema_text, schema_texts
 from tracework.workspace import Workspace
 
@@ -534,7 +534,7 @@ WORKER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from tracework.register.evidence import QuoteRequest, add_quote
+    from tracework.register.quotes import QuoteRequest, add_quote
     from tracework.workspace import Workspace
 
     name, count, go = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
@@ -555,7 +555,7 @@ BATCH_WORKER = textwrap.dedent(
     from pathlib import Path
     from tracework.git.subjects import open_mirror
     from tracework.register.append import Change
-    from tracework.register.evidence import QuoteRequest, locate_quote, write_quotes
+    from tracework.register.quotes import QuoteRequest, locate_quote, write_quotes
     from tracework.register.store import load
     from tracework.workspace import Workspace
 

@@ -15,11 +15,11 @@ from tracework.errors import RegisterError
 from tracework.git.subjects import open_mirror
 from tracework.register import append
 from tracework.register.append import Change
-from tracework.register.evidence import (
+from tracework.register.evidence import file_entry
+from tracework.register.quotes import (
     QuoteRequest,
     add_quote,
     default_quote_id,
-    file_entry,
     locate_quote,
     write_quotes,
 )
@@ -248,7 +248,7 @@ def test_a_hand_edit_since_takes_the_full_edit_and_keeps_its_comments(
         calls.append(result := original(*args))  # type: ignore[arg-type]
         return result
 
-    monkeypatch.setattr("tracework.register.evidence.append_quote", spy)
+    monkeypatch.setattr("tracework.register.quotes.append_quote", spy)
     add_quote(workspace, seeded, "SRC-1", "pkg/a.py", QuoteRequest(lines=(7, 7)))
     assert calls == [None]  # stale splice point: the full edit ran
     assert "# mine, by hand\nsources:\n" in seeded.read_text()

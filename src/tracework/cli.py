@@ -402,7 +402,7 @@ def quote(
     span; --remove ID takes a quote out of the register unless a notebook cites it.
     """
     import tracework.register.store as reg
-    from tracework.register.evidence import QuoteRequest, add_quote, remove_quote
+    from tracework.register.quotes import QuoteRequest, add_quote, remove_quote
     from tracework.text import terminal_lines, visible_name
 
     ws = _workspace()

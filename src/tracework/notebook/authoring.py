@@ -4,7 +4,7 @@ cell ends.
 Writing the register on every ``src.quote(...)`` made a cell of 200 quotes cost 200
 writes, and re-reading and re-checking the whole register after each one made it cost
 minutes on a large register.  Here each quote is located at the pin and given its id at
-once, by the register's rules (:func:`~tracework.register.evidence.decide_id`), against
+once, by the register's rules (:func:`~tracework.register.quotes.decide_id`), against
 the register as the notebook holds it plus what the cell quoted so far; the register
 in memory gains it; and the cell's quotes are written together when it ends (IPython's
 ``post_run_cell``, see :func:`~tracework.notebook.jupyter.watch_cells`), or at once
@@ -21,15 +21,15 @@ from typing import Any, NamedTuple
 from tracework.git.mirror import Mirror
 from tracework.git.subjects import open_mirror
 from tracework.register.append import Change
-from tracework.register.evidence import (
+from tracework.register.evidence import file_entry
+from tracework.register.models import Quote, Register
+from tracework.register.quotes import (
     QuoteRequest,
     decide_id,
-    file_entry,
     locate_quote,
     refuse_bad_request,
     write_quotes,
 )
-from tracework.register.models import Quote, Register
 from tracework.workspace import Workspace
 
 #: A quote's identity in a register: source, path, lines and the bytes' hash.

@@ -97,15 +97,9 @@ from tracework.notebook.views import (
     summary_html,
 )
 from tracework.readers import load_json
-from tracework.register.evidence import (
-    QuoteRequest,
-    add_capture_source,
-    add_files,
-    make_quote,
-    quotable_lines,
-    same_evidence,
-)
+from tracework.register.evidence import add_capture_source, add_files
 from tracework.register.models import CaptureSource, DocumentSource, GitSource, Register
+from tracework.register.quotes import QuoteRequest, make_quote, quotable_lines, same_evidence
 from tracework.render.artefacts import (
     RECORDS_FORMAT,
     AbsenceEntry,

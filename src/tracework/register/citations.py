@@ -19,8 +19,8 @@ from typing import Any
 
 from tracework.errors import TraceworkError
 from tracework.git.subjects import open_mirror
-from tracework.register.evidence import QuoteRequest, make_quote, quotable_lines, same_evidence
 from tracework.register.models import GitSource, Register
+from tracework.register.quotes import QuoteRequest, make_quote, quotable_lines, same_evidence
 from tracework.workspace import Workspace
 
 
