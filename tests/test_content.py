@@ -8,12 +8,22 @@ search and the page never contradict each other.
 from __future__ import annotations
 
 import json
+import re
+from bisect import bisect_right
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tracework.drift.content import Content, holds_in
+from tracework.drift.content import (
+    _BETWEEN,
+    _OPAQUE,
+    _WORD,
+    Content,
+    _opaque,
+    _written_runs,
+    holds_in,
+)
 
 QUOTE = '''def build_prompt(user, notes):
     """Assemble the system prompt.
@@ -102,6 +112,88 @@ def test_the_smallest_span_holding_the_content():
     new = Content("import os\n\n\n" + QUOTE.replace("limit=5)", "limit=5,\n    )") + "\n", "p.py")
     before = Content(QUOTE, "p.py")
     assert new.find(before.span(1, 7)) == [(4, 11)]
+
+
+def test_content_that_is_gone_is_known_without_reading_statements():
+    """A quote whose code changed (the usual drift) is ruled out by string searches:
+    neither the file's strings are blanked nor its statements found for it."""
+    new = Content(QUOTE.replace("limit=5", "limit=6"), "p.py")
+    old = Content(QUOTE, "p.py")
+    assert not new.holds(old.span(1, 7))
+    assert not new.holds(old.span(6, 6))  # the edited line alone
+    assert "_code" not in vars(new) and "statements" not in vars(new)
+    assert new.holds(old.span(7, 7))  # the line after it holds
+
+
+# -- the quick paths answer as the plain rule does (generated Python-like text) ----------
+
+PIECES = [
+    *"abrRbBuUfF_09 \t\n\r\f\x0b\\'\"#()[]{},;:.=+-*@",
+    "'''",
+    '"""',
+    "\\\n",
+    "def f(",
+    "    ",
+    "x = ",
+    "return ",
+    "if a:\n",
+    "# c\n",
+    "rb'",
+    'f"',
+    "é",
+    "⏎",
+]
+texts = st.lists(st.sampled_from(PIECES), max_size=80).map("".join)
+LAYOUT = [" ", "\n", "\t", ",", ";", "\\\n", "(", ")", "\n    "]
+quick = settings(max_examples=400, deadline=None)
+
+
+def _blanked(text: str) -> tuple[str, frozenset[int]]:
+    """The rule for the blanked code, written as one substitution over the text."""
+    breaks = [i for i, ch in enumerate(text) if ch == "\n"]
+    inside: set[int] = set()
+
+    def blank(m: re.Match[str]) -> str:
+        if "\n" in m.group():
+            first = bisect_right(breaks, m.start() - 1) + 1
+            inside.update(range(first + 1, first + m.group().count("\n") + 1))
+        fill = " " if m.lastgroup == "comment" else "\x01"
+        return "\n".join(fill * len(part) for part in m.group().split("\n"))
+
+    return _OPAQUE.sub(blank, text), frozenset(inside)
+
+
+@quick
+@given(texts)
+@example("rb'x' + f\"y\" # z\n'''a\nb'''\nu'\\")
+@example('bar\'x\' + Rb"""q""" \'open')
+def test_strings_and_comments_are_found_where_the_pattern_finds_them(text):
+    assert [(m.span(), m.lastgroup) for m in _opaque(text)] == [
+        (m.span(), m.lastgroup) for m in _OPAQUE.finditer(text)
+    ]
+    content = Content(text, "x.py")
+    assert content._code == _blanked(text)
+    assert content._words == f" {' '.join(_WORD.findall(content._code[0]))} "
+
+
+@quick
+@given(st.one_of(texts, st.just(QUOTE)), st.data())
+def test_where_content_occurs_its_written_runs_occur(text, data):
+    """The quick refusal in ``holds`` is a necessary condition: wherever the tokens are
+    found, every written run is in the text with layout taken out."""
+    old = Content(text, "x.py")
+    count = text.count("\n") + 1
+    first = data.draw(st.integers(1, count))
+    needle = old.span(first, data.draw(st.integers(first, count)))
+    edits = data.draw(st.lists(st.tuples(st.integers(0, len(text)), st.sampled_from(LAYOUT))))
+    relaid = text
+    for at, layout in sorted(edits, reverse=True):
+        relaid = relaid[:at] + layout + relaid[at:]
+    for new_text in (text, relaid, "x = 1\n" + relaid):
+        new = Content(new_text, "x.py")
+        if new.find(needle):
+            squeezed = new_text.translate(_BETWEEN)
+            assert all(run in squeezed for run in _written_runs(needle))
 
 
 # -- one answer everywhere: the check, the first-change search, the page ------------------

@@ -131,6 +131,11 @@ _LITERAL = re.compile(r"[bruf]{0,2}['\"]|[bruf]{1,2}:")
 _WORD = re.compile(r"\w+")
 #: Strings and comments, for the cheap pass that blanks them out.
 _OPAQUE = re.compile(r"(?P<comment>#[^\r\n]*)|" + _STRING, re.DOTALL)
+#: The characters every match of _OPAQUE holds within its first three: a ``#``, or a
+#: quote after at most two prefix letters.
+_OPENER = re.compile(r"[#'\"]")
+_PREFIX_LETTERS = frozenset("rRbBuUfF")
+_NON_WORD = re.compile(r"\W+")
 
 
 class Token(NamedTuple):
@@ -162,6 +167,7 @@ class Content:
     def __init__(self, data: bytes | str, path: str) -> None:
         self.text = data if isinstance(data, str) else data.decode("utf-8", "replace")
         self.python = python_path(path)
+        self._found: dict[tuple[str, ...], list[tuple[int, int]]] = {}
 
     # -- the cheap pass: where statements start ---------------------------------------
 
@@ -180,18 +186,25 @@ class Content:
     def _code(self) -> tuple[str, frozenset[int]]:
         """The text with every string and comment blanked (newlines kept), and the
         lines that begin inside a string."""
+        text = self.text
+        parts: list[str] = []
         inside: set[int] = set()
-
-        def blank(m: re.Match[str]) -> str:
-            text = m.group()
-            if "\n" in text:
-                first = self._line_of(m.start())
-                inside.update(range(first + 1, first + text.count("\n") + 1))
+        end = 0
+        for m in _opaque(text):
+            start, stop = m.span()
+            parts.append(text[end:start])
             # a string becomes \x01s: not a space, a word, a bracket or a line break
             fill = " " if m.lastgroup == "comment" else "\x01"
-            return "\n".join(fill * len(part) for part in text.split("\n"))
-
-        return _OPAQUE.sub(blank, self.text), frozenset(inside)
+            opaque = text[start:stop]
+            if "\n" in opaque:
+                first = self._line_of(start)
+                inside.update(range(first + 1, first + opaque.count("\n") + 1))
+                parts.append("\n".join(fill * len(part) for part in opaque.split("\n")))
+            else:
+                parts.append(fill * (stop - start))
+            end = stop
+        parts.append(text[end:])
+        return "".join(parts), frozenset(inside)
 
     @cached_property
     def statements(self) -> tuple[Statement, ...]:
@@ -208,7 +221,9 @@ class Content:
                 continue  # a blank or comment-only line between statements
             if not start:
                 start, column = n, len(line) - len(line.lstrip())
-            depth = max(0, depth + sum(map(code.count, "([{")) - sum(map(code.count, ")]}")))
+            opened = code.count("(") + code.count("[") + code.count("{")
+            closed = code.count(")") + code.count("]") + code.count("}")
+            depth = max(0, depth + opened - closed)
             continued = code.endswith("\\")
             if depth == 0 and not continued and n + 1 not in inside:
                 found.append(Statement(start, n, column, code.endswith(":")))
@@ -323,7 +338,13 @@ class Content:
         return tuple(out)
 
     def find(self, needle: tuple[str, ...]) -> list[tuple[int, int]]:
-        """Every place ``needle`` occurs, as the smallest line span holding it."""
+        """Every place ``needle`` occurs, as the smallest line span holding it (searched
+        once per needle: :meth:`holds` asks first, then relocation asks where)."""
+        if needle not in self._found:
+            self._found[needle] = self._search(needle)
+        return list(self._found[needle])
+
+    def _search(self, needle: tuple[str, ...]) -> list[tuple[int, int]]:
         if not needle:
             return []
         found = []
@@ -376,12 +397,18 @@ class Content:
     def holds(self, needle: tuple[str, ...]) -> bool:
         """Whether ``needle`` occurs here (a needle of layout only always does).
 
-        First a necessary condition that costs one string search: a change of layout
-        keeps the names and numbers of the code, in order; only when they all still
-        occur together are the tokens read.
+        First two necessary conditions, so that content that is gone (the usual case
+        for a quote whose bytes no longer hold) is known without reading the file's
+        statements.  Each run of the needle's code tokens between its literals,
+        comments and statement ends is written in the text as it is, only layout
+        between its tokens (:func:`_written_runs`): a few string searches.
+        Then a change of layout keeps the names and numbers of the code, in order;
+        only when they all still occur together are the tokens read.
         """
         if not needle:
             return True
+        if self.python and not all(run in self._squeezed for run in _written_runs(needle)):
+            return False
         words = (
             [
                 w
@@ -397,11 +424,17 @@ class Content:
         return not self.python or bool(self.find(needle))
 
     @cached_property
+    def _squeezed(self) -> str:
+        """The text without :data:`_BETWEEN` (see :func:`_written_runs`)."""
+        return self.text.translate(_BETWEEN)
+
+    @cached_property
     def _words(self) -> str:
         """The names and numbers outside strings and comments (Python), or the words
         (other text), one space apart and around."""
-        words = _WORD.findall(self._code[0]) if self.python else self.text.split()
-        return f" {' '.join(words)} "
+        if self.python:  # the runs of anything else, each made one space
+            return f" {_NON_WORD.sub(' ', self._code[0]).strip(' ')} "
+        return f" {' '.join(self.text.split())} "
 
     def whole_statements(self, first: int, last: int) -> tuple[int, int]:
         """``first..last`` widened to whole statements (other text: as it is)."""
@@ -432,6 +465,63 @@ class Content:
     def closes_blocks(self, first: int, last: int) -> bool:
         """Whether every block opened inside ``first..last`` also ends inside it."""
         return self.block_end(first, last) == last
+
+
+#: What the tokenizer passes over between two code tokens of one statement (spaces,
+#: line breaks and continuations, a ``;`` inside brackets, a trailing comma), as a
+#: table that deletes it.
+_BETWEEN = str.maketrans("", "", " \t\f\v\r\n\\,;")
+#: The start of every token not read as written: a comment, or a literal (see
+#: :func:`_literal`: a repr, or a prefix, perhaps none, and a colon; so ``:`` and
+#: ``:=`` too, which an unterminated literal may read as).
+_REWRITTEN = re.compile(r"#|[bruf]{0,2}['\":]")
+
+
+def _written_runs(needle: tuple[str, ...]) -> list[str]:
+    """What every text holding ``needle`` holds once :data:`_BETWEEN` is taken out of
+    it: each run of the needle's names, numbers and operators, its text as written.
+
+    Literals (compared by value), comments (compared without their trailing spaces),
+    statement ends (a line break or ``;``), and any token that reads like one of them
+    (:data:`_REWRITTEN`) end a run; commas are left out, since a trailing comma may be
+    layout.  Every other token is the text it was read from and matches only a token
+    read the same way, and the tokenizer passes over nothing but :data:`_BETWEEN` from
+    one token to the next, so where the needle occurs, each run, taken out the same
+    way, is in the text.
+    """
+    runs: list[list[str]] = [[]]
+    for token in needle:
+        if token == ",":
+            continue
+        if token == SEPARATOR or _REWRITTEN.match(token):
+            runs.append([])
+        else:
+            runs[-1].append(token)
+    return ["".join(run).translate(_BETWEEN) for run in runs if run]
+
+
+def _opaque(text: str) -> Iterator[re.Match[str]]:
+    """The matches of :data:`_OPAQUE` in ``text``, exactly as ``finditer`` gives them,
+    without trying the pattern at every character.
+
+    A match starts with a ``#`` or a quote, or with one or two prefix letters before a
+    quote; so the next one starts at the next ``#`` or quote, or at a prefix letter
+    at most two characters before it.  The pattern is tried only there, leftmost
+    first, as finditer would.
+    """
+    position = 0
+    while (opener := _OPENER.search(text, position)) is not None:
+        at = opener.start()
+        starts = [at]
+        if text[at] != "#":
+            starts[:0] = [p for p in range(max(position, at - 2), at) if text[p] in _PREFIX_LETTERS]
+        for start in starts:
+            if (m := _OPAQUE.match(text, start)) is not None:
+                yield m
+                position = m.end()
+                break
+        else:  # an unterminated quote before a final backslash: no match here
+            position = at + 1
 
 
 def _ends(ahead: tuple[str, str, int] | None) -> bool:
