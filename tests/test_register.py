@@ -601,14 +601,12 @@ def _assert_all_quotes(
     assert no_temp_files() == []
 
 
-@pytest.mark.slow
-def test_concurrent_writer_processes_lose_nothing(pinned, tw, tmp_path):
-    count, workers = 10, ["A", "B", "C"]
-    _lines_subject(pinned, count * len(workers))
-    go = tmp_path / "go"
+def _race(script: str, workers: list[str], count: int, go: Path) -> list[bytes]:
+    """Run ``script`` once per worker, each on its own lines, all let go at once; returns
+    what each printed, after checking each succeeded."""
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, w, str(count), str(go), str(i * count)],
+            [sys.executable, "-c", script, w, str(count), str(go), str(i * count)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -616,9 +614,19 @@ def test_concurrent_writer_processes_lose_nothing(pinned, tw, tmp_path):
     ]
     time.sleep(0.3)  # let every worker import and wait at the start line
     go.touch()
+    printed = []
     for proc in procs:
-        _out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
+        printed.append(out)
+    return printed
+
+
+@pytest.mark.slow
+def test_concurrent_writer_processes_lose_nothing(pinned, tw, tmp_path):
+    count, workers = 10, ["A", "B", "C"]
+    _lines_subject(pinned, count * len(workers))
+    _race(WORKER, workers, count, tmp_path / "go")
     _assert_all_quotes(workers, count)
     ok(tw("check", "demo"))
 
@@ -630,22 +638,7 @@ def test_concurrent_cells_writing_their_quotes_at_once_lose_nothing(pinned, tw, 
     _lines_subject(pinned, count * len(workers) + 1)
     last = QuoteRequest(lines=(46, 46))  # a first quote, by the full edit: the rest splice
     add_quote(Workspace.find(), REGISTER, "SRC-1", "lines.txt", last, "seed")
-    go = tmp_path / "go"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", BATCH_WORKER, w, str(count), str(go), str(i * count)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        for i, w in enumerate(workers)
-    ]
-    time.sleep(0.3)
-    go.touch()
-    spliced = 0
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err.decode()
-        spliced += int(out)
+    spliced = sum(int(out) for out in _race(BATCH_WORKER, workers, count, tmp_path / "go"))
     _assert_all_quotes(workers, count, frozenset({"seed"}))
     assert spliced == 9  # every cell's write spliced, none fell back to the full edit
     ok(tw("check", "demo"))

@@ -1155,16 +1155,7 @@ class Workbench(RecordDeclarations):
                 for key, info in sorted(self._capture_evidence.items())
             },
             assertions=[
-                AssertionEntry(
-                    source=a.source,
-                    path=a.path,
-                    by=a.by,
-                    commit=a.commit,
-                    state=a.state,
-                    sha256=a.sha256,
-                    sha256_at_commit=a.sha256_at_commit,
-                    required=a.required,
-                )
+                AssertionEntry(**a._asdict())  # the check's fields, one for one
                 for sid, s in self.register.sources.items()
                 if isinstance(s, GitSource)
                 for a in self._check(sid).assertions

@@ -387,13 +387,13 @@ def _write(path: Path, recalled: _Recalled, changes: list[Change]) -> str | None
 # -- one quote, from the command line ---------------------------------------------------
 
 
-def _source_of(recalled: _Recalled, sid: str) -> tuple[str, str, dict[str, Any]] | None:
+def _source_of(recalled: _Recalled, sid: str) -> tuple[str, str] | None:
+    """The subject and pin of git source ``sid``, from the compiled rows."""
+    source: Any = recalled.rows.sources.get(sid)
+    if _git_files(source) is None:
+        return None
     try:
-        source: Any = recalled.rows.sources.get(sid)
-        files = _git_files(source)
-        if files is None:
-            return None
-        return str(source[_GIT_SUBJECT]), str(source[_GIT_COMMIT]), files
+        return str(source[_GIT_SUBJECT]), str(source[_GIT_COMMIT])
     except store._SHAPE_ERRORS:
         return None
 
@@ -414,6 +414,16 @@ def _holding(rows: CompiledRows, quote: Quote) -> str | None:
     return rows.holder(quote.source, quote.path, quote.lines, quote.sha256)
 
 
+def _located(path: Path, sid: str, locate: Locate) -> tuple[_Recalled, Quote] | None:
+    """The register as last written and the quote made at git source ``sid``'s pin, when
+    the fast path applies (call under the lock)."""
+    recalled = _recall_all(path)
+    source = _source_of(recalled, sid) if recalled is not None else None
+    if recalled is None or source is None:
+        return None
+    return recalled, locate(*source)
+
+
 def append_quote(
     path: Path,
     sid: str,
@@ -432,11 +442,10 @@ def append_quote(
     does not apply: the caller then takes the full edit, which also says what is wrong
     (an unknown source, a span under another id, an id in use)."""
     with locked(path):
-        recalled = _recall_all(path)
-        source = _source_of(recalled, sid) if recalled is not None else None
-        if recalled is None or source is None:
+        located = _located(path, sid, locate)
+        if located is None:
             return None
-        quote = locate(*source[:2])
+        recalled, quote = located
         rows = recalled.rows
         known = _holding(rows, quote)
         if known is not None:
@@ -461,11 +470,10 @@ def replace_quote(
     one replaced (None when the id already held this very span: nothing is written).
     None when the fast path does not apply (the full edit decides, and says why)."""
     with locked(path):
-        recalled = _recall_all(path)
-        source = _source_of(recalled, sid) if recalled is not None else None
-        if recalled is None or source is None:
+        located = _located(path, sid, locate)
+        if located is None:
             return None
-        quote = locate(*source[:2])
+        recalled, quote = located
         old = _quote_of(recalled.rows.quote_row(quote_id))
         known = _holding(recalled.rows, quote)
         if old is None or known not in (None, quote_id):

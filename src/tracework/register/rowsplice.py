@@ -45,7 +45,6 @@ class CompiledRows:
             if text[at] != ",":
                 raise ValueError("unexpected layout")
             at += 1
-        self.sources_span = (at, 0)
         sources, end = _DECODER.raw_decode(text, at)
         if not isinstance(sources, dict) or text[end : end + 2] != ",{":
             raise ValueError("unexpected layout")
