@@ -83,15 +83,19 @@ def held(folder: Path) -> Iterator[None]:
 STAGING_GRACE_SECONDS = 60.0
 
 
-def sweep_staging(parent: Path) -> list[Path]:
+def sweep_staging(parent: Path, name: str | None = None) -> list[Path]:
     """Remove the staging folders in ``parent`` that no live process holds (see
-    :func:`held`): what a render killed outright left.  Returns what it removed."""
+    :func:`held`): what a writer killed outright left.  With ``name``, only that name's
+    (``.NAME.<random>.staging``, as :func:`staging_dir` makes them): for a parent that is
+    not tracework's alone, such as publish's ``--out``'s.  Returns what it removed."""
     import fcntl
     import shutil
     import time
 
     removed = []
     for folder in sorted(parent.glob(".*.staging")):
+        if name is not None and not _staging_of(folder.name, name):
+            continue
         try:
             if time.time() - folder.lstat().st_mtime < STAGING_GRACE_SECONDS:
                 continue
@@ -109,6 +113,16 @@ def sweep_staging(parent: Path) -> list[Path]:
         finally:
             os.close(fd)
     return removed
+
+
+def _staging_of(folder: str, name: str) -> bool:
+    """Whether ``folder`` is a name :func:`staging_dir` gives for ``name`` (its random part
+    has no dot, so ``.site.x.<random>.staging`` is not one of ``site``'s)."""
+    prefix, suffix = f".{name}.", ".staging"
+    if not (folder.startswith(prefix) and folder.endswith(suffix)):
+        return False
+    middle = folder[len(prefix) : -len(suffix)]
+    return len(folder) > len(prefix) + len(suffix) and "." not in middle
 
 
 def _umask() -> int:

@@ -22,7 +22,6 @@ import json
 import os
 import posixpath
 import re
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,9 +49,10 @@ from tracework.capture.store import (
     manifest_files,
 )
 from tracework.capture.tree import export_tree
-from tracework.fsio import held, locked, replace_dir, staging_dir, sweep_staging, write_atomic
+from tracework.fsio import write_atomic
 from tracework.git.subjects import open_mirror
 from tracework.hashing import sha256_hex
+from tracework.staging import Staging
 from tracework.workspace import Workspace
 
 #: The harness API and its runner, put on the harness's path (package data).
@@ -130,11 +130,10 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
     out_root = ws.captures / name
     out_root.mkdir(parents=True, exist_ok=True)
     final = out_root / full[:12]
-    failed = out_root / f"failed-{full[:12]}"
-    sweep_staging(out_root)
-    with locked(final):
-        staging = staging_dir(out_root, full[:12])
-        with held(staging):
+    stage = Staging(out_root, full[:12], CAPTURE_FILES)
+    with stage.locked():
+        stage.sweep()  # what a capture killed outright left
+        with stage.hold() as staging:  # removed unless swapped in or kept
             try:
                 # 6.-7. run, and turn each run into files
                 runs: list[dict[str, bytes]] = []
@@ -171,18 +170,10 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
                     staging / "manifest.json",
                     canonical(manifest.model_dump(mode="json", by_alias=True)),
                 )
-                replace_dir(staging, final)
-                shutil.rmtree(failed, ignore_errors=True)
+                stage.swap()
+                stage.drop_failed()
             except _RunFailed as exc:
-                _keep_failed(staging, failed, exc)
-                kept = f"its log is in {failed.relative_to(ws.root)}/; " + (
-                    "the previous capture is untouched" if final.exists() else "nothing written"
-                )
-                exc.error.hint = f"{exc.error.hint}; {kept}" if exc.error.hint else kept
-                raise exc.error from None
-            except BaseException:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise
+                raise _keep_failed(stage, exc, ws.root) from None
     loaded = load_capture(ws, name, full)
     return CaptureOutcome(final, loaded, repeat, backend, env)
 
@@ -196,11 +187,38 @@ class _RunFailed(Exception):
         self.keep = keep
 
 
-def _keep_failed(staging: Path, failed: Path, exc: _RunFailed) -> None:
-    for path, data in {**exc.keep, "error.txt": f"{exc.error.message}\n".encode()}.items():
-        write_atomic(staging / path, data)
-    shutil.rmtree(failed, ignore_errors=True)
-    os.replace(staging, failed)
+#: What a capture writes into its folder, and a failed one into ``failed-<commit12>/``
+#: (the log, error.txt, and each differing run's files in run-N/): a failed folder holding
+#: anything else is not one tracework kept, and is never replaced or removed.
+CAPTURE_FILES = frozenset(
+    {"results.json", "model-arm.json", "transcripts", "environment.txt", "harness.py"}
+    | {"log.txt", "manifest.json", "error.txt"}
+    | {f"run-{n}" for n in range(1, MAX_REPEAT + 1)}
+)
+
+
+def _keep_failed(stage: Staging, exc: _RunFailed, root: Path) -> HarnessFailed | NotDeterministic:
+    """The run's own error, its hint saying where its log is kept (``failed-<commit12>/``)
+    or why it could not be (what is in the way there: see :meth:`Staging.keep_failed`)."""
+    try:
+        for path, data in {**exc.keep, "error.txt": f"{exc.error.message}\n".encode()}.items():
+            write_atomic(stage.folder / path, data)
+    except OSError as problem:  # a full disk, say: the harness's error is still the message
+        stage.discard()
+        why = f"its log could not be written ({problem.strerror or problem})"
+    else:
+        kept = stage.keep_failed()
+        shown = kept.folder.relative_to(root).as_posix()
+        why = (
+            f"its log is in {shown}/"
+            if kept.in_the_way is None
+            else f"its log could not be kept: {shown} is {kept.in_the_way}; "
+            "move it away to keep the next failure's log"
+        )
+    where = "the previous capture is untouched" if stage.final.exists() else "nothing written"
+    said = f"{why}; {where}"
+    exc.error.hint = f"{exc.error.hint}; {said}" if exc.error.hint else said
+    return exc.error
 
 
 def _run_once(

@@ -13,9 +13,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import stat
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -27,7 +24,7 @@ from pydantic import ValidationError
 import tracework.register.store as reg
 from tracework import __version__
 from tracework.errors import RenderError, TraceworkError, check_iso_date, validation_problem
-from tracework.fsio import held, locked, replace_dir, staging_dir, sweep_staging, write_atomic
+from tracework.fsio import locked, write_atomic
 from tracework.git.subjects import load_subject, open_mirror
 from tracework.hashing import sha256_hex
 from tracework.notebook.rubrics import load_rubric, rubric_names, rubrics_key
@@ -53,6 +50,7 @@ from tracework.render.execution import (
     without_outputs,
 )
 from tracework.render.history import drift_summary, read_history, updated_history
+from tracework.staging import Staging
 from tracework.workspace import Workspace, check_name
 
 
@@ -168,11 +166,11 @@ def render(
     out_root = ws.reports / name
     read_history(out_root / "history.json")  # a broken history stops us before a kernel does
     out_root.mkdir(parents=True, exist_ok=True)
-    final = out_root / full[:12]
+    stage = Staging(out_root, full[:12], RENDER_FILES)
+    final = stage.final
     shown = final.relative_to(ws.root).as_posix()
-    sweep_staging(out_root)  # folders a killed render left behind
-    staging = staging_dir(out_root, full[:12])
-    with held(staging):  # until the folder is swapped in, kept or removed
+    stage.sweep()  # folders a killed render left behind
+    with stage.hold() as staging:  # until the folder is swapped in, kept or removed
         try:
             try:
                 # 2. execute (it writes report.ipynb, also when the notebook fails)
@@ -247,9 +245,8 @@ def render(
             except OSError as exc:  # a full disk, say: name the report's file, not a temporary
                 raise _write_failed(exc, staging, shown) from None
             # 5. publish, then record the render in the report's history
-            with locked(final):
-                replace_dir(staging, final)
-            _drop_failed(out_root / f"failed-{full[:12]}")
+            stage.swap()
+            stage.drop_failed()
             with locked(history_path):
                 entries = updated_history(read_history(history_path), records)
                 try:
@@ -257,7 +254,7 @@ def render(
                 except OSError as exc:
                     raise _write_failed(exc, staging, shown) from None
         except TraceworkError as exc:
-            kept = _keep_failed(staging, out_root / f"failed-{full[:12]}", ws.root)
+            kept = _keep_failed(stage, ws.root)
             if kept is not None:
                 where = (
                     "the previous good report is untouched"
@@ -267,10 +264,10 @@ def render(
                 exc.hint = "; ".join(h for h in (exc.hint, f"{kept}; {where}") if h)
             raise
         except (KeyboardInterrupt, SystemExit):  # stopped, not failed: nothing to diagnose
-            shutil.rmtree(staging, ignore_errors=True)
+            stage.discard()
             raise
         except BaseException:
-            _keep_failed(staging, out_root / f"failed-{full[:12]}", ws.root)
+            _keep_failed(stage, ws.root)
             raise
     return RenderResult(name, full, final, records.checks, cleared)
 
@@ -383,55 +380,18 @@ RENDER_FILES = frozenset(
 )
 
 
-def _keep_failed(staging: Path, target: Path, root: Path) -> str | None:
-    """Keep a failed run's notebook for diagnosis in ``target`` (``failed-<commit12>``),
-    beside (never over) the good report; say where, or why it could not be kept (what is
-    in the way).  None when the run left no notebook.
-
-    An earlier failed folder of ours is replaced; anything else at ``target`` — a
-    symbolic link, a file, a folder with other files — is never followed, written
-    through or removed, and the run's own error stays the message.
-    """
-    if not (staging / "report.ipynb").exists():
-        shutil.rmtree(staging, ignore_errors=True)
+def _keep_failed(stage: Staging, root: Path) -> str | None:
+    """Keep a failed run's notebook for diagnosis in ``failed-<commit12>``, beside (never
+    over) the good report; say where, or why it could not be kept (what is in the way:
+    see :meth:`Staging.keep_failed`).  None when the run left no notebook."""
+    if not (stage.folder / "report.ipynb").exists():
+        stage.discard()
         return None
-    shown = target.relative_to(root).as_posix()
-    in_the_way = _not_ours(target)
-    if in_the_way is None:
-        try:
-            if os.path.lexists(target):
-                shutil.rmtree(target)  # refuses a symbolic link put there meanwhile
-            os.replace(staging, target)
-        except OSError as exc:
-            in_the_way = f"in the way ({exc.strerror or exc})"
-    if in_the_way is not None:
-        shutil.rmtree(staging, ignore_errors=True)
+    kept = stage.keep_failed()
+    shown = kept.folder.relative_to(root).as_posix()
+    if kept.in_the_way is not None:
         return (
-            f"the executed notebook could not be kept: {shown} is {in_the_way}; "
+            f"the executed notebook could not be kept: {shown} is {kept.in_the_way}; "
             "move it away to keep the next failure's notebook"
         )
     return f"the executed notebook is kept in {shown}/"
-
-
-def _drop_failed(target: Path) -> None:
-    """A good render of a commit makes its ``failed-<commit12>`` folder history: remove
-    it, when it is one tracework kept (never a link, a file or a folder of other files)."""
-    if os.path.lexists(target) and _not_ours(target) is None:
-        shutil.rmtree(target, ignore_errors=True)
-
-
-def _not_ours(target: Path) -> str | None:
-    """What ``target`` is when it is something other than a failed folder tracework kept
-    (None: nothing there, or one of ours)."""
-    try:
-        mode = target.lstat().st_mode
-    except FileNotFoundError:
-        return None
-    if stat.S_ISLNK(mode):
-        return f"a symbolic link (to {os.readlink(target)})"
-    if not stat.S_ISDIR(mode):
-        return "a file, not a folder"
-    others = sorted(set(os.listdir(target)) - RENDER_FILES)
-    if others:
-        return f"a folder tracework did not write (it holds {', '.join(others[:3])})"
-    return None

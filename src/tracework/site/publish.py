@@ -14,7 +14,6 @@ in a staging folder that replaces the old site only when complete.
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 from dataclasses import dataclass
 from importlib.resources import files
@@ -26,7 +25,6 @@ from markdown_it import MarkdownIt
 
 from tracework import __version__
 from tracework.errors import TraceworkError
-from tracework.fsio import locked, replace_dir, staging_dir
 from tracework.notebook.marks import mark_anchor
 from tracework.notebook.rubrics import Rubric
 from tracework.render.artefacts import MarkEntry
@@ -35,6 +33,7 @@ from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.site import charts
 from tracework.site.compare import Spans, compare, page_name
 from tracework.site.read import SITE_MARKER, Render, Report, Site, gather
+from tracework.staging import Staging
 from tracework.text import visible, visible_markup, visible_name
 from tracework.workspace import FOLDERS, MARKER, Workspace
 
@@ -73,18 +72,16 @@ def publish(ws: Workspace, out: Path | None = None) -> Published:
     :func:`checked_out` before the build and again, under the lock, before the swap.
     """
     out = checked_out(ws, ws.root / out if out else ws.reports / "site")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with locked(out):
-        for stale in out.parent.glob(f".{out.name}.*.staging"):
-            shutil.rmtree(stale, ignore_errors=True)  # left by a publish that was killed
-        staging = staging_dir(out.parent, out.name)
-        try:
+    stage = Staging(out.parent, out.name)  # a site keeps no failed folder
+    with stage.locked():
+        # left by a publish that was killed; only the site's own: --out's parent may be
+        # anyone's folder
+        stage.sweep(every_name=False)
+        with stage.hold() as staging:  # removed unless swapped in
             site = gather(ws, staging)
             pages = write_site(site, staging)
-            replace_dir(staging, checked_out(ws, out))
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+            checked_out(ws, out)
+            stage.swap()
     return Published(
         out,
         len(site.reports),
