@@ -12,6 +12,8 @@
     processes = 256
     output_mib = 16
     tmp_mib = 256
+    cases = 1000              # and tables, rows, rules: what one run may send
+    tree_files = 50000        # and tree_mib: the tree exported at the commit
 
 The file is written by hand, so every key is checked and an unknown one is refused
 (a misspelt ``timout`` must not silently mean 120 s).
@@ -60,6 +62,39 @@ class Limits(Frozen):
         "file a process may write",
     )
     tmp_mib: int = Field(256, ge=1, le=1 << 20, description="the private /tmp and /dev/shm, each")
+    # what tracework does with a run and a tree is bounded too: the caps below are
+    # checked as the messages are read (reading stops at the first one passed) and from
+    # the tree's listing before anything is exported
+    cases: int = Field(1000, ge=1, le=100_000, description="cases one run may open, both arms")
+    tables: int = Field(100, ge=0, le=10_000, description="results tables one run may send")
+    rows: int = Field(
+        10_000, ge=0, le=1_000_000, description="rows of all the run's results tables together"
+    )
+    rules: int = Field(
+        100, ge=0, le=10_000, description="normalise rules one run may give (capture.normalise)"
+    )
+    tree_files: int = Field(
+        50_000,
+        ge=1,
+        le=10_000_000,
+        description="files, links and submodules in the subject's tree at the commit; a "
+        "larger tree is not exported",
+    )
+    tree_mib: int = Field(
+        1024,
+        ge=1,
+        le=1 << 20,
+        description="the exported tree's bytes, MiB: every file counted at its own path, "
+        "however many share one blob; a larger tree is not exported",
+    )
+
+
+def limit_maximum(setting: str) -> int:
+    """The largest value ``[limits] setting`` accepts (for a hint that says how far)."""
+    for rule in Limits.model_fields[setting].metadata:
+        if isinstance(getattr(rule, "le", None), int):
+            return int(rule.le)
+    raise KeyError(setting)
 
 
 class CaptureConfig(Frozen):

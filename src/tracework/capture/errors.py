@@ -50,6 +50,19 @@ class HarnessFailed(CaptureError):
     exit_code = 1
 
 
+class HarnessOverLimit(HarnessFailed):
+    """The harness sent more than a ``[limits]`` cap of its declaration allows: cases,
+    tables, table rows or normalise rules.  tracework stops reading at the cap, so what
+    it does after the run stays bounded by the declaration; the message names the cap and
+    the setting that raises it."""
+
+
+class TreeTooLarge(CaptureError):
+    """The subject's tree at the commit holds more files, or more bytes, than ``[limits]
+    tree_files`` or ``tree_mib`` allow; judged from the tree's listing, so nothing is
+    exported."""
+
+
 class NotDeterministic(CaptureError):
     """Two runs of a scripted capture gave different files after normalisation."""
 

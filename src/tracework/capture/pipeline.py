@@ -310,7 +310,13 @@ def _files(
     env: Environment,
     number: int,
 ) -> dict[str, bytes]:
-    """The capture's files from one run, normalised; a failed run is :class:`_RunFailed`."""
+    """The capture's files from one run, normalised; a failed run is :class:`_RunFailed`.
+    Reading stops at the first message past a ``[limits]`` cap, and every step after it
+    is linear in what the harness sent."""
+    from tracework.capture.config import limit_maximum
+    from tracework.capture.errors import HarnessOverLimit
+    from tracework.capture.protocol import OverLimit
+
     keep = {"log.txt": run.log}
     which = f"run {number}: " if number > 1 else ""
 
@@ -320,9 +326,16 @@ def _files(
     if run.stopped:
         raise failed(f"the harness was stopped: {run.stopped}")
     try:
-        raw = parse(run.lines)
+        raw = parse(run.lines, config.limits)
     except ProtocolProblem as exc:
         raise failed(f"the harness broke the protocol: {exc}") from None
+    except OverLimit as exc:
+        error = HarnessOverLimit(
+            f"capture {name}: {which}the harness sent more than its limits allow: {exc}",
+            hint=f"if it is meant to, raise [limits] {exc.setting} in captures/{name}.toml "
+            f"(at most {limit_maximum(exc.setting):,})",
+        )
+        raise _RunFailed(error, keep) from None
     if raw.failure is not None:
         raise failed(_raised(raw, name, config))
     if not raw.done:
@@ -459,11 +472,8 @@ def _require_identical(runs: list[dict[str, bytes]], name: str) -> None:
     first = runs[0]
     model_transcripts = _model_transcripts(first)
     for number, other in enumerate(runs[1:], 2):
-        compared = sorted(
-            p
-            for p in set(first) | set(other)
-            if p not in NOT_COMPARED and p not in model_transcripts | _model_transcripts(other)
-        )
+        exempt = model_transcripts | _model_transcripts(other) | set(NOT_COMPARED)
+        compared = sorted((first.keys() | other.keys()) - exempt)
         for path in compared:
             a, b = first.get(path), other.get(path)
             if a == b:

@@ -7,17 +7,25 @@ finally ``done`` (or ``error`` when the harness raised).  Each message is valida
 by a frozen model, and its place in that order is checked, so a line that is not
 JSON, a message of an unknown kind, a record for a case that is not open or a run
 that stops half-way is one clear error naming the message's number.
+
+What one run may send is capped by the declaration's ``[limits]`` (``cases``,
+``tables``, ``rows``, ``rules``): the first message past a cap ends the reading, so
+nothing the harness sends after it is validated or kept, and every check here is
+linear in what was sent (a case id or a table name is looked up in a set, not in the
+list of those before it).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from tracework.capture.config import Limits
 from tracework.errors import validation_problem
 
 PROTOCOL = 1
@@ -92,8 +100,9 @@ class Tabled(_Message):
 
 class Normalise(_Message):
     t: Literal["normalise"]
-    pattern: Text
-    placeholder: Text
+    # bounded, so one pass of every rule over the capture stays linear in what was sent
+    pattern: Annotated[str, Field(min_length=1, max_length=1000)]
+    placeholder: Annotated[str, Field(min_length=1, max_length=100)]
 
 
 class Failure(_Message):
@@ -128,6 +137,18 @@ class ProtocolProblem(ValueError):
     """A message that is malformed or out of place (its number is in the text)."""
 
 
+class OverLimit(ValueError):
+    """A message past a cap of the declaration's ``[limits]``; ``setting`` names the key."""
+
+    def __init__(self, message: str, setting: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
+#: The caps of a declaration that gives none.
+DEFAULT_LIMITS = Limits()
+
+
 @dataclass
 class RawCase:
     """One case as the harness sent it, before normalisation."""
@@ -151,10 +172,15 @@ class RawCapture:
     done: bool = False
 
 
-def parse(lines: list[bytes]) -> RawCapture:
-    """The run's messages, checked; raises :class:`ProtocolProblem` at the first fault."""
+def parse(lines: Iterable[bytes], limits: Limits = DEFAULT_LIMITS) -> RawCapture:
+    """The run's messages, checked; raises :class:`ProtocolProblem` at the first fault,
+    and :class:`OverLimit` at the first message past a cap of ``limits``, reading no
+    line after it."""
     raw = RawCapture()
     open_case: RawCase | None = None
+    ids: set[str] = set()  # lower-cased: ids are compared ignoring case
+    names: set[str] = set()
+    rows = 0
     for number, line in enumerate(lines, 1):
         message = _message(number, line)
         where = f"protocol message {number} ({message.t})"
@@ -172,11 +198,14 @@ def parse(lines: list[bytes]) -> RawCapture:
                     f"{where}: case {message.id} opened while case {open_case.opened.id} "
                     "was open (it ended by an exception the harness caught, or never ended)"
                 )
-            if any(c.opened.id.lower() == message.id.lower() for c in raw.cases):
+            if message.id.lower() in ids:
                 raise ProtocolProblem(
                     f"{where}: case {message.id} was already run (ids are compared "
                     "ignoring case: their transcripts must not collide on any file system)"
                 )
+            if len(raw.cases) == limits.cases:
+                raise _over(where, f"more than {limits.cases:,} cases", "cases", limits.cases)
+            ids.add(message.id.lower())
             open_case = RawCase(message)
             raw.cases.append(open_case)
         elif isinstance(message, Recorded | Checked | Stated | Observed | Ended):
@@ -186,12 +215,24 @@ def parse(lines: list[bytes]) -> RawCapture:
             if open_case.ended:
                 open_case = None
         elif isinstance(message, Tabled):
-            if any(t.name == message.name for t in raw.tables):
+            if message.name in names:
                 raise ProtocolProblem(f"{where}: a second table named {message.name}")
             if any(len(row) != len(message.columns) for row in message.rows):
                 raise ProtocolProblem(f"{where}: a row of table {message.name} is not as wide")
+            if len(raw.tables) == limits.tables:
+                raise _over(where, f"more than {limits.tables:,} tables", "tables", limits.tables)
+            rows += len(message.rows)
+            if rows > limits.rows:
+                raise _over(
+                    where, f"more than {limits.rows:,} table rows in all", "rows", limits.rows
+                )
+            names.add(message.name)
             raw.tables.append(message)
         elif isinstance(message, Normalise):
+            if len(raw.rules) == limits.rules:
+                raise _over(
+                    where, f"more than {limits.rules:,} normalise rules", "rules", limits.rules
+                )
             raw.rules.append(message)
         elif isinstance(message, Failure):
             raw.failure = message
@@ -200,6 +241,10 @@ def parse(lines: list[bytes]) -> RawCapture:
                 raise ProtocolProblem(f"{where}: case {open_case.opened.id} never ended")
             raw.done = True
     return raw
+
+
+def _over(where: str, what: str, setting: str, cap: int) -> OverLimit:
+    return OverLimit(f"{where}: {what}, the cap of [limits] {setting} = {cap}", setting)
 
 
 #: How deep a message's values may nest (the harness API records deeper values as repr).

@@ -12,6 +12,14 @@ hooks, no system or global config, no filter drivers), and nothing of the mirror
 checked out or written.  Every file is then compared with its blob id (its git
 hash), so the export is the commit's tree byte for byte or it is refused.
 
+Before anything is written the tree is measured against the declaration's ``[limits]``
+``tree_files`` and ``tree_mib``: its ``git ls-tree -r`` listing is streamed and read
+only as far as the file cap, and the sizes of its distinct blobs come from one
+``cat-file --batch-check``.  A small repository can hold a tree that lists a million
+paths (one folder's tree at many places) or gigabytes of files (one large blob at many
+paths); it is refused for what it would write, not for what it stores.  A cached
+export is measured too, so a capture's outcome does not depend on what the cache holds.
+
 Inside the sandbox the export is mounted read-only; nothing run there can change it.
 """
 
@@ -23,10 +31,13 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from tracework.capture.cache import cache_folder
-from tracework.capture.errors import CaptureError
+from tracework.capture.config import Limits, limit_maximum
+from tracework.capture.errors import CaptureError, TreeTooLarge
 from tracework.errors import GitError
 from tracework.fsio import locked, write_atomic
 from tracework.git.env import git_message, hardened_env, run_git
@@ -38,8 +49,15 @@ NEUTRAL_ATTRIBUTES = (
 )
 
 
-def export_tree(mirror: Mirror, commit: str) -> Path:
-    """The exported tree of ``commit`` (full id), made now unless already made."""
+#: The caps of a declaration that gives none.
+DEFAULT_LIMITS = Limits()
+
+
+def export_tree(mirror: Mirror, commit: str, limits: Limits = DEFAULT_LIMITS) -> Path:
+    """The exported tree of ``commit`` (full id), made now unless already made; a tree
+    past ``limits`` (``tree_files``, ``tree_mib``) is :class:`TreeTooLarge`, before
+    anything is written."""
+    check_tree_limits(mirror, commit, limits)
     folder = cache_folder("trees")
     final = folder / commit
     done = folder / f"{commit}.done"
@@ -59,6 +77,86 @@ def export_tree(mirror: Mirror, commit: str) -> Path:
             _remove(work)
         write_atomic(done, f"{commit}\n")
     return final
+
+
+def check_tree_limits(mirror: Mirror, commit: str, limits: Limits) -> None:
+    """Refuse the tree of ``commit`` if it holds more than ``limits.tree_files`` files,
+    links and submodules, or more than ``limits.tree_mib`` MiB (every path counted at its
+    blob's size, however many paths share the blob).  The listing is read only as far
+    as the file cap; the sizes come from one ``cat-file --batch-check`` of the distinct
+    blobs, so a blob at a million paths is looked up once."""
+    paths: dict[bytes, int] = {}  # blob id → how many paths hold it (files and links)
+    files = 0
+    cmd = ["git", f"--git-dir={mirror.git_dir}", "ls-tree", "-r", "-z", "--full-tree"]
+    with (
+        tempfile.TemporaryFile() as errors,
+        subprocess.Popen(
+            [*cmd, "--end-of-options", commit],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            stdin=subprocess.DEVNULL,
+            env=hardened_env(),
+        ) as proc,
+    ):
+        assert proc.stdout is not None
+        try:
+            for record in _records(proc.stdout):
+                files += 1
+                if files > limits.tree_files:
+                    raise _too_large(commit, f"{limits.tree_files:,} files", "tree_files", limits)
+                _mode, kind, oid = record.partition(b"\t")[0].split(b" ")
+                if kind == b"blob":
+                    paths[oid] = paths.get(oid, 0) + 1
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        if proc.wait() != 0:
+            errors.seek(0)
+            raise GitError(
+                f"cannot list the tree of commit {commit[:12]} in {mirror.git_dir.name}: "
+                f"{git_message(errors.read())}"
+            )
+    if not paths:
+        return
+    listed = run_git(
+        mirror.git_dir,
+        ["cat-file", "--batch-check=%(objectname) %(objectsize)", "--buffer"],
+        input=b"".join(oid + b"\n" for oid in paths),
+    ).stdout.split(b"\n")
+    size = 0
+    for line in listed:
+        oid, _, written = line.partition(b" ")
+        if oid in paths:
+            if not written.isdigit():
+                raise GitError(f"the tree of commit {commit[:12]} lacks blob {oid.decode()[:12]}")
+            size += int(written) * paths[oid]
+    if size > limits.tree_mib << 20:
+        raise _too_large(commit, f"{limits.tree_mib:,} MiB of files", "tree_mib", limits)
+
+
+def _records(stream: IO[bytes]) -> Iterator[bytes]:
+    """The NUL-terminated records of ``stream``, as they arrive."""
+    buffer = bytearray()
+    searched = 0
+    while chunk := stream.read(1 << 16):
+        buffer += chunk
+        start = 0
+        while (end := buffer.find(0, searched)) != -1:
+            yield bytes(buffer[start:end])
+            start = searched = end + 1
+        del buffer[:start]
+        searched = len(buffer)
+    if buffer:
+        yield bytes(buffer)
+
+
+def _too_large(commit: str, what: str, setting: str, limits: Limits) -> TreeTooLarge:
+    return TreeTooLarge(
+        f"the tree of {commit[:12]} holds more than {what}, the cap of [limits] {setting} = "
+        f"{getattr(limits, setting)}; nothing was exported",
+        hint=f"if the subject is meant to be this large, raise [limits] {setting} in the "
+        f"capture's declaration, captures/NAME.toml (at most {limit_maximum(setting):,})",
+    )
 
 
 def _remove(path: Path) -> None:
