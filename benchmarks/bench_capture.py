@@ -61,6 +61,7 @@ def main() -> None:
     from tracework.capture import isolation, pipeline
     from tracework.capture.config import load_config
     from tracework.capture.environment import cached_environment
+    from tracework.capture.registry import registry_setting
     from tracework.capture.tree import export_tree
     from tracework.git.subjects import open_mirror
     from tracework.workspace import Workspace
@@ -73,13 +74,13 @@ def main() -> None:
     config, _ = load_config(ws, "fennel")
     mirror = open_mirror(ws, "fennel")
     tree = export_tree(mirror, config.commit)
-    env = cached_environment(config, tree, "fennel")
+    env = cached_environment(config, tree, "fennel", registry_setting(ws.settings()))
     harness = (ROOT / "captures" / "fennel.py").read_bytes()
     backend = isolation.choose(pipeline.isolation_setting(ws))
     bare_env = {
         "PATH": f"{env.venv / 'bin'}:/usr/bin:/bin",
         "PYTHONHASHSEED": "0",
-        "PYTHONPATH": f"{pipeline.HARNESS_LIB}:{tree}",
+        "PYTHONPATH": f"{isolation.HARNESS_LIB}:{tree}",
     }
     bare = command(
         str(env.venv / "bin" / "python"),

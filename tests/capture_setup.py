@@ -115,9 +115,19 @@ def _toml(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def capture_workspace(pinned: Callable[..., Repo], tw: Callable[..., Result]) -> Setup:
-    """The toy subject pinned as SRC-1 of register ``demo``, ``toy/store.py`` registered."""
-    repo = pinned({"toy/__init__.py": "", "toy/store.py": STORE, "README.md": "A toy.\n"})
+def capture_workspace(
+    pinned: Callable[..., Repo],
+    tw: Callable[..., Result],
+    files: dict[str, str | bytes] | None = None,
+) -> Setup:
+    """The toy subject pinned as SRC-1 of register ``demo``, ``toy/store.py`` registered;
+    ``files`` adds to (or replaces) the toy's own."""
+    toy: dict[str, str | bytes] = {
+        "toy/__init__.py": "",
+        "toy/store.py": STORE,
+        "README.md": "A toy.\n",
+    }
+    repo = pinned(toy | (files or {}))
     added = tw("register", "add-file", "demo", "SRC-1", "toy/store.py", "toy/__init__.py")
     assert added.exit_code == 0, added.output
     ws = Workspace.find()
@@ -146,3 +156,46 @@ def one_error(result: Result) -> str:
     lines = [ln for ln in result.output.splitlines() if ln.startswith("tracework: error:")]
     assert len(lines) == 1, result.output
     return result.output
+
+
+def make_wheel(name: str, version: str, files: dict[str, str]) -> tuple[str, bytes]:
+    """A pure-Python wheel of ``files`` (paths inside it, e.g. ``x/__init__.py`` or a
+    ``x.pth`` at its root) with its metadata and RECORD: its file name and bytes."""
+    import base64
+    import io
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    members = dict(files)
+    members[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    members[f"{info}/WHEEL"] = (
+        "Wheel-Version: 1.0\nGenerator: tracework-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    record = []
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as wheel:
+        for path, text in sorted(members.items()):
+            data = text.encode("utf-8")
+            wheel.writestr(zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0)), data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            record.append(f"{path},sha256={digest.decode()},{len(data)}")
+        record.append(f"{info}/RECORD,,")
+        wheel.writestr(
+            zipfile.ZipInfo(f"{info}/RECORD", date_time=(2026, 1, 1, 0, 0, 0)),
+            "\n".join(record) + "\n",
+        )
+    return f"{name}-{version}-py3-none-any.whl", buffer.getvalue()
+
+
+def uv_lock(project: str, packages: list[str]) -> str:
+    """A uv.lock (format 1) for a virtual project ``project`` depending on the
+    ``[[package]]`` tables in ``packages`` (TOML text, each naming ``name``)."""
+    import re
+
+    names = [re.search(r'^name = "([^"]+)"', p, re.M).group(1) for p in packages]  # type: ignore[union-attr]
+    root = (
+        f'[[package]]\nname = "{project}"\nversion = "0.1.0"\nsource = {{ virtual = "." }}\n'
+        "dependencies = [\n" + "".join(f'    {{ name = "{n}" }},\n' for n in names) + "]\n"
+    )
+    head = 'version = 1\nrevision = 3\nrequires-python = ">=3.8"\n\n'
+    return head + "\n".join([*packages, root])

@@ -462,11 +462,6 @@ def test_a_harness_past_a_cap_fails_and_keeps_its_log(pinned, tw, setting, cap, 
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="capture() and environment() in capture/pipeline.py call export_tree(mirror, "
-    "full) without config.limits, so the declaration's tree caps are not passed on yet",
-)
 def test_the_declarations_tree_caps_reach_the_export(pinned, tw):
     setup = capture_workspace(pinned, tw)
     setup.write("cap", PLAIN_HARNESS, toml="[limits]\ntree_files = 2\n")

@@ -10,8 +10,9 @@ import subprocess
 import pytest
 
 from capture_setup import PLAIN_HARNESS, PYTHON, Setup, capture_workspace, one_error
-from tracework.capture import environment
+from tracework.capture import environment, interpreter
 from tracework.capture.config import load_config
+from tracework.capture.registry import PYPI
 from tracework.capture.tree import export_tree
 from tracework.git.subjects import open_mirror
 from tracework.workspace import Workspace
@@ -46,12 +47,12 @@ def test_the_cached_environment_installs_nothing(setup, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("nothing may be installed")
 
-    monkeypatch.setattr(environment, "_install", refuse)
+    monkeypatch.setattr(environment, "build", refuse)
     again = setup.tw("capture", "env", "cap", "--json")
     assert again.exit_code == 0, again.output
     out = json.loads(again.output)
     assert out["built"] is False and out["packages"] == []
-    monkeypatch.setattr(environment, "_uv", refuse)  # and a capture never runs uv at all
+    monkeypatch.setattr(interpreter, "_host_uv", refuse)  # and a capture never runs uv at all
     assert setup.tw("capture", "cap").exit_code == 0
     environment_txt = (setup.folder("cap") / "environment.txt").read_text()
     assert environment_txt == f"# python {out['python']}\n"
@@ -62,11 +63,11 @@ def test_the_key_follows_what_the_environment_is_built_from(setup):
     setup.write("b", PLAIN_HARNESS, extra=[INICONFIG])
     mirror = open_mirror(setup.ws, "toy")
     tree = export_tree(mirror, setup.commit)
-    interpreter = environment.find_interpreter(PYTHON)
+    found = interpreter.find_interpreter(PYTHON)
     keys = {}
     for name in ("a", "b"):
         config, _ = load_config(setup.ws, name)
-        keys[name], inputs = environment.environment_key(config, tree, interpreter)
+        keys[name], inputs = environment.environment_key(config, tree, found, PYPI)
     assert keys["a"] != keys["b"]
     assert inputs["extra"] == [INICONFIG] and inputs["python"]["version"].startswith(PYTHON)
 
@@ -101,7 +102,7 @@ def test_a_locked_environment_from_the_registry(pinned, tw, tmp_path):
     )
     (project / "pyproject.toml").write_text(pyproject)
     subprocess.run(
-        [environment.uv_bin(), "lock", "--no-config", "--quiet"], cwd=project, check=True
+        [interpreter.uv_bin(), "lock", "--no-config", "--quiet"], cwd=project, check=True
     )
     repo = pinned(
         {

@@ -370,12 +370,12 @@ def test_an_unprivileged_user_gets_the_same_sandbox(backend, monkeypatch):
             view = isolation.View(
                 binds, links, 1 << 20, {"PATH": "/usr/bin:/bin"}, (python, "/capture/lib/probe.py")
             )
-            argv = isolation.command(backend, view, scratch)
+            launch = isolation.command(backend, view, scratch)
         drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
         proc = subprocess.run(
-            [*drop, *argv], env={"PATH": os.environ["PATH"]}, capture_output=True, text=True
+            [*drop, *launch.argv], env=launch.env, input=launch.stdin, capture_output=True
         )
-        assert proc.returncode == 0, proc.stderr
+        assert proc.returncode == 0, proc.stderr.decode()
         seen = json.loads(proc.stdout)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -1103,20 +1103,22 @@ def _print_capture(outcome: Any) -> None:
 @capture.command("env")
 @click.argument("name")
 @click.option("--commit", default=None, help="The commit whose lock to install.")
+@click.option("--rebuild", is_flag=True, help="Build it again, whatever the cache holds.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def capture_env(name: str, commit: str | None, as_json: bool) -> None:
-    """Build (or find built) the environment of capture NAME: the only step of a capture
-    that may use the network (the package registry)."""
+def capture_env(name: str, commit: str | None, rebuild: bool, as_json: bool) -> None:
+    """Build (or find built) the environment of capture NAME, isolated like the harness:
+    the only step of a capture that may use the network, and only to the package
+    registry."""
     from tracework.capture.pipeline import environment
 
     ws = _workspace()
     if not as_json:
         click.echo(
             "capture env: uv may download packages from the package registry "
-            "(the only step of a capture that uses the network)",
+            "(the only step of a capture that uses the network), in isolation",
             err=True,
         )
-    outcome = environment(ws, name, commit)
+    outcome = environment(ws, name, commit, rebuild=rebuild)
     env = outcome.environment
     if as_json:
         _json(

@@ -5,6 +5,7 @@
     register = "fennel"       # its registered files are hash-checked before the harness runs
     python = "3.11"
     requirements = []         # or: lock = "uv" (the subject's own uv.lock)
+    # allow_sources = ["x"]   # with the lock: x may come from its path, git or URL source
     timeout = 120             # seconds, wall clock (and CPU time)
 
     [limits]
@@ -41,6 +42,7 @@ PINNED = re.compile(
 RESERVED = ("env", "run")
 
 Requirement = Annotated[str, Field(pattern=PINNED.pattern)]
+PackageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")]
 
 
 class Frozen(BaseModel):
@@ -62,6 +64,13 @@ class Limits(Frozen):
         "file a process may write",
     )
     tmp_mib: int = Field(256, ge=1, le=1 << 20, description="the private /tmp and /dev/shm, each")
+    tmp_files: int = Field(
+        65_536,
+        ge=64,
+        le=1 << 24,
+        description="files and folders the private /tmp and /dev/shm may hold, each (every "
+        "one costs kernel memory that tmp_mib does not count)",
+    )
     # what tracework does with a run and a tree is bounded too: the caps below are
     # checked as the messages are read (reading stops at the first one passed) and from
     # the tree's listing before anything is exported
@@ -116,6 +125,12 @@ class CaptureConfig(Frozen):
     extra: tuple[Requirement, ...] = Field(
         (), description="packages the harness adds (exact pins with hashes)"
     )
+    allow_sources: tuple[PackageName, ...] = Field(
+        (),
+        description='with lock = "uv": packages the lock takes from a path, folder, git '
+        "repository or URL instead of the registry, each opted in by name once read (they "
+        "are built and installed in the build's isolation); any other is refused",
+    )
     paths: tuple[str, ...] = Field(
         (".",), description="folders of the tree put on the harness's import path"
     )
@@ -124,6 +139,8 @@ class CaptureConfig(Frozen):
 
     @model_validator(mode="after")
     def _one_environment(self) -> CaptureConfig:
+        if self.allow_sources and self.lock is None:
+            raise ValueError('allow_sources names packages of a lock: it needs lock = "uv"')
         if (self.lock is None) == (self.requirements is None):
             raise ValueError(
                 'give exactly one of lock = "uv" (the subject\'s uv.lock) or '

@@ -1,26 +1,25 @@
-"""The capture's environment: the subject's own locked dependencies, installed by uv.
+"""The capture's environment: the subject's own locked dependencies, built in isolation.
 
 ``tracework capture env NAME`` builds it (or finds it built) and is the only step of a
-capture that may use the network, to download packages from the registry the lock
-names.  It is kept in the user's cache, keyed by the SHA-256 of what it is built
-from — the lock and the project file (or the requirement pins), the extra packages,
-the interpreter's version and path, and uv's version — so a second capture, in any
-workspace, installs nothing.
+capture that may use the network, to download packages from the registry.  It is
+kept in the user's cache, keyed by the SHA-256 of what it is built from — the lock and
+the project file (or the requirement pins), the extra packages, the packages opted in
+from outside the registry, the registry, the interpreter's version and path, and uv's
+version — so a second capture, in any workspace, installs nothing.
 
-- ``lock = "uv"``: ``uv sync --frozen`` of the exported tree, the field's convention;
+- ``lock = "uv"``: ``uv sync --frozen`` of the exported tree, the field's convention,
+  after every package's source is judged (:mod:`.lock`);
 - ``requirements = [...]``: ``uv pip install --require-hashes`` of exact pins;
 - ``extra = [...]``: then ``uv pip install --require-hashes`` of the harness's own
   packages (a fake model library, say).
 
-Wheels only (``--no-build``): no package's build code, and none of the subject's (the
-project itself is never installed, ``--no-install-workspace``; the harness imports it
-from the exported tree), runs while the environment is built.  uv runs without any
-configuration file (``--no-config``), so neither the subject's ``uv.toml`` nor the
-analyst's changes what is installed, and never downloads a Python.  The venv is
-relocatable, because the sandbox shows it at ``/capture/env``.
-
-The frozen list (``environment.txt``) is read from the installed distributions'
-metadata, without starting the environment's Python.
+No interpreter of the environment, and no build backend, ever starts on the host: uv
+runs inside the build's sandbox (:mod:`.build`), with the registry as its only way
+out, and the environment is sealed when it is done (:mod:`.seal`).  Before every use
+— each capture, and ``capture env`` finding it built — it is checked against its
+seal, and a changed file refuses the capture, naming the path.  The frozen list
+(``environment.txt``) is read from the installed distributions' metadata, on the
+host, without starting the environment's Python and without following a link.
 """
 
 from __future__ import annotations
@@ -29,30 +28,34 @@ import json
 import os
 import re
 import shutil
-import subprocess
-from contextlib import suppress
+import stat
 from dataclasses import dataclass
 from email.parser import HeaderParser
-from functools import cache
 from pathlib import Path
 
+import tracework.capture.isolation as isolation
+from tracework.capture import seal
+from tracework.capture.build import BuildPlan, build
 from tracework.capture.cache import cache_folder
 from tracework.capture.config import CaptureConfig
-from tracework.capture.errors import CaptureConfigError, EnvironmentBuildFailed, EnvironmentMissing
+from tracework.capture.errors import EnvironmentMissing, NotRegular
+from tracework.capture.hostfiles import read_regular
+from tracework.capture.interpreter import (
+    Interpreter,
+    find_interpreter,
+    recorded_interpreter,
+    uv_version,
+)
+from tracework.capture.lock import plan_lock, read_lock
+from tracework.capture.registry import Registry
 from tracework.fsio import locked, write_atomic
 from tracework.hashing import sha256_hex
 
 #: Bump when the way environments are built changes: every key changes with it.
-FORMAT = 1
-
-
-@dataclass(frozen=True)
-class Interpreter:
-    """The base Python an environment is made from."""
-
-    path: str
-    version: str
-    prefix: str
+FORMAT = 2
+#: The largest METADATA file read for the frozen list.
+MAX_METADATA = 4 << 20
+_METADATA = re.compile(r"lib/python[0-9.]+/site-packages/[^/]+\.dist-info/METADATA\Z")
 
 
 @dataclass(frozen=True)
@@ -79,125 +82,41 @@ class Environment:
         return [line for line in self.frozen.splitlines() if not line.startswith("#")]
 
 
-@cache
-def uv_bin() -> str:
-    """The uv that came with tracework (a dependency, so the same version everywhere)."""
-    import uv
-
-    return str(uv.find_uv_bin())
-
-
-@cache
-def uv_version() -> str:
-    from importlib.metadata import version
-
-    return version("uv")
-
-
-def _uv_env(**extra: str) -> dict[str, str]:
-    """The caller's environment (proxies, certificates) for uv, minus what would point
-    it at another environment, and never downloading a Python."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "CONDA_PREFIX", "PYTHONPATH")
-    }
-    env.update(UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1", **extra)
-    return env
-
-
-def _uv(args: list[str], what: str, **env: str) -> str:
-    proc = subprocess.run(
-        [uv_bin(), *args],
-        capture_output=True,
-        env=_uv_env(**env),
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    if proc.returncode != 0:
-        words = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()
-        detail = "; ".join(w.strip() for w in words[-4:] if w.strip()) or f"exit {proc.returncode}"
-        raise EnvironmentBuildFailed(f"{what} failed: {detail}")
-    return proc.stdout.decode("utf-8", errors="replace")
-
-
-def find_interpreter(version: str) -> Interpreter:
-    """The installed Python for ``version`` that uv finds (never a virtual environment,
-    never a download), with its full version and prefix; recorded for
-    :func:`recorded_interpreter`."""
-    found = _uv(
-        ["python", "find", "--no-config", "--system", version], f"finding Python {version}"
-    ).strip()
-    probe = "import json, sys; print(json.dumps([sys.version.split()[0], sys.prefix]))"
-    proc = subprocess.run(
-        [found, "-I", "-S", "-c", probe], capture_output=True, check=False, env={}
-    )
-    if proc.returncode != 0:
-        raise EnvironmentBuildFailed(f"the Python uv found for {version} ({found}) does not run")
-    full, prefix = json.loads(proc.stdout)
-    interpreter = Interpreter(found, full, prefix)
-    record = {"interpreter": [found, full, prefix], "identity": _identity(found)}
-    write_atomic(_record_path(version), json.dumps(record, sort_keys=True) + "\n")
-    return interpreter
-
-
-def recorded_interpreter(version: str) -> Interpreter:
-    """The Python ``capture env`` found for ``version``, while its binary is unchanged
-    (finding one again asks uv, which searches the whole machine: most of a second)."""
-    with suppress(OSError, ValueError, TypeError, KeyError):
-        record = json.loads(_record_path(version).read_text(encoding="utf-8"))
-        path, full, prefix = record["interpreter"]
-        if record["identity"] == _identity(path):
-            return Interpreter(path, full, prefix)
-    return find_interpreter(version)
-
-
-def _record_path(version: str) -> Path:
-    return cache_folder("interpreters") / f"{version}.json"
-
-
-def _identity(path: str) -> list[int]:
-    """What changes when an interpreter is replaced: its real file's device, inode,
-    size and modification time."""
-    info = os.stat(path)
-    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]
-
-
-def _inputs(config: CaptureConfig, tree: Path, interpreter: Interpreter) -> dict[str, object]:
+def _inputs(
+    config: CaptureConfig, tree: Path, interpreter: Interpreter, registry: Registry
+) -> dict[str, object]:
     """Everything the environment is built from; its canonical JSON's SHA-256 is the key."""
     lock: dict[str, str] | None = None
     if config.lock == "uv":
-        lock = {}
-        for name in ("uv.lock", "pyproject.toml"):
-            path = tree / name
-            if not path.is_file():
-                raise CaptureConfigError(
-                    f'lock = "uv", but the subject has no {name} at this commit',
-                    hint="give requirements = [...] (exact pins with hashes) instead",
-                )
-            lock[name] = sha256_hex(path.read_bytes())
+        files = read_lock(tree)
+        lock = {"uv.lock": sha256_hex(files.lock), "pyproject.toml": sha256_hex(files.project)}
     return {
         "format": FORMAT,
         "lock": lock,
+        "allow_sources": sorted(config.allow_sources),
         "requirements": list(config.requirements) if config.requirements is not None else None,
         "extra": list(config.extra),
+        "registry": {"index": registry.index, "files": list(registry.files)},
         "python": {"version": interpreter.version, "path": interpreter.path},
         "uv": uv_version(),
     }
 
 
 def environment_key(
-    config: CaptureConfig, tree: Path, interpreter: Interpreter
+    config: CaptureConfig, tree: Path, interpreter: Interpreter, registry: Registry
 ) -> tuple[str, dict[str, object]]:
-    inputs = _inputs(config, tree, interpreter)
+    inputs = _inputs(config, tree, interpreter, registry)
     text = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
     return sha256_hex(text.encode("utf-8")), inputs
 
 
-def cached_environment(config: CaptureConfig, tree: Path, name: str) -> Environment:
-    """The built environment for ``config`` at ``tree``; never builds one."""
+def cached_environment(
+    config: CaptureConfig, tree: Path, name: str, registry: Registry
+) -> Environment:
+    """The built environment for ``config`` at ``tree``, checked against its seal;
+    never builds one."""
     interpreter = recorded_interpreter(config.python)
-    key, _ = environment_key(config, tree, interpreter)
+    key, _ = environment_key(config, tree, interpreter, registry)
     folder = cache_folder("envs") / key
     if not (folder / "complete").is_file():
         raise EnvironmentMissing(
@@ -205,113 +124,107 @@ def cached_environment(config: CaptureConfig, tree: Path, name: str) -> Environm
             hint=f"run `tracework capture env {name}` first (it may download packages from "
             "the package registry; the capture itself never uses the network)",
         )
-    return _read(folder, key, built_now=False, interpreter=interpreter)
+    return _checked(folder, key, name, interpreter, built_now=False)
 
 
-def build_environment(config: CaptureConfig, tree: Path) -> Environment:
-    """The environment for ``config`` at ``tree``: found in the cache, or built now.
+def build_environment(
+    config: CaptureConfig,
+    tree: Path,
+    name: str,
+    registry: Registry,
+    backend: isolation.Backend,
+    *,
+    timeout: int,
+    rebuild: bool = False,
+) -> Environment:
+    """The environment for ``config`` at ``tree``: found in the cache (and checked
+    against its seal), or built now in a sandbox of ``backend``; ``rebuild`` builds it
+    again whatever the cache holds.
 
     The interpreter recorded the last time is tried first (an environment built with it
     is reused as it is); only to build is uv asked to find one again."""
     interpreter = recorded_interpreter(config.python)
-    key, inputs = environment_key(config, tree, interpreter)
+    key, inputs = environment_key(config, tree, interpreter, registry)
     folder = cache_folder("envs") / key
-    if (folder / "complete").is_file():
-        return _read(folder, key, built_now=False, interpreter=interpreter)
+    if (folder / "complete").is_file() and not rebuild:
+        return _checked(folder, key, name, interpreter, built_now=False)
     interpreter = find_interpreter(config.python)
-    key, inputs = environment_key(config, tree, interpreter)
+    key, inputs = environment_key(config, tree, interpreter, registry)
+    plan = BuildPlan(
+        interpreter=interpreter,
+        tree=tree,
+        lock=(
+            plan_lock(read_lock(tree), registry, config.allow_sources)
+            if config.lock == "uv"
+            else None
+        ),
+        requirements=config.requirements or (),
+        extra=config.extra,
+        registry=registry,
+        timeout=timeout,
+    )
     folder = cache_folder("envs") / key
     with locked(folder):
-        if (folder / "complete").is_file():  # built meanwhile by another process
-            return _read(folder, key, built_now=False, interpreter=interpreter)
-        shutil.rmtree(folder, ignore_errors=True)  # what an interrupted build left
+        if (folder / "complete").is_file() and not rebuild:  # built meanwhile
+            return _checked(folder, key, name, interpreter, built_now=False)
+        remove_tree(folder)  # what an interrupted build left, or the one rebuilt
         folder.mkdir()
-        _install(config, tree, folder, interpreter)
+        build(plan, folder, backend)
+        entries = seal.seal(folder, folder / "venv")
         frozen = f"# python {interpreter.version}\n" + "".join(
-            f"{line}\n" for line in freeze(folder / "venv")
+            f"{line}\n" for line in freeze(folder / "venv", entries)
         )
         write_atomic(folder / "environment.txt", frozen)
         write_atomic(folder / "inputs.json", json.dumps(inputs, indent=2, sort_keys=True) + "\n")
-        _readable(folder)
         write_atomic(folder / "complete", f"{key}\n")
     return _read(folder, key, built_now=True, interpreter=interpreter)
 
 
-def _install(config: CaptureConfig, tree: Path, folder: Path, interpreter: Interpreter) -> None:
-    venv = folder / "venv"
-    python = str(venv / "bin" / "python")
-    _uv(
-        [
-            "venv",
-            "--relocatable",
-            "--no-config",
-            "--quiet",
-            "--python",
-            interpreter.path,
-            str(venv),
-        ],
-        "uv venv",
-    )
-    if config.lock == "uv":
-        _uv(
-            [
-                "sync",
-                "--frozen",
-                "--no-install-workspace",
-                "--no-build",
-                "--no-config",
-                "--compile-bytecode",
-                "--project",
-                str(tree),
-                "--python",
-                python,
-            ],
-            "uv sync --frozen",
-            UV_PROJECT_ENVIRONMENT=str(venv),
-        )
-    for label, pins in (("requirements", config.requirements or ()), ("extra", config.extra)):
-        if not pins:
-            continue
-        listing = folder / f"{label}.txt"
-        listing.write_text("".join(f"{pin}\n" for pin in pins), encoding="utf-8")
-        _uv(
-            [
-                "pip",
-                "install",
-                "--no-config",
-                "--require-hashes",
-                "--no-build",
-                "--compile-bytecode",
-                "--python",
-                python,
-                "-r",
-                str(listing),
-            ],
-            f"uv pip install of {label}",
-        )
-
-
-def freeze(venv: Path) -> list[str]:
+def freeze(venv: Path, entries: dict[str, seal.Entry]) -> list[str]:
     """``name==version`` of every installed distribution, sorted, names normalised
-    (PEP 503), from the ``.dist-info`` metadata alone."""
+    (PEP 503), from the ``.dist-info`` metadata alone, each read as a regular file."""
     found = set()
-    for metadata in venv.glob("lib/python*/site-packages/*.dist-info/METADATA"):
-        headers = HeaderParser().parsestr(metadata.read_text(encoding="utf-8", errors="replace"))
+    for path, entry in entries.items():
+        if entry.kind != "file" or not _METADATA.match(path):
+            continue
+        try:
+            text = read_regular(venv, path, MAX_METADATA).decode("utf-8", errors="replace")
+        except NotRegular:
+            continue
+        headers = HeaderParser().parsestr(text)
         name, version = headers.get("Name"), headers.get("Version")
         if name and version:
             found.add(f"{re.sub(r'[-_.]+', '-', name).lower()}=={version.strip()}")
     return sorted(found)
 
 
-def _readable(folder: Path) -> None:
-    """Let everyone read the environment: the harness may run as another uid (65534)."""
-    for base, _dirs, files in os.walk(folder):
-        os.chmod(base, os.stat(base).st_mode | 0o555)
-        for name in files:
-            path = os.path.join(base, name)
-            if not os.path.islink(path):
-                mode = os.stat(path).st_mode
-                os.chmod(path, mode | 0o444 | (0o111 if mode & 0o100 else 0))
+def remove_tree(folder: Path) -> None:
+    """Remove ``folder`` and all in it, links removed and never followed, folders a
+    build made unwritable made writable first."""
+
+    def writable_then_again(function: object, path: str, _exc: object) -> None:
+        parent = os.path.dirname(path)
+        mode = os.stat(parent, follow_symlinks=False).st_mode
+        if stat.S_ISDIR(mode):
+            os.chmod(parent, mode | stat.S_IRWXU)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, os.stat(path).st_mode | stat.S_IRWXU)
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+
+    if os.path.lexists(folder):
+        if os.path.islink(folder) or not os.path.isdir(folder):
+            os.unlink(folder)
+            return
+        shutil.rmtree(folder, onerror=writable_then_again)
+
+
+def _checked(
+    folder: Path, key: str, name: str, interpreter: Interpreter, *, built_now: bool
+) -> Environment:
+    seal.verify(folder, folder / "venv", f"the cached environment of capture {name}")
+    return _read(folder, key, built_now=built_now, interpreter=interpreter)
 
 
 def _read(folder: Path, key: str, *, built_now: bool, interpreter: Interpreter) -> Environment:

@@ -67,3 +67,8 @@ class NotDeterministic(CaptureError):
     """Two runs of a scripted capture gave different files after normalisation."""
 
     exit_code = 1
+
+
+class NotRegular(CaptureError):
+    """A file of the subject that tracework would read on the host is a link, or is
+    reached through one, or is not a regular file: refused, its content never read."""

@@ -12,9 +12,15 @@ two backends:
 
 Both give: new network (loopback only), PID, IPC, UTS and mount namespaces; a root
 holding only the system's ``/usr``, a few files of ``/etc`` and the capture's own
-folders, all read-only; a private ``/tmp``; no capabilities and ``no_new_privs``; and,
-when tracework runs as root, uid 65534 for the harness, so that the process limit
-binds (the kernel exempts root from it).  When the PID namespace's first process
+folders, read-only but for the folders a view names writable (an environment being
+built); a private ``/tmp`` and ``/dev/shm``, bounded in bytes and in files; no
+capabilities and ``no_new_privs``; resource limits set by ``prlimit`` before the
+sandboxed program starts, soft and hard; and, when tracework runs as root, uid
+65534, so that the process limit binds (the kernel exempts root from it).  The
+sandbox's arguments travel on its stdin, never on a command line: the first process
+inside (bwrap's, or the unshare backend's init once it has built the view) shows no
+host path to a process that reads ``/proc/1/cmdline``, and its environment holds
+only a ``PATH`` of system folders.  When the PID namespace's first process
 ends, the kernel kills every process left in it, so nothing the harness forked
 survives.  ``[capture] isolation`` in ``tracework.toml`` chooses the backend
 (``auto``, the default, takes the first of bwrap and unshare that works here); each
@@ -46,8 +52,18 @@ SETTINGS = ("auto", *BACKENDS)
 
 #: The uid (and gid) the harness runs as when tracework runs as root.
 SANDBOX_UID = 65534
-#: setpriv inside the sandbox (/usr is the host's, read-only).
+#: setpriv and prlimit inside the sandbox (/usr is the host's, read-only).
 SETPRIV = "/usr/bin/setpriv"
+PRLIMIT = "/usr/bin/prlimit"
+#: mount(8) and a shell: bwrap cannot bound a tmpfs's files, so the sandbox's first
+#: command mounts /tmp and /dev/shm itself, before every capability is dropped.
+MOUNT = "/usr/bin/mount"
+SHELL = "/bin/sh"
+#: The environment every sandbox starter runs with (never the caller's PATH).
+STARTER_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+
+#: The harness API, its runner and the build's script (package data), bound at LIB.
+HARNESS_LIB = Path(__file__).with_name("harness")
 
 #: Fixed paths inside the sandbox: the same on every machine, and so are captures.
 TREE = "/capture/tree"
@@ -88,15 +104,20 @@ GROUP = f"root:x:0:\ncapture:x:{SANDBOX_UID}:\n"
 
 @dataclass(frozen=True)
 class Bind:
-    """A host path shown read-only at ``target`` inside the sandbox."""
+    """A host path shown at ``target`` inside the sandbox: read-only, unless
+    ``writable`` (only ever a folder tracework made for this sandbox alone)."""
 
     source: Path
     target: str
+    writable: bool = False
 
 
 @dataclass(frozen=True)
 class View:
-    """Everything the sandboxed process sees and gets, for either backend."""
+    """Everything the sandboxed process sees and gets, for either backend.
+
+    ``limits`` are ``prlimit`` resources (``as``, ``nproc``, ``fsize``, ``cpu``,
+    ``core``…) set, soft and hard, on the sandboxed program before it starts."""
 
     binds: tuple[Bind, ...]
     symlinks: tuple[tuple[str, str], ...]  # (link text, path inside)
@@ -105,6 +126,18 @@ class View:
     argv: tuple[str, ...]
     cwd: str = "/"
     pass_fds: tuple[int, ...] = ()
+    tmp_files: int = 1 << 16
+    limits: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start a sandbox: the starter's command line (no host path in what a
+    process inside can read) and the bytes to give it on stdin."""
+
+    argv: list[str]
+    stdin: bytes
+    env: dict[str, str]
 
 
 def system_view(
@@ -158,9 +191,26 @@ def _dropped(privileged: bool) -> list[str]:
     ]
 
 
-def _bwrap(tool: str, view: View, privileged: bool) -> list[str]:
+def tmp_files_bounded(backend: Backend) -> bool:
+    """Whether the private /tmp's file count is bounded (``tmp_files``): always under
+    unshare; under bwrap only as root, since bwrap's own tmpfs takes a size alone and
+    a user's bwrap cannot mount one itself without giving up ``--disable-userns``."""
+    return backend == "unshare" or os.geteuid() == 0
+
+
+def _limited(view: View) -> list[str]:
+    """``prlimit`` setting the view's limits, soft and hard, on what it starts."""
+    if not view.limits:
+        return []
+    return [PRLIMIT, *(f"--{name}={value}:{value}" for name, value in view.limits), "--"]
+
+
+def _tmp_options(view: View) -> str:
+    return f"mode=1777,size={view.tmp_bytes},nr_inodes={view.tmp_files}"
+
+
+def _bwrap(tool: str, view: View, privileged: bool) -> Launch:
     args = [
-        tool,
         "--unshare-net",
         "--unshare-pid",
         "--unshare-ipc",
@@ -171,8 +221,9 @@ def _bwrap(tool: str, view: View, privileged: bool) -> list[str]:
         "--hostname",
         "capture",
     ]
-    if privileged:  # real root: setpriv (below) drops to SANDBOX_UID and every capability
-        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"):
+    if privileged:  # real root: the first command mounts the bounded /tmp and /dev/shm,
+        # then setpriv drops to SANDBOX_UID and every capability
+        for cap in ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"):
             args += ["--cap-add", cap]
     else:  # a user: a user namespace of its own, where no capability survives exec
         uid = str(SANDBOX_UID)
@@ -183,35 +234,46 @@ def _bwrap(tool: str, view: View, privileged: bool) -> list[str]:
     for folder in sorted(parents, key=lambda p: (p.count("/"), p)):
         args += ["--perms", "0755", "--dir", folder]
     for bind in view.binds:
-        args += ["--ro-bind", str(bind.source), bind.target]
+        args += ["--bind" if bind.writable else "--ro-bind", str(bind.source), bind.target]
     for text, path in view.symlinks:
         args += ["--symlink", text, path]
     args += ["--dev", "/dev", "--proc", "/proc"]
     for folder in (TMP, "/dev/shm"):  # both private, both bounded
-        args += ["--perms", "1777", "--size", str(view.tmp_bytes), "--tmpfs", folder]
+        if privileged:  # a mount point: the first command mounts it, files bounded too
+            args += ["--perms", "1777", "--dir", folder]
+        else:  # bwrap's tmpfs: bounded in bytes only (see tmp_files_bounded)
+            args += ["--perms", "1777", "--size", str(view.tmp_bytes), "--tmpfs", folder]
     args += ["--remount-ro", "/", "--chdir", view.cwd, "--clearenv"]
     for key, value in sorted(view.env.items()):
         args += ["--setenv", key, value]
-    prefix = _dropped(privileged) if privileged else []
-    return [*args, "--", *prefix, *view.argv]
+    command = [*_limited(view), *view.argv]
+    if privileged:
+        options = _tmp_options(view) + ",nosuid,nodev"
+        mounts = " && ".join(
+            f"{MOUNT} -n -t tmpfs -o {options} tmpfs {f}" for f in (TMP, "/dev/shm")
+        )
+        command = [SHELL, "-c", f'{mounts} && exec "$@"', "sh", *_dropped(True), *command]
+    # the options, which name host paths, on stdin (NUL-separated); the command names
+    # only paths inside, so /proc/1/cmdline shows nothing of the host
+    payload = b"".join(os.fsencode(a) + b"\0" for a in args)
+    return Launch([tool, "--args", "0", "--", *command], payload, dict(STARTER_ENV))
 
 
-def _unshare(tool: str, view: View, scratch: Path, privileged: bool) -> list[str]:
+def _unshare(tool: str, view: View, scratch: Path, privileged: bool) -> Launch:
     """unshare's command line; :mod:`sandbox_init` (this Python, isolated from
-    site-packages) then builds the view from a plan written into ``scratch``."""
+    site-packages) then builds the view from the plan it reads on stdin."""
     root = scratch / "root"
     root.mkdir(exist_ok=True)
     plan = {
         "root": str(root),
-        "binds": [[str(b.source), b.target] for b in view.binds],
+        "binds": [[str(b.source), b.target, b.writable] for b in view.binds],
         "symlinks": [list(pair) for pair in view.symlinks],
-        "tmp_bytes": view.tmp_bytes,
+        "tmp_options": _tmp_options(view),
         "cwd": view.cwd,
-        "argv": [*_dropped(privileged), *view.argv],
+        "argv": [*_dropped(privileged), *_limited(view), *view.argv],
         "env": view.env,
         "fds": list(view.pass_fds),
     }
-    (scratch / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     # unshare dies with tracework (a parent-death signal, as bwrap's --die-with-parent),
     # and --kill-child takes the namespace's first process, and so everything, with it
     args = [SETPRIV, "--pdeathsig", "KILL", "--", tool, "--mount", "--net", "--pid", "--ipc"]
@@ -219,10 +281,11 @@ def _unshare(tool: str, view: View, scratch: Path, privileged: bool) -> list[str
     if not privileged:
         args += ["--user", "--map-root-user"]
     init = Path(__file__).with_name("sandbox_init.py")
-    return [*args, "--", sys.executable, "-I", "-S", str(init), str(scratch / "plan.json")]
+    argv = [*args, "--", sys.executable, "-I", "-S", str(init)]
+    return Launch(argv, json.dumps(plan).encode("utf-8"), dict(STARTER_ENV))
 
 
-def command(backend: Backend, view: View, scratch: Path) -> list[str]:
+def command(backend: Backend, view: View, scratch: Path) -> Launch:
     """The command line that starts ``view`` with ``backend`` (tools found on PATH);
     ``scratch`` is this run's own folder, for the files the view needs."""
     path = os.environ.get("PATH", "")
@@ -272,20 +335,28 @@ def _probe(backend: Backend, path: str, euid: int) -> str | None:
     """:func:`probe`, once per backend, PATH and user in a process."""
     import tempfile
 
-    if not Path(SETPRIV).is_file() and (backend == "unshare" or euid == 0):
-        return f"{SETPRIV} (util-linux) is not installed"
+    for tool in (SETPRIV, PRLIMIT, MOUNT if backend == "bwrap" else SETPRIV):
+        if not Path(tool).is_file():
+            return f"{tool} (util-linux) is not installed"
     with tempfile.TemporaryDirectory(prefix="tracework-probe-") as folder:
         scratch = Path(folder)
         binds, links = system_view((), scratch)
-        view = View(binds, links, 1 << 20, {"PATH": "/usr/bin:/bin"}, ("/usr/bin/true",))
+        view = View(
+            binds,
+            links,
+            1 << 20,
+            {"PATH": "/usr/bin:/bin"},
+            ("/usr/bin/true",),
+            limits=(("core", 0),),
+        )
         try:
-            argv = command(backend, view, scratch)
+            launch = command(backend, view, scratch)
             proc = subprocess.run(
-                argv,
-                env={"PATH": path},
+                launch.argv,
+                env=launch.env,
+                input=launch.stdin,
                 capture_output=True,
                 timeout=30,
-                stdin=subprocess.DEVNULL,
                 check=False,
             )
         except IsolationUnavailable as exc:

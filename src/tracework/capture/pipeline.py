@@ -19,15 +19,16 @@
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import tracework.capture.isolation as isolation
 from tracework import __version__
+from tracework.capture.cgroup import run_group
 from tracework.capture.config import CaptureConfig, capture_name, load_config
 from tracework.capture.environment import Environment, build_environment, cached_environment
 from tracework.capture.errors import CaptureConfigError, HarnessFailed, NotDeterministic
@@ -35,6 +36,7 @@ from tracework.capture.normalise import BUILT_IN, HarnessRule, NormaliseProblem,
 from tracework.capture.preflight import verify_registered
 from tracework.capture.process import Run, run_sandboxed
 from tracework.capture.protocol import ProtocolProblem, RawCapture, RawCase, parse
+from tracework.capture.registry import registry_setting
 from tracework.capture.store import (
     Capture,
     CaptureManifest,
@@ -42,6 +44,7 @@ from tracework.capture.store import (
     CaseCheck,
     CaseResult,
     EnvironmentInfo,
+    LimitsInForce,
     ResultTable,
     Rule,
     canonical,
@@ -54,9 +57,6 @@ from tracework.git.subjects import open_mirror
 from tracework.hashing import sha256_hex
 from tracework.staging import Staging
 from tracework.workspace import Workspace
-
-#: The harness API and its runner, put on the harness's path (package data).
-HARNESS_LIB = Path(__file__).with_name("harness")
 
 #: The most runs one capture makes (each is a whole run of the harness).
 MAX_REPEAT = 10
@@ -85,13 +85,38 @@ class CaptureOutcome:
     environment: Environment
 
 
-def environment(ws: Workspace, name: str, commit: str | None = None) -> EnvOutcome:
-    """Build (or find built) the environment of capture ``name`` at ``commit``."""
+def environment(
+    ws: Workspace, name: str, commit: str | None = None, *, rebuild: bool = False
+) -> EnvOutcome:
+    """Build (or find built, and checked against its seal) the environment of capture
+    ``name`` at ``commit``, in a sandbox like the harness's; ``rebuild`` builds it again."""
     config, _ = load_config(ws, name)
     mirror = open_mirror(ws, config.subject)
     full = mirror.resolve_commit(commit or config.commit)
-    tree = export_tree(mirror, full)
-    return EnvOutcome(name, full, build_environment(config, tree))
+    tree = export_tree(mirror, full, config.limits)
+    settings = ws.settings()
+    env = build_environment(
+        config,
+        tree,
+        name,
+        registry_setting(settings),
+        isolation.choose(isolation_setting(ws)),
+        timeout=build_timeout(settings),
+        rebuild=rebuild,
+    )
+    return EnvOutcome(name, full, env)
+
+
+def build_timeout(settings: dict[str, object]) -> int:
+    """``[capture] build_timeout`` in tracework.toml: seconds an environment's build may
+    take (wall clock, and CPU), 1800 by default."""
+    section = settings.get("capture", {})
+    value = section.get("build_timeout", 1800) if isinstance(section, dict) else None
+    if not isinstance(value, int) or isinstance(value, bool) or not 10 <= value <= 86400:
+        raise CaptureConfigError(
+            "tracework.toml: [capture] build_timeout must be a number of seconds, 10 to 86400"
+        )
+    return value
 
 
 def isolation_setting(ws: Workspace) -> str:
@@ -122,9 +147,9 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
     mirror = open_mirror(ws, config.subject)
     full = mirror.resolve_commit(commit or config.commit)
     # 2.-5. the tree, the evidence, the environment, the isolation
-    tree = export_tree(mirror, full)
+    tree = export_tree(mirror, full, config.limits)
     preflight = verify_registered(ws, config, mirror, full, tree)
-    env = cached_environment(config, tree, name)
+    env = cached_environment(config, tree, name, registry_setting(ws.settings()))
     backend = isolation.choose(isolation_setting(ws))
 
     out_root = ws.captures / name
@@ -137,8 +162,10 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
             try:
                 # 6.-7. run, and turn each run into files
                 runs: list[dict[str, bytes]] = []
+                group_used = None
                 for number in range(1, repeat + 1):
                     run = _run_once(config, name, harness, tree, env, backend)
+                    group_used = run.group
                     runs.append(_files(run, config, name, full, harness, tree, env, number))
                 _require_identical(runs, name)
                 files = runs[0]
@@ -160,6 +187,7 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
                         lock=config.lock,
                     ),
                     isolation=backend,
+                    limits=_limits_in_force(config, backend, group_used),
                     identical_runs=repeat,
                     tracework=__version__,
                     files=manifest_files(files),
@@ -239,22 +267,22 @@ def _run_once(
         extra = [
             isolation.Bind(tree, isolation.TREE),
             isolation.Bind(env.venv, isolation.ENV),
-            isolation.Bind(HARNESS_LIB, isolation.LIB),
+            isolation.Bind(isolation.HARNESS_LIB, isolation.LIB),
             isolation.Bind(copy, inside),
         ]
         prefix = env.interpreter.prefix
         if not (prefix == "/usr" or prefix.startswith("/usr/")):
             extra.append(isolation.Bind(Path(prefix), prefix))
         binds, links = isolation.system_view(extra, scratch)
-        limits = config.limits.model_dump() | {"cpu_seconds": config.timeout}
         python_path = [posixpath.normpath(f"{isolation.TREE}/{p}") for p in config.paths]
 
-        def argv_for(fd: int) -> list[str]:
+        def launch_for(fd: int) -> isolation.Launch:
             view = isolation.View(
                 binds=binds,
                 symlinks=links,
                 tmp_bytes=config.limits.tmp_mib << 20,
-                env=_sandbox_env(python_path),
+                tmp_files=config.limits.tmp_files,
+                env=_sandbox_env(),
                 argv=(
                     f"{isolation.ENV}/bin/python",
                     "-s",
@@ -264,23 +292,66 @@ def _run_once(
                     inside,
                     isolation.TREE,
                     isolation.HOME,
-                    json.dumps(limits, sort_keys=True),
+                    json.dumps(harness_limits(config), sort_keys=True),
+                    json.dumps(python_path),
                 ),
                 cwd=isolation.TREE,
                 pass_fds=(fd,),
+                limits=rlimits(config),
             )
             return isolation.command(backend, view, scratch)
 
-        return run_sandboxed(
-            argv_for,
-            {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-            timeout=config.timeout,
-            output_limit=config.limits.output_mib << 20,
-        )
+        with run_group(config.limits.memory_mib << 20, config.limits.processes) as group:
+            return run_sandboxed(
+                launch_for,
+                timeout=config.timeout,
+                output_limit=config.limits.output_mib << 20,
+                group=group,
+            )
 
 
-def _sandbox_env(python_path: list[str]) -> dict[str, str]:
-    """The harness's whole environment: an allow-list, nothing of the caller's."""
+def _limits_in_force(
+    config: CaptureConfig, backend: isolation.Backend, group: Literal["v1", "v2"] | None
+) -> LimitsInForce:
+    limits = config.limits
+    return LimitsInForce(
+        memory_mib=limits.memory_mib,
+        processes=limits.processes,
+        cpu_seconds=config.timeout,
+        output_mib=limits.output_mib,
+        tmp_mib=limits.tmp_mib,
+        tmp_files=limits.tmp_files if isolation.tmp_files_bounded(backend) else None,
+        control_group=group,
+    )
+
+
+def harness_limits(config: CaptureConfig) -> dict[str, int]:
+    """The limits the runner checks are in force (the names of ``[limits]``)."""
+    limits = config.limits
+    return {
+        "memory_mib": limits.memory_mib,
+        "processes": limits.processes,
+        "output_mib": limits.output_mib,
+        "cpu_seconds": config.timeout,
+    }
+
+
+def rlimits(config: CaptureConfig) -> tuple[tuple[str, int], ...]:
+    """The same limits as ``prlimit`` sets them, before the runner's Python starts."""
+    mib = 1 << 20
+    limits = harness_limits(config)
+    return (
+        ("core", 0),
+        ("as", limits["memory_mib"] * mib),
+        ("nproc", limits["processes"]),
+        ("fsize", limits["output_mib"] * mib),
+        ("cpu", limits["cpu_seconds"]),
+    )
+
+
+def _sandbox_env() -> dict[str, str]:
+    """The harness's whole environment: an allow-list, nothing of the caller's, and
+    no ``PYTHONPATH`` (the runner puts the tree on the path once it runs)."""
     return {
         "PATH": f"{isolation.ENV}/bin:/usr/bin:/bin",
         "HOME": isolation.HOME,
@@ -295,7 +366,6 @@ def _sandbox_env(python_path: list[str]) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUTF8": "1",
         "PYTHONUNBUFFERED": "1",
-        "PYTHONPATH": ":".join(python_path),
         "VIRTUAL_ENV": isolation.ENV,
     }
 

@@ -14,14 +14,16 @@ recorded, and the report compares what the capture saw with the register's captu
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 from pathlib import Path
 from typing import NamedTuple
 
 import tracework.register.store as reg
 from tracework.capture.config import CaptureConfig
-from tracework.capture.errors import CaptureConfigError, EvidenceMismatch
+from tracework.capture.errors import CaptureConfigError, EvidenceMismatch, NotRegular
+from tracework.capture.hostfiles import opened_folder, sha256_regular
 from tracework.git.mirror import Mirror, TreeEntry
-from tracework.hashing import sha256_file, sha256_hex
+from tracework.hashing import sha256_hex
 from tracework.register.data import GitSourceData
 from tracework.workspace import Workspace
 
@@ -86,12 +88,19 @@ def verify_registered(
 
 
 def _hash_in_tree(tree: Path, file: str, entry: TreeEntry | None) -> str | None:
-    """SHA-256 of ``file`` as the export holds it (None when it is not there)."""
-    if entry is not None and entry.kind == "submodule":
+    """SHA-256 of ``file`` as the export holds it, by the kind the commit's tree gives
+    it (None when the commit has no such entry, as when a folder on its way became a
+    link).  A link is its text; a file is read through folders alone, never through a
+    link (:mod:`.hostfiles`), so no host file can stand in for a registered one."""
+    if entry is None:
+        return None
+    if entry.kind == "submodule":
         return sha256_hex(entry.oid.encode())
-    path = tree / file
-    if path.is_symlink():
-        return sha256_hex(os.fsencode(os.readlink(path)))
-    if path.is_file():
-        return sha256_file(path)
+    if entry.kind == "symlink":
+        parent, name = os.path.split(file)
+        with suppress(NotRegular, OSError), opened_folder(tree, parent) as folder:
+            return sha256_hex(os.fsencode(os.readlink(name, dir_fd=folder)))
+        return None
+    with suppress(NotRegular):
+        return sha256_regular(tree, file)
     return None

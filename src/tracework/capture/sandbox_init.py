@@ -2,18 +2,22 @@
 
 ``unshare --mount --net --pid --ipc --uts --fork`` starts this file (with tracework's
 own Python, ``-I -S``: standard library only) as the first process of the new PID
-namespace, with the plan :mod:`tracework.capture.isolation` wrote.  It
+namespace, with the plan :mod:`tracework.capture.isolation` gives it on stdin.  It
 
 1. makes every mount private, so nothing done here reaches the host;
 2. mounts a tmpfs as the new root and binds each planned host path into it
-   read-only (the ``nosuid``/``nodev``/``noexec``/atime flags a user namespace locks
-   are kept), adds the planned links, a minimal ``/dev``, ``/proc`` of the new PID
-   namespace and a private ``/tmp`` of the planned size, then makes the root read-only;
+   read-only, or writable where the plan says so (the ``nosuid``/``nodev``/
+   ``noexec``/atime flags a user namespace locks are kept), adds the planned links, a
+   minimal ``/dev``, ``/proc`` of the new PID namespace and a private ``/tmp`` and
+   ``/dev/shm`` bounded in bytes and in files, then makes the root read-only;
 3. brings the loopback interface of the new network namespace up (it starts down);
-4. forks the harness, which enters the new root with ``chroot`` and execs ``setpriv``
-   (no capabilities, ``no_new_privs``; as root, uid 65534) and then the runner;
-5. reaps every process until the harness ends, and exits with its status.  When this
-   process ends, the kernel kills whatever is left in the namespace.
+4. forks the harness, which waits until step 5 is done, then enters the new root
+   with ``chroot`` and execs ``setpriv`` (no capabilities, ``no_new_privs``; as root,
+   uid 65534), ``prlimit`` and then the runner;
+5. replaces itself with a small reaper (:data:`REAPER`), not dumpable, whose command
+   line names no host path, so the harness finds nothing of the host in
+   ``/proc/1``; it reaps every process until the harness ends, and exits with its
+   status.  When it ends, the kernel kills whatever is left in the namespace.
 
 It is the same view bubblewrap builds; see :mod:`tracework.capture.isolation`.
 Mounts are made with mount(2) through ctypes (one system call each, where a
@@ -75,12 +79,13 @@ def _mountpoint(path: str, folder: bool) -> None:
             pass
 
 
-def _bind_read_only(source: str, target: str) -> None:
+def _bind(source: str, target: str, writable: bool) -> None:
     _mountpoint(target, os.path.isdir(source))
     _mount(source, target, None, MS_BIND)
     flags = os.statvfs(target).f_flag
     kept = sum(bit for stat_bit, bit in _KEPT if flags & stat_bit)
-    _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | kept)
+    read_only = 0 if writable else MS_RDONLY
+    _mount(None, target, None, MS_REMOUNT | MS_BIND | read_only | MS_NOSUID | MS_NODEV | kept)
 
 
 def _loopback_up() -> None:
@@ -96,8 +101,8 @@ def build(plan: dict[str, object]) -> str:
     root = str(plan["root"])
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    for source, target in plan["binds"]:  # type: ignore[attr-defined]
-        _bind_read_only(source, root + target)
+    for source, target, writable in plan["binds"]:  # type: ignore[attr-defined]
+        _bind(source, root + target, writable)
     for text, path in plan["symlinks"]:  # type: ignore[attr-defined]
         os.symlink(text, root + path)
     dev = root + "/dev"
@@ -110,26 +115,48 @@ def build(plan: dict[str, object]) -> str:
         os.symlink(text, f"{dev}/{name}")
     os.makedirs(root + "/proc")
     _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    size = f"size={int(plan['tmp_bytes'])}"  # type: ignore[call-overload]
+    options = str(plan["tmp_options"])  # mode, size and nr_inodes
     for private in (root + "/tmp", dev + "/shm"):  # both private, both bounded
         os.makedirs(private)
-        _mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
+        _mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, options)
     _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     _loopback_up()
     return root
 
 
-def main(plan_path: str) -> int:
-    with open(plan_path, encoding="utf-8") as handle:
-        plan = json.load(handle)
+#: What the first process becomes once the harness is forked: reap every process until
+#: the harness (``argv[1]``) ends, and exit with its status (a signal N as 128 + N).
+#: Not dumpable, so a process inside cannot read its /proc entries beyond the command
+#: line, which is this text.
+REAPER = """
+import ctypes, os, sys
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+child = int(sys.argv[1])
+while True:
+    try:
+        pid, status = os.wait()
+    except ChildProcessError:
+        os._exit(125)
+    if pid == child:
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(code if code >= 0 else 128 - code)
+"""
+
+
+def main() -> int:
+    plan = json.loads(sys.stdin.buffer.read())
     try:
         root = build(plan)
     except (SetupFailed, OSError) as exc:
         sys.stderr.write(f"tracework sandbox: {exc}\n")
         return 125
     argv, env = list(plan["argv"]), dict(plan["env"])
+    wait_r, wait_w = os.pipe()  # the harness starts once this end closes (on exec below)
     child = os.fork()
     if child == 0:
+        os.close(wait_w)
+        os.read(wait_r, 1)
+        os.close(wait_r)
         try:
             os.chroot(root)
             os.chdir(plan["cwd"])
@@ -139,15 +166,10 @@ def main(plan_path: str) -> int:
         except OSError as exc:
             sys.stderr.write(f"tracework sandbox: cannot start {argv[0]}: {exc}\n")
         os._exit(126)
-    while True:  # the first process of the namespace reaps every orphan
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            return 125
-        if pid == child:
-            code = os.waitstatus_to_exitcode(status)
-            return code if code >= 0 else 128 - code  # killed by signal N: 128 + N
+    os.close(wait_r)  # wait_w is close-on-exec: the exec below lets the harness start
+    os.execve(sys.executable, ["tracework-sandbox", "-I", "-S", "-c", REAPER, str(child)], {})
+    return 126  # not reached
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main())

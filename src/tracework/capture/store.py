@@ -105,6 +105,25 @@ class EnvironmentInfo(Frozen):
     lock: Literal["uv"] | None
 
 
+class LimitsInForce(Frozen):
+    """The limits the harness ran under, and how each was enforced on this machine."""
+
+    memory_mib: int = Field(description="address space of each process, MiB")
+    processes: int
+    cpu_seconds: int
+    output_mib: int
+    tmp_mib: int
+    tmp_files: int | None = Field(
+        description="files the private /tmp could hold; None where the backend could not "
+        "bound them (bubblewrap run by a user who is not root)"
+    )
+    control_group: Literal["v1", "v2"] | None = Field(
+        description="the control group that bounded the sandbox as a whole (memory_mib for "
+        "all its processes together, the /tmp's pages and files included, and processes), "
+        "or None where the machine delegates none and each process alone was bounded"
+    )
+
+
 class CaptureManifest(Frozen):
     """``manifest.json``: what ran, against what, how isolated, and every file's hash."""
 
@@ -127,6 +146,9 @@ class CaptureManifest(Frozen):
     config_sha256: Sha256
     environment: EnvironmentInfo
     isolation: Literal["bwrap", "unshare"]
+    limits: LimitsInForce | None = Field(
+        None, description="the limits in force (None in a capture made before they were kept)"
+    )
     identical_runs: int = Field(description="runs whose scripted files were byte-identical")
     tracework: str
     files: tuple[ManifestFile, ...]

@@ -1,11 +1,16 @@
 """Run one harness inside the sandbox: limits, working folder, protocol, then the harness.
 
 tracework starts this file with the subject environment's Python, inside the
-isolation, as ``python -s -B tracework_run.py FD HARNESS TREE HOME LIMITS``.  It sets
-the resource limits before any harness or subject code is imported (the hard limit
-too, so nothing can raise them again), makes the fresh home folder, enters the
-exported tree, opens the protocol pipe, and runs the harness as ``__main__``.  An
-exception the harness does not catch is sent to tracework with its traceback.
+isolation, as ``python -s -B tracework_run.py FD HARNESS TREE HOME LIMITS PATHS``,
+under ``prlimit``: the resource limits (soft and hard) are in force before the
+interpreter starts, so nothing that runs at its start-up (a ``.pth`` file of an
+installed package, a ``sitecustomize``) can lift them.  The tree is not on the path
+when the interpreter starts (no ``PYTHONPATH``), so a ``sitecustomize.py`` or
+``__future__.py`` at its root is just a file.  This runner checks that the limits
+hold, makes the fresh home folder, enters the tree, announces itself on the results
+socket, puts the tree's ``PATHS`` on the import path and runs the harness as
+``__main__``.  An exception the harness does not catch is sent to tracework with its
+traceback.
 
 Standard library only, Python 3.8 syntax: it runs in the subject's environment.
 """
@@ -21,24 +26,31 @@ import sys
 import traceback
 
 
-def _limit(which: int, value: int) -> None:
-    resource.setrlimit(which, (value, value))
+def _limits_not_in_force(limits: dict[str, int]) -> list[str]:
+    """The limits that are not as the launcher was told to set them (none, normally)."""
+    mib = 1024 * 1024
+    wanted = (
+        ("core", resource.RLIMIT_CORE, 0),
+        ("memory_mib", resource.RLIMIT_AS, limits["memory_mib"] * mib),
+        ("processes", resource.RLIMIT_NPROC, limits["processes"]),
+        ("output_mib", resource.RLIMIT_FSIZE, limits["output_mib"] * mib),
+        ("cpu_seconds", resource.RLIMIT_CPU, limits["cpu_seconds"]),
+    )
+    return [name for name, which, value in wanted if resource.getrlimit(which) != (value, value)]
 
 
 def main(argv: list[str]) -> int:
-    fd, harness, tree, home, limits_json = int(argv[1]), argv[2], argv[3], argv[4], argv[5]
-    limits = json.loads(limits_json)
-    mib = 1024 * 1024
-    _limit(resource.RLIMIT_CORE, 0)
-    _limit(resource.RLIMIT_AS, limits["memory_mib"] * mib)
-    _limit(resource.RLIMIT_NPROC, limits["processes"])
-    _limit(resource.RLIMIT_FSIZE, limits["output_mib"] * mib)
-    _limit(resource.RLIMIT_CPU, limits["cpu_seconds"])
+    fd, harness, tree, home = int(argv[1]), argv[2], argv[3], argv[4]
+    limits, paths = json.loads(argv[5]), json.loads(argv[6])
+    th = importlib.import_module("tracework_harness")  # beside this file, sys.path[0]
+    th._connect(fd)  # before the tree is importable: the hello is the runner's own
+    wrong = _limits_not_in_force(limits)
+    if wrong:
+        th._failed("SystemExit", "the limits are not in force: " + ", ".join(wrong), "")
+        return 1
     os.makedirs(home, exist_ok=True)
     os.chdir(tree)
-    th = importlib.import_module("tracework_harness")  # beside this file, on the path
-
-    th._connect(fd)
+    sys.path[1:1] = paths  # where PYTHONPATH would put them, now that the harness runs
     try:
         runpy.run_path(harness, run_name="__main__")
     except SystemExit as stop:
