@@ -117,12 +117,6 @@ def _steps(plan: BuildPlan) -> list[dict[str, object]]:
         }
     ]
     if plan.lock is not None:
-        if plan.lock.opted_in:  # those may build; the registry's packages come as wheels
-            wheels_only = [
-                a for name in plan.lock.registry_packages for a in ("--no-build-package", name)
-            ]
-        else:
-            wheels_only = ["--no-build"]
         steps.append(
             {
                 "what": "uv sync --frozen",
@@ -131,7 +125,6 @@ def _steps(plan: BuildPlan) -> list[dict[str, object]]:
                     "sync",
                     "--frozen",
                     "--no-install-workspace",
-                    *wheels_only,
                     "--no-config",
                     "--compile-bytecode",
                     *index,

@@ -50,11 +50,9 @@ class LockFiles:
 @dataclass(frozen=True)
 class LockPlan:
     """What the lock asks of a build: the packages from elsewhere that the declaration
-    opted in (each built and installed in isolation), the registry's packages (wheels
-    only), and every host the build may reach."""
+    opted in, and every host the build may reach."""
 
     opted_in: tuple[str, ...]
-    registry_packages: tuple[str, ...]
     hosts: frozenset[tuple[str, int]]
 
 
@@ -89,7 +87,6 @@ def plan_lock(files: LockFiles, registry: Registry, allowed: tuple[str, ...]) ->
     wanted = {_normal(name) for name in allowed}
     problems: list[str] = []
     opted_in: list[str] = []
-    from_registry: list[str] = []
     hosts = set(registry.hosts())
     packages = lock.get("package", [])
     if not isinstance(packages, list):
@@ -113,8 +110,6 @@ def plan_lock(files: LockFiles, registry: Registry, allowed: tuple[str, ...]) ->
             strays = [url for url in _urls(package) if not registry.serves(url)]
             if strays:
                 problems.append(f"{name} (a file at {strays[0]}, not on the registry's hosts)")
-                continue
-            from_registry.append(name)
         elif name in wanted:
             if kind in ("path", "directory", "editable") and _within(where) is None:
                 problems.append(f"{name} ({kind} {where}, outside the subject's tree)")
@@ -136,7 +131,7 @@ def plan_lock(files: LockFiles, registry: Registry, allowed: tuple[str, ...]) ->
             "the capture's .toml once you have read it (it is then built in isolation); "
             "another registry is set by [capture] index in tracework.toml",
         )
-    return LockPlan(tuple(sorted(opted_in)), tuple(sorted(from_registry)), frozenset(hosts))
+    return LockPlan(tuple(sorted(opted_in)), frozenset(hosts))
 
 
 def _toml(raw: bytes, name: str) -> dict[str, Any]:
