@@ -1,14 +1,20 @@
 """Benchmark: `tracework capture fennel` against the same harness run by a bare `python`.
 
 Both sides run the demo harness (`captures/fennel.py`) against Fennel at its pin, with
-the same interpreter and the same (already built) environment: the baseline is the
-environment's `python` started by hand on the harness, with the exported tree and the
-harness API on its path, no isolation, no checks, nothing written; ours is the whole
+the same interpreter: the baseline is the base `python` the environment is made from
+(Fennel's environment holds no package, and no interpreter of a capture environment is
+ever started outside isolation) started by hand on the harness, with the exported tree
+and the harness API on its path, no isolation, no checks, nothing written; ours is the whole
 command — start-up, the export and the hash check of the register's files, the
 sandbox, the protocol, normalisation, and the capture folder written and swapped in.
 The two alternate, run after run.  Also timed, for where the time goes: the sandboxed
 run alone (one harness run in the sandbox, from the library) and `capture env` on the
-cached environment, which must install nothing.
+cached environment, which must install nothing and checks it against its seal.
+
+What isolating the build costs: `capture env fennel --rebuild` (the whole command: the
+sandbox, the registry proxy, uv inside, the seal) against `uv venv` of the same base
+Python run on the host, which is all the unisolated build did for an environment of no
+package.
 
 Prints min/median/max over N runs (default 7) and the ratio of medians (goal: ≤ 1.3×).
 Run `make demo` first (it fetches Fennel and builds the environment).
@@ -61,6 +67,7 @@ def main() -> None:
     from tracework.capture import isolation, pipeline
     from tracework.capture.config import load_config
     from tracework.capture.environment import cached_environment
+    from tracework.capture.interpreter import uv_bin as pipeline_uv
     from tracework.capture.registry import registry_setting
     from tracework.capture.tree import export_tree
     from tracework.git.subjects import open_mirror
@@ -83,7 +90,7 @@ def main() -> None:
         "PYTHONPATH": f"{isolation.HARNESS_LIB}:{tree}",
     }
     bare = command(
-        str(env.venv / "bin" / "python"),
+        env.interpreter.path,
         "-s",
         "-B",
         "-P",  # as the runner does: the harness's own folder is not on the path
@@ -92,11 +99,30 @@ def main() -> None:
         cwd=tree,
     )
     ours = command(tracework, "capture", "fennel")
+    rebuild = command(tracework, "capture", "env", "fennel", "--rebuild", "--json")
+    scratch = ROOT / "examples" / "build" / "bench-venv"
+    plain_venv = command(
+        str(Path(pipeline_uv())),
+        "venv",
+        "--quiet",
+        "--no-config",
+        "--clear",
+        "--python",
+        env.interpreter.path,
+        str(scratch),
+    )
     sandboxed = lambda: pipeline._run_once(config, "fennel", harness, tree, env, backend)  # noqa: E731
     cached_env = command(tracework, "capture", "env", "fennel", "--json")
 
     ours()  # warm the file cache once
-    times: dict[str, list[float]] = {"bare": [], "ours": [], "sandboxed": [], "env": []}
+    times: dict[str, list[float]] = {
+        "bare": [],
+        "ours": [],
+        "sandboxed": [],
+        "env": [],
+        "build": [],
+        "plain": [],
+    }
     for _ in range(args.runs):
         times["bare"].append(timed(bare))
         times["ours"].append(timed(ours))
@@ -106,6 +132,9 @@ def main() -> None:
         times["env"].append(time.perf_counter() - start)
         if built:
             sys.exit("capture env built the environment again: the cache did not hold")
+    for _ in range(max(3, args.runs // 2)):
+        times["plain"].append(timed(plain_venv))
+        times["build"].append(timed(rebuild))
 
     load = os.getloadavg()[0]
     print(
@@ -127,6 +156,11 @@ def main() -> None:
     overhead = statistics.median(times["ours"]) - statistics.median(times["bare"])
     print(f"fixed cost of a capture over the bare run: {overhead:.2f} s (median)")
     print("cached environment: nothing installed in any run (capture env said built: false)")
+    print(row("uv venv on the host (the unisolated build)", times["plain"]))
+    print(row("tracework capture env fennel --rebuild", times["build"]))
+    build = statistics.median(times["build"]) / statistics.median(times["plain"])
+    extra = statistics.median(times["build"]) - statistics.median(times["plain"])
+    print(f"isolated build / unisolated: {build:.1f}x, {extra:.2f} s more (median)")
 
 
 if __name__ == "__main__":
