@@ -125,6 +125,7 @@ def test_json_output(setup):
         "capture",
         "commit",
         "built",
+        "isolation",
         "key",
         "python",
         "packages",

@@ -1127,6 +1127,7 @@ def capture_env(name: str, commit: str | None, rebuild: bool, as_json: bool) -> 
                 "capture": name,
                 "commit": outcome.commit,
                 "built": env.built_now,
+                "isolation": outcome.isolation,
                 "key": env.key,
                 "python": env.interpreter.version,
                 "packages": env.packages,
@@ -1134,7 +1135,11 @@ def capture_env(name: str, commit: str | None, rebuild: bool, as_json: bool) -> 
             }
         )
         return
-    state = "built now" if env.built_now else "already built: nothing installed"
+    state = (
+        f"built now, isolated by {outcome.isolation}"
+        if env.built_now
+        else "already built (and as built): nothing installed"
+    )
     click.echo(f"environment of capture {name} at {outcome.commit[:12]}: {state}")
     click.echo(f"  key {env.key[:16]}…  python {env.interpreter.version}  {env.folder}")
     click.echo(f"  {len(env.packages)} packages; environment.txt sha256 {env.sha256}")

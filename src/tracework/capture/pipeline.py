@@ -72,6 +72,7 @@ class EnvOutcome:
     name: str
     commit: str
     environment: Environment
+    isolation: isolation.Backend
 
 
 @dataclass(frozen=True)
@@ -95,16 +96,17 @@ def environment(
     full = mirror.resolve_commit(commit or config.commit)
     tree = export_tree(mirror, full, config.limits)
     settings = ws.settings()
+    backend = isolation.choose(isolation_setting(ws))
     env = build_environment(
         config,
         tree,
         name,
         registry_setting(settings),
-        isolation.choose(isolation_setting(ws)),
+        backend,
         timeout=build_timeout(settings),
         rebuild=rebuild,
     )
-    return EnvOutcome(name, full, env)
+    return EnvOutcome(name, full, env, backend)
 
 
 def build_timeout(settings: dict[str, object]) -> int:
