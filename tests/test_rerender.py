@@ -43,6 +43,10 @@ CONTRACT = {
     "first_changed",
     "first_content_change",
     "format_only",
+    "uncited",
+    "absences",
+    "needs_review",
+    "changed",
     "error",
 }
 

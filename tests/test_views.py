@@ -230,19 +230,22 @@ def test_a_record_card_keeps_its_id_and_kind_apart():
 
 
 @pytest.mark.parametrize(
-    ("files", "matches", "expected"),
+    ("files", "matched", "expected"),
     [
-        (1, 0, "searched 1 text file at"),
-        (2, 0, "searched 2 text files at"),
-        (1, 1, "1 match in 1 file at"),
-        (3, 2, "2 matches in 3 files at"),
+        (1, [], "searched 1 text file at"),
+        (2, [], "searched 2 text files at"),
+        (1, ["f0.py"], "1 match in 1 file (of 1 text file searched) at"),
+        (3, ["f0.py", "f1.py"], "2 matches in 2 files (of 3 text files searched) at"),
+        (4, ["f2.py"] * 4, "4 matches in 1 file (of 4 text files searched) at"),
     ],
 )
-def test_absences_count_in_words_that_agree(files, matches, expected):
+def test_absences_count_in_words_that_agree(files, matched, expected):
+    """Matches are counted in the distinct files that hold them; how many files were
+    searched is said apart (it was once given as where the matches are)."""
     from tracework.notebook.absences import AbsenceResult, Match
     from tracework.notebook.views import absence_html
 
-    found = tuple(Match(f"f{i}.py", i + 1, "open(x)", "open") for i in range(matches))
+    found = tuple(Match(path, n + 1, "open(x)", "open") for n, path in enumerate(matched))
     result = AbsenceResult(C, tuple(f"f{i}.py" for i in range(files)), found)
     text = re.sub(r"<[^>]+>", "", absence_html(result))
     assert expected in text

@@ -737,6 +737,16 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
     metavar="ADDRESS",
     help="Dask scheduler address (with --executor dask).",
 )
+@click.option(
+    "--fail-on",
+    "fail_on",
+    default=None,
+    metavar="KINDS",
+    help="Exit 1 when a finding of these kinds appears, one line each on stderr: a "
+    "comma-separated list of changed (a cited quote's content changed, or it is missing), "
+    "broken (an evidenced absence's patterns match), review (a record needs re-review), "
+    "any (all three).  Without it a finding exits 0: the report renders to show it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def rerender(
     names: tuple[str, ...],
@@ -750,15 +760,18 @@ def rerender(
     analysis_date: str | None,
     executor: str,
     scheduler: str | None,
+    fail_on: str | None,
     as_json: bool,
 ) -> None:
     """Re-render reports at a new commit: drift, first-changed commits, history."""
+    from tracework.batch.findings import finding_kinds, findings
     from tracework.batch.rerender import report_names, targets
     from tracework.batch.rerender import rerender as do_rerender
     from tracework.render.artefacts import to_json
 
     if (executor == "dask") != (scheduler is not None):
         raise click.UsageError("--executor dask and --scheduler ADDRESS go together")
+    kinds = finding_kinds(fail_on) if fail_on is not None else frozenset()
     ws = _workspace()
     plan = targets(ws, report_names(ws, names, every), commit, latest, do_fetch)
     results = _with_progress(
@@ -776,11 +789,17 @@ def rerender(
         quiet=as_json,
     )
     ok = all(r.status != "failed" for r in results)
+    found = findings(results, kinds)
     if as_json:
-        _json({"ok": ok, "reports": [to_json(r) for r in results]})
+        _json({"ok": ok and not found, "reports": [to_json(r) for r in results]})
     else:
         _print_rerender(results)
-    sys.exit(0 if ok else 1)
+    if found:
+        from tracework.text import visible
+
+        for finding in found:
+            click.echo(f"finding: {visible(finding.line)}", err=True)
+    sys.exit(0 if ok and not found else 1)
 
 
 def _with_progress(plan: dict[str, str], run: Any, *, quiet: bool) -> Any:
@@ -822,15 +841,24 @@ def _print_rerender(results: list[BatchOutcome]) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from tracework.batch.findings import broken_line
     from tracework.text import visible
 
     console = _console()
     table = Table(title="rerender", title_justify="left")
-    for col in ("report", "commit", "status", "quotes"):
+    for col in ("report", "commit", "status", "quotes", "absences"):
         table.add_column(col)
     for r in results:
         counts = ", ".join(f"{n} {s}" for s, n in r.counts.items() if n) or "-"
-        table.add_row(Text(visible(r.name)), r.commit[:12], r.status, counts)
+        uncited = sum(r.uncited.values())
+        if uncited:
+            counts += f" (+{uncited} uncited)"
+        broken = sum(1 for a in r.absences.values() if a.state == "broken")
+        held = len(r.absences) - broken
+        absences = (
+            (f"{broken} broken, {held} hold" if broken else f"{held} hold") if r.absences else "-"
+        )
+        table.add_row(Text(visible(r.name)), r.commit[:12], r.status, counts, absences)
     console.print(table)
     for r in results:
         if r.error:
@@ -846,6 +874,9 @@ def _print_rerender(results: list[BatchOutcome]) -> None:
                 how = f"content first changed at {content[:12]}"
             line = f"{r.name}: {visible(qid)} first changed at {commit[:12]} ({how})"
             console.print(Text(line))
+        for aid, absence in sorted(r.absences.items()):
+            if absence.state == "broken":
+                console.print(Text(f"{r.name}: {visible(broken_line(aid, absence))}"))
 
 
 @main.command()

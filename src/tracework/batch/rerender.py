@@ -34,7 +34,14 @@ from tracework.logs import show, shown, swallowed
 from tracework.readers import DataError
 from tracework.register.models import GitSource
 from tracework.register.store import load
-from tracework.render.artefacts import BatchOutcome, read_manifest, read_records
+from tracework.render.artefacts import (
+    BatchOutcome,
+    absence_outcomes,
+    changed_quotes,
+    quote_counts,
+    read_manifest,
+    read_records,
+)
 from tracework.render.execution import load_nbformat
 from tracework.render.pipeline import inputs_key, render
 from tracework.workspace import Workspace, check_name
@@ -252,15 +259,35 @@ def _outcome(
     """A rendered or skipped report's outcome, from the drift in its records.json (none
     when it cannot be read: the report's next render makes it again)."""
     records = _read(records_json, read_records)
-    drift = records.drift if records is not None else None
+    if records is None:
+        return BatchOutcome(
+            name=name,
+            commit=commit,
+            status=status,
+            counts=dict.fromkeys(STATES, 0),
+            first_changed={},
+            first_content_change={},
+            format_only=[],
+            uncited=dict.fromkeys(STATES, 0),
+            absences={},
+            needs_review=[],
+            changed={},
+            error=None,
+        )
+    drift = records.drift
+    cited, uncited = quote_counts(records)
     return BatchOutcome(
         name=name,
         commit=commit,
         status=status,
-        counts={s: drift.counts.get(s, 0) if drift else 0 for s in STATES},
-        first_changed=drift.first_changed if drift else {},
-        first_content_change=drift.first_content_change if drift else {},
-        format_only=drift.format_only if drift else [],
+        counts=cited,
+        first_changed=drift.first_changed,
+        first_content_change=drift.first_content_change,
+        format_only=drift.format_only,
+        uncited=uncited,
+        absences=absence_outcomes(records),
+        needs_review=drift.needs_review,
+        changed=changed_quotes(records),
         error=None,
     )
 
@@ -274,6 +301,10 @@ def _failed(name: str, commit: str, error: str) -> BatchOutcome:
         first_changed={},
         first_content_change={},
         format_only=[],
+        uncited={},
+        absences={},
+        needs_review=[],
+        changed={},
         error=error,
     )
 

@@ -350,10 +350,12 @@ def absence_html(result: AbsenceResult) -> str:
         for m in result.matches
     )
     more = "<li>… more matches not shown</li>" if result.truncated else ""
+    matched = len({m.path for m in result.matches})
     return (
         f'<div class="tw-absence">{badge("broken")} '
         f"{counted(len(result.matches), 'match', 'matches')} in "
-        f"{counted(len(result.files), 'file')} at <code>{esc(result.commit[:12])}</code>:"
+        f"{counted(matched, 'file')} (of {counted(len(result.files), 'text file')} searched) "
+        f"at <code>{esc(result.commit[:12])}</code>:"
         f"<ul>{items}{more}</ul>{skipped}</div>"
     )
 

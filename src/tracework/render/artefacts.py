@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tracework.drift.first_change import STATES
 from tracework.fsio import write_atomic
 from tracework.readers import load_json
 
@@ -152,9 +153,14 @@ class AbsenceEntry(_Ours):
     """An evidenced absence, searched again at the rendered commit."""
 
     holds: bool = Field(description="Whether the patterns still match nothing.")
-    files: int = Field(description="How many files the scope covered.")
+    files: int = Field(description="How many files of the scope were searched.")
     skipped: list[str] = Field(description="Files of the scope that could not be searched.")
     matches: list[AbsenceMatch] = Field(description="The lines that match (none: it holds).")
+
+    @property
+    def matched_files(self) -> int:
+        """How many distinct files hold a match (not how many were searched)."""
+        return len({m.path for m in self.matches})
 
 
 class DiagramEntry(_Ours):
@@ -343,6 +349,11 @@ class Drift(_Ours):
     )
     culprits: dict[str, Culprit] = Field(description="Each commit named above.")
     broken_absences: list[str] = Field(description="Absences whose patterns now match.")
+    first_broken: dict[str, str] = Field(
+        default_factory=dict,
+        description="Broken absence id → the first commit after the pin at which its "
+        "patterns match (found by bisection, into merged branches).",
+    )
     vanished_identifiers: dict[str, list[str]] = Field(
         description="Diagram → identifiers no longer found."
     )
@@ -402,6 +413,26 @@ class ChangedIn(_Ours):
     format_only: bool = Field(False, description="Whether the change was formatting only.")
 
 
+class BrokenIn(_Ours):
+    """An evidenced absence that broke: the commit that broke it, and its matches."""
+
+    commit: str | None = Field(description="The first commit matching its patterns.")
+    date: str = Field("", description="That commit's committer date.")
+    matches: int = Field(description="How many lines match at the rendered commit.")
+    files: int = Field(description="How many distinct files hold them.")
+
+
+class AbsenceOutcome(_Ours):
+    """An evidenced absence in a re-render's outcome (``rerender --json``)."""
+
+    state: Literal["holds", "broken"] = Field(description="Whether its patterns match nothing.")
+    first_broken: str | None = Field(
+        description="The first commit after the pin at which its patterns match (broken)."
+    )
+    matches: int = Field(description="How many lines match at the target.")
+    files: int = Field(description="How many distinct files hold a match.")
+
+
 class HistoryEntry(_Ours):
     """One render of a report (history.json holds one per commit rendered)."""
 
@@ -416,6 +447,9 @@ class HistoryEntry(_Ours):
     ok: bool = Field(False, description="Whether every check held.")
     checked: str | None = Field(
         None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="The analysis date, if given."
+    )
+    broken: dict[str, BrokenIn] = Field(
+        default_factory=dict, description="Broken absence id → where it broke, and how."
     )
 
 
@@ -437,7 +471,61 @@ class BatchOutcome(_Ours):
     format_only: list[str] = Field(
         default_factory=list, description="Quotes changed in formatting only."
     )
+    uncited: dict[str, int] = Field(
+        default_factory=dict,
+        description="Quote state → how many quotes of the register that no record cites.",
+    )
+    absences: dict[str, AbsenceOutcome] = Field(
+        default_factory=dict, description="Absence id → whether it holds, and since when not."
+    )
+    needs_review: list[str] = Field(
+        default_factory=list, description="Records citing evidence that no longer holds."
+    )
+    changed: dict[str, str] = Field(
+        default_factory=dict,
+        description="Cited quote id → its state, for those whose content changed (not "
+        "formatting only), that are ambiguous, or missing.",
+    )
     error: str | None = Field(None, description="Why it failed.")
+
+
+# -- the counts every output shows, defined once ----------------------------------------
+
+
+def quote_counts(records: KernelRecords) -> tuple[dict[str, int], dict[str, int]]:
+    """Quote state → how many, for the quotes the report's records cite and, apart,
+    for the register's quotes that no record cites: the one count the header, the drift
+    section, the site and ``rerender --json`` show (every state listed, zeros too)."""
+    cited = dict.fromkeys(STATES, 0)
+    for quote in records.quotes.values():
+        cited[quote.state] = cited.get(quote.state, 0) + 1
+    registered = records.checks.checks.registered.counts.get("quote", {})
+    uncited = {s: max(0, registered.get(s, 0) - cited.get(s, 0)) for s in STATES}
+    return cited, uncited
+
+
+def changed_quotes(records: KernelRecords) -> dict[str, str]:
+    """The cited quotes whose content no longer holds, with their state: changed (not
+    formatting only), ambiguous or missing."""
+    return {
+        qid: q.state
+        for qid, q in sorted(records.quotes.items())
+        if q.state in ("ambiguous", "missing") or (q.state == "changed" and not q.format_only)
+    }
+
+
+def absence_outcomes(records: ReportRecords) -> dict[str, AbsenceOutcome]:
+    """Each evidenced absence: holds or broken, since which commit, and its matches in
+    how many distinct files."""
+    return {
+        aid: AbsenceOutcome(
+            state="holds" if entry.holds else "broken",
+            first_broken=records.drift.first_broken.get(aid),
+            matches=len(entry.matches),
+            files=entry.matched_files,
+        )
+        for aid, entry in sorted(records.absences.items())
+    }
 
 
 # -- one writer and one reader each ----------------------------------------------------

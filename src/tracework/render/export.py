@@ -33,6 +33,8 @@ from tracework.render.artefacts import (
     KernelRecords,
     RenderManifest,
     ReportRecords,
+    absence_outcomes,
+    quote_counts,
     to_json,
 )
 from tracework.render.execution import RECORDS_MIME
@@ -184,9 +186,10 @@ def report_kind(records: KernelRecords) -> str:
     return records.kind or "runtime report"
 
 
-def header_html(records: KernelRecords, title: str) -> str:
-    """The page's header, from ``fragments/header.html.j2``."""
-    quotes = records.checks.checks.registered.counts.get("quote", {})
+def header_html(records: ReportRecords, title: str) -> str:
+    """The page's header, from ``fragments/header.html.j2``: the one count of quotes
+    (:func:`~tracework.render.artefacts.quote_counts`) and every broken absence."""
+    cited, uncited = quote_counts(records)
     kind = report_kind(records)
     return fragments.render(
         "header.html.j2",
@@ -202,10 +205,17 @@ def header_html(records: KernelRecords, title: str) -> str:
         rubrics=atlas(records.marks),
         checks={
             "ok": records.checks.ok,
-            "verified": quotes.get("verified", 0),
-            "total": sum(quotes.values()),
-            "others": ", ".join(f"{n} {s}" for s, n in sorted(quotes.items()) if s != "verified"),
+            "verified": cited["verified"],
+            "total": sum(cited.values()),
+            "others": ", ".join(f"{n} {s}" for s, n in cited.items() if n and s != "verified"),
+            "uncited": sum(uncited.values()),
+            "uncited_held": uncited["verified"] + uncited["moved"],
         },
+        broken=[
+            {"id": aid, "since": a.first_broken, "matches": a.matches, "files": a.files}
+            for aid, a in absence_outcomes(records).items()
+            if a.state == "broken"
+        ],
     )
 
 
@@ -270,6 +280,10 @@ def _history_entry(entry: HistoryEntry) -> dict[str, Any]:
             {"id": qid, "path": c.path, "commit": c.commit, "format_only": c.format_only}
             for qid, c in entry.changed_in.items()
         ],
+        "broken": [
+            {"id": aid, "commit": b.commit, "matches": b.matches, "files": b.files}
+            for aid, b in sorted(entry.broken.items())
+        ],
     }
 
 
@@ -333,6 +347,7 @@ def drift_html(records: ReportRecords) -> str:
     drift = records.drift
     if records.commit == records.pin:
         return ""
+    cited, uncited = quote_counts(records)
     quotes = []
     for qid, commit in drift.first_changed.items():
         content = drift.first_content_change.get(qid)
@@ -355,11 +370,23 @@ def drift_html(records: ReportRecords) -> str:
         commit=records.commit,
         pin=records.pin,
         since=drift.commits_since_pin,
-        counts=", ".join(f"{n} {s}" for s, n in drift.counts.items() if n),
+        counts=", ".join(f"{n} {s}" for s, n in cited.items() if n) or "no quote cited",
+        uncited=", ".join(f"{n} {s}" for s, n in uncited.items() if n),
         quotes=quotes,
         needs_review=drift.needs_review,
         format_only=drift.format_only,
-        broken=drift.broken_absences,
+        broken=[
+            {
+                "id": aid,
+                "since": a.first_broken,
+                "date": drift.culprits[a.first_broken].date if a.first_broken else "",
+                "subject": drift.culprits[a.first_broken].subject if a.first_broken else "",
+                "matches": records.absences[aid].matches,
+                "files": a.files,
+            }
+            for aid, a in absence_outcomes(records).items()
+            if a.state == "broken"
+        ],
         vanished=list(drift.vanished_identifiers.items()),
     )
 

@@ -15,11 +15,21 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from tracework.drift.first_change import STATES, commits_between, describe, first_changes
+from tracework.drift.first_change import (
+    STATES,
+    Graph,
+    commits_between,
+    describe,
+    first_change,
+    first_changes,
+)
 from tracework.errors import TraceworkError, validation_problem
+from tracework.git.mirror import Mirror
 from tracework.git.subjects import open_mirror
+from tracework.notebook.absences import search
 from tracework.readers import DataError, load_json
 from tracework.render.artefacts import (
+    BrokenIn,
     ChangedIn,
     Culprit,
     Drift,
@@ -55,8 +65,10 @@ def drift_summary(ws: Workspace, register: Register, records: KernelRecords) -> 
     found = first_changes(mirror, pin, commit, wanted) if pin != commit else {}
     first = {qid: c for qid, (c, _) in sorted(found.items()) if c}
     content = {qid: c for qid, (_, c) in sorted(found.items()) if c}
+    broken = sorted(a for a, r in records.absences.items() if not r.holds)
+    first_broken = _first_broken(mirror, pin, commit, records, broken)
     culprits = {}
-    for c in sorted({*first.values(), *content.values()}):
+    for c in sorted({*first.values(), *content.values(), *first_broken.values()}):
         info = describe(mirror, c)
         culprits[c] = Culprit(date=info.date, subject=info.subject)
     counts = Counter(q.state for q in quotes.values())
@@ -67,12 +79,46 @@ def drift_summary(ws: Workspace, register: Register, records: KernelRecords) -> 
         first_changed=first,
         first_content_change=content,
         culprits=culprits,
-        broken_absences=sorted(a for a, r in records.absences.items() if not r.holds),
+        broken_absences=broken,
+        first_broken=first_broken,
         vanished_identifiers={
             d: r.vanished for d, r in sorted(records.diagrams.items()) if r.vanished
         },
         needs_review=sorted(r.id for r in records.records if r.needs_review),
     )
+
+
+def _first_broken(
+    mirror: Mirror, pin: str, commit: str, records: KernelRecords, broken: list[str]
+) -> dict[str, str]:
+    """For each broken absence, the first commit after the pin whose tree its patterns
+    match: bisected like a quote's first change (``git bisect``'s rule, into merged
+    branches), the scope searched again at each commit probed.  A commit where the
+    scope names no file matches nothing."""
+    if pin == commit or not broken:
+        return {}
+    declared = {r.id: r for r in records.records}
+    graph = Graph(mirror, pin, commit)
+    found: dict[str, str] = {}
+    for aid in broken:
+        record = declared.get(aid)
+        extra = record.model_extra or {} if record is not None else {}
+        scope, patterns = tuple(extra.get("scope", ())), tuple(extra.get("patterns", ()))
+        if not scope or not patterns:
+            continue
+
+        def matches(
+            at: str, scope: tuple[str, ...] = scope, patterns: tuple[str, ...] = patterns
+        ) -> bool:
+            try:
+                return not search(mirror, at, scope, patterns).holds
+            except TraceworkError:  # the scope names no file there: nothing matches
+                return False
+
+        culprit = first_change(graph, matches)
+        if culprit is not None:
+            found[aid] = culprit
+    return found
 
 
 def history_data(path: Path) -> list[dict[str, Any]]:
@@ -136,6 +182,16 @@ def updated_history(entries: list[HistoryEntry], records: ReportRecords) -> list
         )
         for qid, c in drift.first_changed.items()
     }
+    broken = {
+        aid: BrokenIn(
+            commit=drift.first_broken.get(aid),
+            date=drift.culprits[drift.first_broken[aid]].date if aid in drift.first_broken else "",
+            matches=len(records.absences[aid].matches),
+            files=records.absences[aid].matched_files,
+        )
+        for aid in drift.broken_absences
+        if aid in records.absences
+    }
     entry = HistoryEntry(
         commit=records.commit,
         date=records.commit_date,
@@ -145,6 +201,7 @@ def updated_history(entries: list[HistoryEntry], records: ReportRecords) -> list
         changed_in=changed_in,
         ok=records.checks.ok,
         checked=records.analysis_date,
+        **({"broken": broken} if broken else {}),
     )
     kept = [e for e in entries if e.commit != entry.commit]
     return sorted([*kept, entry], key=lambda e: (e.commits_since_pin, e.commit))

@@ -150,12 +150,26 @@ def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
     absences = []
     old_a, new_a = old.records.absences, new.records.absences
     for aid in sorted(set(old_a) | set(new_a)):
+        now = new_a.get(aid)
         words = [
             "not declared" if x is None else "holds" if x.holds else "broken"
-            for x in (old_a.get(aid), new_a.get(aid))
+            for x in (old_a.get(aid), now)
         ]
         if words[0] != words[1]:
-            absences.append({"id": aid, "before": words[0], "after": words[1]})
+            broke = new.records.drift.first_broken.get(aid) if now is not None else None
+            culprit = new.records.drift.culprits.get(broke) if broke else None
+            absences.append(
+                {
+                    "id": aid,
+                    "before": words[0],
+                    "after": words[1],
+                    "shown": now is not None,
+                    "first_broken": broke,
+                    "date": culprit.date if culprit else "",
+                    "matches": list(now.matches) if now is not None else [],
+                    "files": now.matched_files if now is not None else 0,
+                }
+            )
     return {"quotes": quotes, "records": records, "marks": marks, "absences": absences}
 
 

@@ -34,7 +34,7 @@ from tracework.site import charts
 from tracework.site.compare import Spans, compare, page_name
 from tracework.site.read import SITE_MARKER, Render, Report, Site, gather
 from tracework.staging import Staging
-from tracework.text import visible, visible_markup, visible_name
+from tracework.text import counted, visible, visible_markup, visible_name
 from tracework.workspace import FOLDERS, MARKER, Workspace
 
 #: The site's templates and assets (not imported from rendering: that loads nbformat).
@@ -176,7 +176,7 @@ def environment(site: Site) -> Environment:
         lstrip_blocks=True,
     )
     env.filters["markdown"] = _rubric_markdown
-    env.filters["plural"] = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")
+    env.filters["plural"] = lambda n, word, plural=None: counted(n, word, plural)
     add_filters(env)
     env.globals.update(version=__version__, nonce=NONCE_SLOT, site_title=site.title)
     env.globals["rubric_links"] = [(n, r.title) for n, (r, _) in site.rubrics.items()]
@@ -305,6 +305,10 @@ def _render_list(report: Report) -> list[dict[str, Any]]:
                     (qid, c.path, c.commit, c.format_only)
                     for qid, c in (entry.changed_in if entry else {}).items()
                 ),
+                "broken": sorted(
+                    (aid, b.commit, b.matches, b.files)
+                    for aid, b in (entry.broken if entry else {}).items()
+                ),
             }
         )
     kept = {r.commit for r in report.renders}
@@ -321,6 +325,7 @@ def _render_list(report: Report) -> list[dict[str, Any]]:
             "compare": None,
             "previous": None,
             "changed_in": [],
+            "broken": sorted((aid, b.commit, b.matches, b.files) for aid, b in e.broken.items()),
         }
         for e in gone
     ]
