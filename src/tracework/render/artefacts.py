@@ -451,6 +451,17 @@ class HistoryEntry(_Ours):
     broken: dict[str, BrokenIn] = Field(
         default_factory=dict, description="Broken absence id → where it broke, and how."
     )
+    pin: str | None = Field(
+        None,
+        description="The register's pin the render checked against: a render of the same "
+        "commit at another pin (after a re-pin) is another entry, and both are kept.",
+    )
+    pin_date: str | None = Field(None, description="The pin's committer date.")
+    marks: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="Rubric → mechanism → its mark at this render (`present`, `absent`, "
+        "with `(needs re-review)`), so the mark history outlives the render's folder.",
+    )
 
 
 class BatchOutcome(_Ours):

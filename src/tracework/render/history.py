@@ -35,6 +35,7 @@ from tracework.render.artefacts import (
     Drift,
     HistoryEntry,
     KernelRecords,
+    MarkEntry,
     ReportRecords,
 )
 from tracework.workspace import Workspace
@@ -201,7 +202,36 @@ def updated_history(entries: list[HistoryEntry], records: ReportRecords) -> list
         changed_in=changed_in,
         ok=records.checks.ok,
         checked=records.analysis_date,
+        pin=records.pin,
+        pin_date=records.pin_date,
+        marks={
+            rubric: {mid: mark_words(m) for mid, m in sorted(entry.marks.items())}
+            for rubric, entry in sorted(records.marks.items())
+        },
         **({"broken": broken} if broken else {}),
     )
-    kept = [e for e in entries if e.commit != entry.commit]
-    return sorted([*kept, entry], key=lambda e: (e.commits_since_pin, e.commit))
+    kept = [e for e in entries if not _same_render(e, entry)]
+    return sorted([*kept, entry], key=_in_order)
+
+
+def _same_render(old: HistoryEntry, new: HistoryEntry) -> bool:
+    """Whether ``new`` renders what ``old`` rendered (the same commit against the same
+    pin), and so takes its place; a render of the commit at another pin is another
+    entry.  An entry from before pins were kept is the same when it was as far from
+    its pin."""
+    if old.commit != new.commit:
+        return False
+    if old.pin is None:
+        return old.commits_since_pin == new.commits_since_pin
+    return old.pin == new.pin
+
+
+def _in_order(entry: HistoryEntry) -> tuple[str, int, str]:
+    """Renders by pin (the older pin first), then by how far past it."""
+    return (entry.pin_date or "", entry.commits_since_pin, entry.commit)
+
+
+def mark_words(mark: MarkEntry) -> str:
+    """A mark as the history and the site say it."""
+    state = "present" if mark.present else "absent"
+    return state + (" (needs re-review)" if mark.needs_review else "")

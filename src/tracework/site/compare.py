@@ -94,8 +94,10 @@ def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
     for qid in sorted(set(old_q) | set(new_q)):
         a, b = old_q.get(qid), new_q.get(qid)
         located = [_where(q) if q and q.state != "missing" else None for q in (a, b)]
-        if _state(a) == _state(b) and located[0] == located[1]:
-            continue
+        # re-quoted: the register gave the quote another text between the two renders
+        requoted = a is not None and b is not None and a.sha256 != b.sha256
+        if _state(a) == _state(b) and not requoted:
+            continue  # held its state (a place alone is no change of state)
         texts: list[list[str] | None] = []
         for render, place in zip((old, new), located, strict=True):
             if place is None:
@@ -119,7 +121,7 @@ def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
             {
                 "id": qid,
                 "before": _state(a),
-                "after": _state(b),
+                "after": _state(b) + (" (re-quoted: its text changed)" if requoted else ""),
                 "where": names,
                 "diff": diff,
                 "cited": b is not None,
@@ -150,24 +152,24 @@ def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
     absences = []
     old_a, new_a = old.records.absences, new.records.absences
     for aid in sorted(set(old_a) | set(new_a)):
-        now = new_a.get(aid)
+        searched = new_a.get(aid)
         words = [
             "not declared" if x is None else "holds" if x.holds else "broken"
-            for x in (old_a.get(aid), now)
+            for x in (old_a.get(aid), searched)
         ]
         if words[0] != words[1]:
-            broke = new.records.drift.first_broken.get(aid) if now is not None else None
+            broke = new.records.drift.first_broken.get(aid) if searched is not None else None
             culprit = new.records.drift.culprits.get(broke) if broke else None
             absences.append(
                 {
                     "id": aid,
                     "before": words[0],
                     "after": words[1],
-                    "shown": now is not None,
+                    "shown": searched is not None,
                     "first_broken": broke,
                     "date": culprit.date if culprit else "",
-                    "matches": list(now.matches) if now is not None else [],
-                    "files": now.matched_files if now is not None else 0,
+                    "matches": list(searched.matches) if searched is not None else [],
+                    "files": searched.matched_files if searched is not None else 0,
                 }
             )
     return {"quotes": quotes, "records": records, "marks": marks, "absences": absences}

@@ -27,7 +27,7 @@ from tracework import __version__
 from tracework.errors import TraceworkError
 from tracework.notebook.marks import mark_anchor
 from tracework.notebook.rubrics import Rubric
-from tracework.render.artefacts import MarkEntry
+from tracework.render.artefacts import HistoryEntry, MarkEntry
 from tracework.render.fragments import SHARED, add_filters, register_sources
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.site import charts
@@ -282,14 +282,18 @@ def _index_row(site: Site, report: Report) -> dict[str, Any]:
 
 
 def _render_list(report: Report) -> list[dict[str, Any]]:
-    """The report's renders, newest first, each with its history entry when there is one."""
-    entries = {e.commit: e for e in report.history}
+    """The report's renders, newest first, each with its history entry when there is one;
+    then the history's entries whose render is no longer kept (a render of the same
+    commit at an earlier pin, replaced by a re-pin's)."""
     before = dict(zip((r.commit for r in report.renders[1:]), report.renders, strict=False))
     out = []
+    shown: set[int] = set()
     for render in reversed(report.renders):
         previous = before.get(render.commit)
         state, text = render.status()
-        entry = entries.get(render.commit)
+        entry = _entry_of(report, render)
+        if entry is not None:
+            shown.add(id(entry))
         out.append(
             {
                 "href": f"{render.folder}/report.html",
@@ -311,8 +315,7 @@ def _render_list(report: Report) -> list[dict[str, Any]]:
                 ),
             }
         )
-    kept = {r.commit for r in report.renders}
-    gone = [e for e in reversed(report.history) if e.commit not in kept]
+    gone = [e for e in reversed(report.history) if id(e) not in shown]
     return out + [
         {
             "href": None,
@@ -329,6 +332,20 @@ def _render_list(report: Report) -> list[dict[str, Any]]:
         }
         for e in gone
     ]
+
+
+def _entry_of(report: Report, render: Render) -> HistoryEntry | None:
+    """The history entry of ``render``: the same commit, checked against the same pin
+    (an entry from before pins were kept: as far from its pin)."""
+    for entry in reversed(report.history):
+        if entry.commit != render.commit:
+            continue
+        if entry.pin == render.records.pin or (
+            entry.pin is None
+            and entry.commits_since_pin == render.records.drift.commits_since_pin
+        ):
+            return entry
+    return None
 
 
 def _marks_of(site: Site, report: Report) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ from tracework.render.artefacts import (
     RenderManifest,
     ReportRecords,
     RubricMarks,
+    quote_counts,
     read_manifest,
     read_records,
 )
@@ -83,11 +84,15 @@ class Render:
             f"{n} {s}" for s, n in sorted(states.items()) if s != "verified" and s not in drift_of
         ]
         also = f" ({', '.join(benign)})" if benign else ""
+        _cited, uncited = quote_counts(self.records)
+        if sum(uncited.values()):  # the register's quotes no record cites, counted apart
+            held = ", ".join(f"{n} {s}" for s, n in uncited.items() if n)
+            also += f"; uncited quotes: {held}"
         if drift:
             return "drift", f"drift: {', '.join(drift)} at {at}{also}"
         if benign:
             return "holds", f"{total}/{total} hold at {at}{also}"
-        return "holds", f"{total}/{total} verified at {at}"
+        return "holds", f"{total}/{total} verified at {at}{also}"
 
 
 @dataclass
