@@ -312,3 +312,22 @@ def test_a_lock_naming_a_file_off_the_registry_is_refused(pinned, tw, registry):
     assert result.exit_code == 2
     message = one_error(result)
     assert f"tinypkg (a file at {elsewhere}, not on the registry's hosts)" in message
+
+
+def test_the_build_s_processes_share_one_memory_limit(pinned, tw, caller):
+    """The build has no address-space limit (uv reserves much it never uses), so where
+    the machine delegates a control group, one bounds the build's memory as a whole."""
+    from tracework.capture.cgroup import run_group
+
+    with run_group(1 << 30, 64) as group:
+        if group is None:
+            pytest.skip("this machine delegates no control group to tracework")
+    hog = "block = b'x' * (2048 << 20)\n"  # every start of the environment's Python
+    setup = capture_workspace(pinned, tw, _lock_subject(hog))
+    marker = setup.ws.root / "tracework.toml"
+    limits = "\n[capture]\nbuild_memory_mib = 256\nbuild_timeout = 10\n"  # uv waits long
+    marker.write_text(marker.read_text() + limits)
+    setup.write("hog", PLAIN_HARNESS, requirements=None, lock="uv", allow_sources=["evil"])
+    result = setup.tw("capture", "env", "hog")
+    assert result.exit_code == 2
+    assert "went over their memory limit" in one_error(result)

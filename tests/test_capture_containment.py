@@ -348,3 +348,28 @@ def test_the_private_tmp_holds_only_so_many_files(pinned, tw, backend):
     assert made["stopped by"] == "OSError No space left on device" and made["files"] < 1000
     manifest = json.loads((setup.folder("files") / "manifest.json").read_text())
     assert manifest["limits"]["tmp_files"] == 1000
+
+
+NESTED_HARNESS = """\
+import subprocess
+from tracework_harness import capture
+
+with capture.case("N-01", "Can the sandbox make a user namespace of its own?") as c:
+    made = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True
+    )
+    c.record("exit status", made.returncode)
+    c.check("it cannot", holds=made.returncode != 0, observed=f"exit {made.returncode}")
+"""
+
+
+def test_no_user_namespace_of_its_own_inside(pinned, tw, backend):
+    """As root of a user namespace it made, a process could mount a tmpfs past every
+    cap of the private /tmp (bwrap as root has no user namespace to disable them in)."""
+    setup = capture_workspace(pinned, tw)
+    setup.isolation(backend)
+    setup.write("nested", NESTED_HARNESS)
+    result = setup.capture("nested")
+    assert result.exit_code == 0, result.output
+    results = json.loads((setup.folder("nested") / "results.json").read_text())
+    assert results["cases"][0]["status"] == "PASS", results

@@ -372,9 +372,16 @@ def test_an_unprivileged_user_gets_the_same_sandbox(backend, monkeypatch):
             )
             launch = isolation.command(backend, view, scratch)
         drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-        proc = subprocess.run(
-            [*drop, *launch.argv], env=launch.env, input=launch.stdin, capture_output=True
-        )
+        try:
+            proc = subprocess.run(
+                [*drop, *launch.argv],
+                env=launch.env,
+                input=launch.stdin,
+                capture_output=True,
+                pass_fds=launch.fds,
+            )
+        finally:
+            launch.close()
         assert proc.returncode == 0, proc.stderr.decode()
         seen = json.loads(proc.stdout)
     finally:

@@ -23,14 +23,17 @@ def _lock(*packages: str, members: str = "") -> LockFiles:
     if members:
         head += f"[manifest]\nmembers = [{members}]\n\n"
     root = '[[package]]\nname = "app"\nversion = "0.1.0"\nsource = { editable = "." }\n'
-    return LockFiles((head + "\n".join([root, *packages])).encode(), b"")
+    project = b'[project]\nname = "app"\nversion = "0.1.0"\n'
+    return LockFiles((head + "\n".join([root, *packages])).encode(), project)
 
 
 def _package(name: str, source: str, wheels: str = "") -> str:
     return f'[[package]]\nname = "{name}"\nversion = "1.0"\nsource = {source}\n{wheels}'
 
 
-def test_registry_packages_and_the_project_itself_pass():
+def test_registry_packages_and_the_project_itself_pass(tmp_path):
+    (tmp_path / "packages" / "member").mkdir(parents=True)
+    (tmp_path / "packages" / "member" / "pyproject.toml").write_text('[project]\nname = "member"\n')
     plan = plan_lock(
         _lock(
             _package(
@@ -43,9 +46,10 @@ def test_registry_packages_and_the_project_itself_pass():
         ),
         PYPI,
         (),
+        tmp_path,
     )
     assert plan.opted_in == ()
-    assert plan.hosts == {("pypi.org", 443), ("files.pythonhosted.org", 443)}
+    assert plan.source_hosts == set()
 
 
 @pytest.mark.parametrize(
@@ -83,7 +87,45 @@ def test_an_opted_in_package_passes_and_its_host_is_the_only_other():
     )
     plan = plan_lock(lock, PYPI, ("x", "y-lib"))
     assert plan.opted_in == ("x", "y-lib")
-    assert plan.hosts == PYPI.hosts() | {("example.org", 443)}
+    assert plan.source_hosts == {("example.org", 443)}
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080/x.whl",
+        "https://[::1]/x.whl",
+        "https://10.0.0.7/x.whl",
+        "https://169.254.169.254/x.whl",
+        "https://pkgs.example.dev:2375/x.whl",
+    ],
+)
+def test_an_opted_in_url_must_be_public_and_on_the_web_s_ports(url):
+    with pytest.raises(CaptureConfigError, match="reached only by name or public address"):
+        plan_lock(_lock(_package("x", f'{{ url = "{url}" }}')), PYPI, ("x",))
+
+
+def test_a_package_at_the_project_s_folder_under_another_name_is_refused(tmp_path):
+    """``--no-install-workspace`` skips members by name: a package named otherwise at
+    the project's folder (or a member's) would be built and installed, so it is judged
+    like any other source."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "pyproject.toml").write_text('[project]\nname = "lib"\n')
+    for package, named in (
+        (
+            _package("sneaky", '{ editable = "." }'),
+            "sneaky (editable ., a folder whose project is not sneaky)",
+        ),
+        (
+            _package("other", '{ virtual = "lib" }'),
+            "other (virtual lib, a folder whose project is not other)",
+        ),
+    ):
+        with pytest.raises(CaptureConfigError) as refused:
+            plan_lock(_lock(package, members='"app", "lib", "other"'), PYPI, (), tmp_path)
+        assert named in refused.value.message
+    plan = plan_lock(_lock(_package("sneaky", '{ editable = "." }')), PYPI, ("sneaky",), tmp_path)
+    assert plan.opted_in == ("sneaky",)
 
 
 def test_an_opted_in_path_must_stay_inside_the_tree():
@@ -157,9 +199,27 @@ def test_the_proxy_reaches_its_hosts_and_nothing_else(tmp_path):
             refused = _ask(proxy.path, f"CONNECT 127.0.0.1:{other_port} HTTP/1.1\r\n\r\n".encode())
             assert refused.startswith(b"HTTP/1.1 403")
             assert proxy.refused == [f"CONNECT 127.0.0.1:{other_port} HTTP/1.1"]
+            for bad in (
+                b"GET http://h:99999/ HTTP/1.1\r\n\r\n",
+                b"GET http://[h/ HTTP/1.1\r\n\r\n",
+            ):
+                assert _ask(proxy.path, bad).startswith(b"HTTP/1.1 403")
     finally:
         allowed.close()
         other.close()
+
+
+def test_a_lock_s_host_is_reached_only_at_a_public_address(tmp_path):
+    """An opted-in source's name is the subject's choice: one that resolves to loopback
+    (``localhost``, or a public-looking name rebound there) reaches nothing."""
+    service = _echo_server()  # a service on the caller's own loopback
+    port = service.getsockname()[1]
+    try:
+        with RegistryProxy(tmp_path / "p.sock", [], [("localhost", port)]) as proxy:
+            answer = _ask(proxy.path, f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n".encode())
+            assert answer.startswith(b"HTTP/1.1 502")
+    finally:
+        service.close()
 
 
 def test_host_reads_refuse_links_on_the_way_and_at_the_end(tmp_path):
@@ -187,3 +247,26 @@ def test_host_reads_refuse_links_on_the_way_and_at_the_end(tmp_path):
         assert "caller's own" not in str(refused.value)
     with pytest.raises(NotRegular, match="larger than 4 bytes"):
         read_regular(tree, "real/file.txt", 4)
+
+
+def test_an_opted_in_folder_keys_the_environment_by_commit(tmp_path):
+    """A package built from the tree is built from one commit's files: with packages
+    opted in, two commits of the same lock are two environments; without, one."""
+    from tracework.capture.config import CaptureConfig
+    from tracework.capture.environment import environment_key
+    from tracework.capture.interpreter import Interpreter
+
+    trees = []
+    for commit in ("a" * 40, "b" * 40):
+        tree = tmp_path / commit
+        tree.mkdir()
+        (tree / "uv.lock").write_text('version = 1\nrevision = 3\nrequires-python = ">=3.8"\n')
+        (tree / "pyproject.toml").write_text('[project]\nname = "app"\nversion = "0.1.0"\n')
+        trees.append(tree)
+    python = Interpreter("/usr/bin/python3", "3.11.2", "/usr")
+    base = {"subject": "s", "commit": "a" * 40, "register": "r", "python": "3.11", "lock": "uv"}
+    keys = {}
+    for opted in ((), ("sneaky",)):
+        config = CaptureConfig.model_validate(base | {"allow_sources": list(opted)})
+        keys[opted] = {environment_key(config, t, python, PYPI)[0] for t in trees}
+    assert len(keys[()]) == 1 and len(keys[("sneaky",)]) == 2

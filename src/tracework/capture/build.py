@@ -12,24 +12,26 @@ one build cannot leave anything for another to install).  Its one way out is the
 registry proxy (:mod:`.registry`): the registry's hosts, and no other.
 
 Files are copied out of uv's cache, never linked, so no two environments share a
-file.  When the build ends the environment is made readable to the harness's uid
-and sealed (:mod:`.seal`); a build that failed leaves nothing behind but its log's
-last lines, in the error.
+file.  Where the machine delegates a control group, the build runs in one bounding its
+memory (``[capture] build_memory_mib``) and processes.  When the build ends, what it
+wrote is made inert — no setuid or setgid bit, no write for others, no ACL, owned by
+tracework (:func:`.envtree.settle`) — and sealed (:mod:`.seal`); a build that failed
+leaves nothing behind but its log's last lines, in the error.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import tracework.capture.isolation as isolation
+from tracework.capture.cgroup import run_group
+from tracework.capture.envtree import remove, settle
 from tracework.capture.errors import EnvironmentBuildFailed
-from tracework.capture.interpreter import Interpreter, uv_bin
+from tracework.capture.interpreter import Interpreter, prefix_to_show, uv_bin
 from tracework.capture.lock import LockPlan
 from tracework.capture.process import Run, run_sandboxed
 from tracework.capture.registry import Registry, RegistryProxy
@@ -61,6 +63,7 @@ class BuildPlan:
     extra: tuple[str, ...]
     registry: Registry
     timeout: int
+    memory_mib: int = 8192
 
 
 def build(plan: BuildPlan, folder: Path, backend: isolation.Backend) -> None:
@@ -79,21 +82,20 @@ def build(plan: BuildPlan, folder: Path, backend: isolation.Backend) -> None:
         with tempfile.TemporaryDirectory(prefix="tracework-build-") as scratch_name:
             scratch = Path(scratch_name)
             os.chmod(scratch, 0o755)
-            with RegistryProxy(scratch / "registry.sock", _hosts(plan)) as proxy:
+            proxy_at = scratch / "registry.sock"
+            with RegistryProxy(proxy_at, plan.registry.hosts(), _source_hosts(plan)) as proxy:
                 run = _run(plan, folder, scratch, backend)
-            problem = _outcome(run, proxy.refused)
+            problem = _outcome(run, proxy.refused, proxy.refused_count)
     finally:
-        shutil.rmtree(cache, ignore_errors=True)  # this build's alone: never reused
-        shutil.rmtree(inputs, ignore_errors=True)
-        if privileged:
-            _own(venv)
+        for scratch_folder in (cache, inputs):  # this build's alone: never reused
+            remove(scratch_folder)
     if problem is not None:
         raise EnvironmentBuildFailed(problem)
-    _readable(venv)
+    settle(venv, owner=os.geteuid() if privileged else None)
 
 
-def _hosts(plan: BuildPlan) -> set[tuple[str, int]]:
-    return set(plan.lock.hosts) if plan.lock is not None else plan.registry.hosts()
+def _source_hosts(plan: BuildPlan) -> frozenset[tuple[str, int]]:
+    return plan.lock.source_hosts if plan.lock is not None else frozenset()
 
 
 def _steps(plan: BuildPlan) -> list[dict[str, object]]:
@@ -175,9 +177,9 @@ def _run(plan: BuildPlan, folder: Path, scratch: Path, backend: isolation.Backen
             if (Path("/etc") / name).is_dir()
         ),
     ]
-    prefix = plan.interpreter.prefix
-    if not (prefix == "/usr" or prefix.startswith("/usr/")):
-        extra.append(isolation.Bind(Path(prefix), prefix))
+    prefix = prefix_to_show(plan.interpreter)
+    if prefix is not None:
+        extra.append(isolation.Bind(prefix, str(prefix)))
     certificates = _certificates()
     extra += [
         isolation.Bind(Path(path), path)
@@ -215,7 +217,8 @@ def _run(plan: BuildPlan, folder: Path, scratch: Path, backend: isolation.Backen
         )
         return isolation.command(backend, view, scratch)
 
-    return run_sandboxed(launch_for, timeout=plan.timeout, output_limit=LOG_BYTES)
+    with run_group(plan.memory_mib << 20, PROCESSES) as group:
+        return run_sandboxed(launch_for, timeout=plan.timeout, output_limit=LOG_BYTES, group=group)
 
 
 def _uv_env() -> dict[str, str]:
@@ -253,7 +256,7 @@ def _certificates() -> dict[str, str]:
     return found
 
 
-def _outcome(run: Run, refused: list[str]) -> str | None:
+def _outcome(run: Run, refused: list[str], count: int) -> str | None:
     """None for a build whose every step succeeded, else what went wrong, in uv's
     words (the last lines of its log) and naming any request the proxy refused."""
     steps: list[tuple[str, int]] = []
@@ -281,27 +284,7 @@ def _outcome(run: Run, refused: list[str]) -> str | None:
     if refused:
         what += (
             f"; the build asked to reach {refused[0]!r}"
-            + (f" and {len(refused) - 1} more" if len(refused) > 1 else "")
+            + (f" and {count - 1} more" if count > 1 else "")
             + ", which is not the registry's, and was refused"
         )
     return what
-
-
-def _own(venv: Path) -> None:
-    """Give the environment back to tracework's uid (the build ran as SANDBOX_UID), so
-    that the harness's uid can never write it; links are changed, never followed."""
-    os.lchown(venv, 0, 0)
-    for base, folders, files in os.walk(venv):
-        for name in (*folders, *files):
-            os.lchown(os.path.join(base, name), 0, 0)
-
-
-def _readable(venv: Path) -> None:
-    """Let everyone read the environment: the harness may run as another uid (65534)."""
-    for base, _dirs, files in os.walk(venv):
-        os.chmod(base, os.stat(base, follow_symlinks=False).st_mode | 0o555)
-        for name in files:
-            path = os.path.join(base, name)
-            mode = os.stat(path, follow_symlinks=False).st_mode
-            if stat.S_ISREG(mode):
-                os.chmod(path, mode | 0o444 | (0o111 if mode & 0o100 else 0))

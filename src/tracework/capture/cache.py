@@ -13,9 +13,14 @@ from pathlib import Path
 
 
 def cache_folder(kind: str) -> Path:
-    """``captures/<kind>`` in the user's tracework cache, created (mode 0755: the
-    harness, which may run as another uid, reads what is in it)."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    folder = base / "tracework" / "captures" / kind
+    """``captures/<kind>`` in the user's tracework cache, created.  The cache's own folder
+    is the user's alone (0700), so no other user can reach an environment while it is
+    built or settled; below it folders are 0755, since a sandbox's uid reads what is
+    mounted from them."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracework"
+    base.mkdir(parents=True, exist_ok=True)
+    if base.stat().st_mode & 0o077:  # the user's alone: nobody else reaches an environment
+        base.chmod(0o700)
+    folder = base / "captures" / kind
     folder.mkdir(parents=True, exist_ok=True)
     return folder

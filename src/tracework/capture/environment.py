@@ -25,10 +25,7 @@ host, without starting the environment's Python and without following a link.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import stat
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
@@ -38,6 +35,7 @@ from tracework.capture import seal
 from tracework.capture.build import BuildPlan, build
 from tracework.capture.cache import cache_folder
 from tracework.capture.config import CaptureConfig
+from tracework.capture.envtree import EnvironmentRefused, remove
 from tracework.capture.errors import EnvironmentMissing, NotRegular
 from tracework.capture.hostfiles import read_regular
 from tracework.capture.interpreter import (
@@ -53,8 +51,9 @@ from tracework.hashing import sha256_hex
 
 #: Bump when the way environments are built changes: every key changes with it.
 FORMAT = 2
-#: The largest METADATA file read for the frozen list.
+#: The largest METADATA file read for the frozen list, and the most distributions.
 MAX_METADATA = 4 << 20
+MAX_DISTRIBUTIONS = 20_000
 _METADATA = re.compile(r"lib/python[0-9.]+/site-packages/[^/]+\.dist-info/METADATA\Z")
 
 
@@ -90,6 +89,8 @@ def _inputs(
     if config.lock == "uv":
         files = read_lock(tree)
         lock = {"uv.lock": sha256_hex(files.lock), "pyproject.toml": sha256_hex(files.project)}
+        if config.allow_sources:  # a package built from the tree is built from this commit's
+            lock["tree"] = tree.name
     return {
         "format": FORMAT,
         "lock": lock,
@@ -135,6 +136,7 @@ def build_environment(
     backend: isolation.Backend,
     *,
     timeout: int,
+    memory_mib: int = 8192,
     rebuild: bool = False,
 ) -> Environment:
     """The environment for ``config`` at ``tree``: found in the cache (and checked
@@ -154,7 +156,7 @@ def build_environment(
         interpreter=interpreter,
         tree=tree,
         lock=(
-            plan_lock(read_lock(tree), registry, config.allow_sources)
+            plan_lock(read_lock(tree), registry, config.allow_sources, tree)
             if config.lock == "uv"
             else None
         ),
@@ -162,15 +164,20 @@ def build_environment(
         extra=config.extra,
         registry=registry,
         timeout=timeout,
+        memory_mib=memory_mib,
     )
     folder = cache_folder("envs") / key
     with locked(folder):
         if (folder / "complete").is_file() and not rebuild:  # built meanwhile
             return _checked(folder, key, name, interpreter, built_now=False)
-        remove_tree(folder)  # what an interrupted build left, or the one rebuilt
+        remove(folder)  # what an interrupted build left, or the one rebuilt
         folder.mkdir()
-        build(plan, folder, backend)
-        entries = seal.seal(folder, folder / "venv")
+        try:
+            build(plan, folder, backend)
+            entries = seal.seal(folder, folder / "venv")
+        except BaseException:
+            remove(folder)  # nothing half-built is kept
+            raise
         frozen = f"# python {interpreter.version}\n" + "".join(
             f"{line}\n" for line in freeze(folder / "venv", entries)
         )
@@ -184,9 +191,15 @@ def freeze(venv: Path, entries: dict[str, seal.Entry]) -> list[str]:
     """``name==version`` of every installed distribution, sorted, names normalised
     (PEP 503), from the ``.dist-info`` metadata alone, each read as a regular file."""
     found = set()
+    read: set[tuple[int, ...]] = set()
     for path, entry in entries.items():
-        if entry.kind != "file" or not _METADATA.match(path):
-            continue
+        if entry.kind != "file" or not _METADATA.match(path) or entry.identity[:2] in read:
+            continue  # a METADATA with several names is read once
+        read.add(entry.identity[:2])
+        if len(read) > MAX_DISTRIBUTIONS:
+            raise EnvironmentRefused(
+                f"the environment holds more than {MAX_DISTRIBUTIONS:,} distributions"
+            )
         try:
             text = read_regular(venv, path, MAX_METADATA).decode("utf-8", errors="replace")
         except NotRegular:
@@ -196,28 +209,6 @@ def freeze(venv: Path, entries: dict[str, seal.Entry]) -> list[str]:
         if name and version:
             found.add(f"{re.sub(r'[-_.]+', '-', name).lower()}=={version.strip()}")
     return sorted(found)
-
-
-def remove_tree(folder: Path) -> None:
-    """Remove ``folder`` and all in it, links removed and never followed, folders a
-    build made unwritable made writable first."""
-
-    def writable_then_again(function: object, path: str, _exc: object) -> None:
-        parent = os.path.dirname(path)
-        mode = os.stat(parent, follow_symlinks=False).st_mode
-        if stat.S_ISDIR(mode):
-            os.chmod(parent, mode | stat.S_IRWXU)
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.chmod(path, os.stat(path).st_mode | stat.S_IRWXU)
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            os.unlink(path)
-
-    if os.path.lexists(folder):
-        if os.path.islink(folder) or not os.path.isdir(folder):
-            os.unlink(folder)
-            return
-        shutil.rmtree(folder, onerror=writable_then_again)
 
 
 def _checked(

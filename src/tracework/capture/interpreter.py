@@ -95,6 +95,26 @@ def recorded_interpreter(version: str) -> Interpreter:
     return find_interpreter(version)
 
 
+def prefix_to_show(interpreter: Interpreter) -> Path | None:
+    """The interpreter's own folder, which a sandbox must show (None: it lives under
+    ``/usr``, shown anyway).  A prefix that holds more than an interpreter — ``/``, the
+    user's home or a folder above it, the folder holding tracework's cache — would show
+    the sandbox the user's files, so it is refused."""
+    prefix = Path(interpreter.prefix).resolve()
+    if prefix == Path("/usr") or Path("/usr") in prefix.parents:
+        return None
+    home = Path.home().resolve()
+    cache = cache_folder("envs").resolve()
+    if prefix == Path("/") or prefix == home or prefix in home.parents or prefix in cache.parents:
+        raise EnvironmentBuildFailed(
+            f"the Python found for {interpreter.version} lives in {prefix}, which holds more "
+            "than an interpreter: a sandbox showing it would show the user's files",
+            hint="install that Python in a folder of its own (as pyenv or uv do), or set "
+            "python to a version installed so",
+        )
+    return Path(interpreter.prefix)  # as the environment's links name it
+
+
 def _record_path(version: str) -> Path:
     return cache_folder("interpreters") / f"{version}.json"
 

@@ -42,6 +42,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
+from tracework.capture import seccomp
 from tracework.capture.errors import IsolationUnavailable
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,11 @@ class Launch:
     argv: list[str]
     stdin: bytes
     env: dict[str, str]
+    fds: tuple[int, ...] = ()  # more descriptors the starter reads (closed once started)
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
 
 
 def system_view(
@@ -246,6 +252,11 @@ def _bwrap(tool: str, view: View, privileged: bool) -> Launch:
     args += ["--remount-ro", "/", "--chdir", view.cwd, "--clearenv"]
     for key, value in sorted(view.env.items()):
         args += ["--setenv", key, value]
+    fds: tuple[int, ...] = ()
+    filtered = seccomp.program()
+    if filtered is not None:  # no user namespace of its own inside (see seccomp.py)
+        fds = (_readable_fd(filtered),)
+        args += ["--seccomp", str(fds[0])]
     command = [*_limited(view), *view.argv]
     if privileged:
         options = _tmp_options(view) + ",nosuid,nodev"
@@ -256,7 +267,18 @@ def _bwrap(tool: str, view: View, privileged: bool) -> Launch:
     # the options, which name host paths, on stdin (NUL-separated); the command names
     # only paths inside, so /proc/1/cmdline shows nothing of the host
     payload = b"".join(os.fsencode(a) + b"\0" for a in args)
-    return Launch([tool, "--args", "0", "--", *command], payload, dict(STARTER_ENV))
+    return Launch([tool, "--args", "0", "--", *command], payload, dict(STARTER_ENV), fds)
+
+
+def _readable_fd(data: bytes) -> int:
+    """A descriptor to read ``data`` from (a pipe, written and closed at once)."""
+    read, write = os.pipe()
+    try:
+        os.write(write, data)  # a few hundred bytes: well inside a pipe's buffer
+    finally:
+        os.close(write)
+    os.set_inheritable(read, True)
+    return read
 
 
 def _unshare(tool: str, view: View, scratch: Path, privileged: bool) -> Launch:
@@ -351,14 +373,18 @@ def _probe(backend: Backend, path: str, euid: int) -> str | None:
         )
         try:
             launch = command(backend, view, scratch)
-            proc = subprocess.run(
-                launch.argv,
-                env=launch.env,
-                input=launch.stdin,
-                capture_output=True,
-                timeout=30,
-                check=False,
-            )
+            try:
+                proc = subprocess.run(
+                    launch.argv,
+                    env=launch.env,
+                    input=launch.stdin,
+                    capture_output=True,
+                    timeout=30,
+                    check=False,
+                    pass_fds=launch.fds,
+                )
+            finally:
+                launch.close()
         except IsolationUnavailable as exc:
             return exc.message
         except (OSError, subprocess.TimeoutExpired) as exc:

@@ -30,7 +30,7 @@ from typing import Any
 
 from tracework.capture.errors import CaptureConfigError, NotRegular
 from tracework.capture.hostfiles import read_regular
-from tracework.capture.registry import Registry, host_port
+from tracework.capture.registry import Registry, host_port, public_name
 from tracework.readers import DataError, load_toml
 
 #: The largest lock or project file read (a lock of a large application is ~1 MB).
@@ -50,10 +50,11 @@ class LockFiles:
 @dataclass(frozen=True)
 class LockPlan:
     """What the lock asks of a build: the packages from elsewhere that the declaration
-    opted in, and every host the build may reach."""
+    opted in, and the hosts of their ``git`` or ``url`` sources (reached only at public
+    addresses, on the web's ports: see :mod:`.registry`)."""
 
     opted_in: tuple[str, ...]
-    hosts: frozenset[tuple[str, int]]
+    source_hosts: frozenset[tuple[str, int]]
 
 
 def read_lock(tree: Path) -> LockFiles:
@@ -79,15 +80,22 @@ def read_lock(tree: Path) -> LockFiles:
     return LockFiles(found["uv.lock"], found["pyproject.toml"])
 
 
-def plan_lock(files: LockFiles, registry: Registry, allowed: tuple[str, ...]) -> LockPlan:
+def plan_lock(
+    files: LockFiles, registry: Registry, allowed: tuple[str, ...], tree: Path | None = None
+) -> LockPlan:
     """Judge every package of the lock (see the module's docstring): one
-    :class:`CaptureConfigError` naming every package refused, with its source."""
+    :class:`CaptureConfigError` naming every package refused, with its source.
+
+    A package at the project's folder, or a workspace member's, passes unopted only
+    under that folder's own project name (``--no-install-workspace`` skips members by
+    name: another name there would be built and installed)."""
     lock = _toml(files.lock, "uv.lock")
     members = _members(lock)
+    project_names: dict[str | None, str | None] = {".": _project_name(files.project)}
     wanted = {_normal(name) for name in allowed}
     problems: list[str] = []
     opted_in: list[str] = []
-    hosts = set(registry.hosts())
+    hosts: set[tuple[str, int]] = set()
     packages = lock.get("package", [])
     if not isinstance(packages, list):
         raise CaptureConfigError("the subject's uv.lock has no list of packages")
@@ -101,8 +109,15 @@ def plan_lock(files: LockFiles, registry: Registry, allowed: tuple[str, ...]) ->
             continue
         ((kind, where),) = source.items()
         where = str(where)
-        if kind in ("virtual", "editable") and _within(where) in members:
-            continue  # the project or a workspace member: never installed
+        folder = _within(where)
+        if kind in ("virtual", "editable") and folder in members:
+            if folder not in project_names and folder is not None and tree is not None:
+                project_names[folder] = _member_name(tree, folder)
+            if project_names.get(folder) == name:
+                continue  # the project or a workspace member: never installed
+            if name not in wanted:
+                problems.append(f"{name} ({kind} {where}, a folder whose project is not {name})")
+                continue
         if kind == "registry":
             if where.rstrip("/") != registry.index.rstrip("/"):
                 problems.append(f"{name} (registry {where}, not {registry.index})")
@@ -115,7 +130,14 @@ def plan_lock(files: LockFiles, registry: Registry, allowed: tuple[str, ...]) ->
                 problems.append(f"{name} ({kind} {where}, outside the subject's tree)")
                 continue
             if kind in ("git", "url"):
-                hosts.add(host_port(where.removeprefix("git+").split("?")[0]))
+                host = host_port(where.removeprefix("git+").split("?")[0])
+                if host[1] not in (80, 443) or not public_name(host[0]):
+                    problems.append(
+                        f"{name} ({kind} {where}: a source is reached only by name or public "
+                        "address, on port 443 or 80)"
+                    )
+                    continue
+                hosts.add(host)
             opted_in.append(name)
         else:
             problems.append(f"{name} ({kind} {where})")
@@ -132,6 +154,22 @@ def plan_lock(files: LockFiles, registry: Registry, allowed: tuple[str, ...]) ->
             "another registry is set by [capture] index in tracework.toml",
         )
     return LockPlan(tuple(sorted(opted_in)), frozenset(hosts))
+
+
+def _project_name(raw: bytes) -> str | None:
+    """``[project] name`` of a project file, normalised; None when it has none."""
+    data = _toml(raw, "pyproject.toml")
+    project = data.get("project")
+    name = project.get("name") if isinstance(project, dict) else None
+    return _normal(name) if isinstance(name, str) else None
+
+
+def _member_name(tree: Path, folder: str) -> str | None:
+    """The project name of a workspace member's folder (read as a regular file)."""
+    try:
+        return _project_name(read_regular(tree, f"{folder}/pyproject.toml", MAX_LOCK_BYTES))
+    except (NotRegular, CaptureConfigError):
+        return None
 
 
 def _toml(raw: bytes, name: str) -> dict[str, Any]:

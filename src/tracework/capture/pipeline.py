@@ -32,6 +32,7 @@ from tracework.capture.cgroup import run_group
 from tracework.capture.config import CaptureConfig, capture_name, load_config
 from tracework.capture.environment import Environment, build_environment, cached_environment
 from tracework.capture.errors import CaptureConfigError, HarnessFailed, NotDeterministic
+from tracework.capture.interpreter import prefix_to_show
 from tracework.capture.normalise import BUILT_IN, HarnessRule, NormaliseProblem, Normaliser
 from tracework.capture.preflight import verify_registered
 from tracework.capture.process import Run, run_sandboxed
@@ -104,6 +105,7 @@ def environment(
         registry_setting(settings),
         backend,
         timeout=build_timeout(settings),
+        memory_mib=build_memory(settings),
         rebuild=rebuild,
     )
     return EnvOutcome(name, full, env, backend)
@@ -112,11 +114,23 @@ def environment(
 def build_timeout(settings: dict[str, object]) -> int:
     """``[capture] build_timeout`` in tracework.toml: seconds an environment's build may
     take (wall clock, and CPU), 1800 by default."""
+    return _setting(settings, "build_timeout", 1800, 10, 86400, "a number of seconds")
+
+
+def build_memory(settings: dict[str, object]) -> int:
+    """``[capture] build_memory_mib`` in tracework.toml: the memory of a build's processes
+    together, where the machine delegates a control group; 8192 by default."""
+    return _setting(settings, "build_memory_mib", 8192, 256, 1 << 20, "a number of MiB")
+
+
+def _setting(
+    settings: dict[str, object], key: str, default: int, low: int, high: int, what: str
+) -> int:
     section = settings.get("capture", {})
-    value = section.get("build_timeout", 1800) if isinstance(section, dict) else None
-    if not isinstance(value, int) or isinstance(value, bool) or not 10 <= value <= 86400:
+    value = section.get(key, default) if isinstance(section, dict) else None
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise CaptureConfigError(
-            "tracework.toml: [capture] build_timeout must be a number of seconds, 10 to 86400"
+            f"tracework.toml: [capture] {key} must be {what}, {low:,} to {high:,}"
         )
     return value
 
@@ -272,9 +286,9 @@ def _run_once(
             isolation.Bind(isolation.HARNESS_LIB, isolation.LIB),
             isolation.Bind(copy, inside),
         ]
-        prefix = env.interpreter.prefix
-        if not (prefix == "/usr" or prefix.startswith("/usr/")):
-            extra.append(isolation.Bind(Path(prefix), prefix))
+        prefix = prefix_to_show(env.interpreter)
+        if prefix is not None:
+            extra.append(isolation.Bind(prefix, str(prefix)))
         binds, links = isolation.system_view(extra, scratch)
         python_path = [posixpath.normpath(f"{isolation.TREE}/{p}") for p in config.paths]
 

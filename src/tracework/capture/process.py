@@ -59,15 +59,18 @@ def run_sandboxed(
     log_r, log_w = os.pipe()
     try:
         launch = launch_for(proto_w)
-        proc = subprocess.Popen(
-            [*(group.join_command() if group is not None else []), *launch.argv],
-            stdin=subprocess.PIPE,
-            stdout=log_w,
-            stderr=log_w,
-            pass_fds=(proto_w,),
-            env=launch.env,
-            start_new_session=True,
-        )
+        try:
+            proc = subprocess.Popen(
+                [*(group.join_command() if group is not None else []), *launch.argv],
+                stdin=subprocess.PIPE,
+                stdout=log_w,
+                stderr=log_w,
+                pass_fds=(proto_w, *launch.fds),
+                env=launch.env,
+                start_new_session=True,
+            )
+        finally:
+            launch.close()
     except BaseException:
         results.close()
         for fd in (proto_w, log_r, log_w):
@@ -120,7 +123,7 @@ def run_sandboxed(
             results.close()
             os.close(log_r)
     returncode = proc.wait()
-    if stopped is None and group is not None and group.out_of_memory():
+    if group is not None and group.out_of_memory():  # the cause, also of a timeout it led to
         stopped = "its processes together went over their memory limit and were killed"
     lines = bytes(buffers[proto_r]).split(b"\n")
     if lines and lines[-1] == b"":

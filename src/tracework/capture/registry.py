@@ -18,6 +18,7 @@ is used for the connections out, as uv itself would.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import select
@@ -91,13 +92,38 @@ def registry_setting(settings: dict[str, object]) -> Registry:
     return Registry(index.rstrip("/"), tuple(files))
 
 
-class RegistryProxy:
-    """Serve the proxy on a Unix socket at ``path`` while the ``with`` block runs."""
+def public_name(host: str) -> bool:
+    """Whether ``host`` is a name, or a literal address that is public (a lock's source
+    must never name the caller's loopback, a private network or a link-local one)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_global
+    except ValueError:
+        return True  # a name: its addresses are checked when it is reached
 
-    def __init__(self, path: Path, hosts: Iterable[tuple[str, int]]) -> None:
+
+#: How many refused requests a proxy keeps to name (the rest are counted).
+KEEP_REFUSED = 20
+
+
+class RegistryProxy:
+    """Serve the proxy on a Unix socket at ``path`` while the ``with`` block runs.
+
+    ``trusted`` are the registry's hosts, as the analyst's ``tracework.toml`` names
+    them (a registry on the local network is theirs to name).  ``public`` are hosts a
+    subject's lock names (an opted-in ``git`` or ``url`` source): reached only at the
+    public addresses their names resolve to, never loopback or a private network."""
+
+    def __init__(
+        self,
+        path: Path,
+        trusted: Iterable[tuple[str, int]],
+        public: Iterable[tuple[str, int]] = (),
+    ) -> None:
         self.path = path
-        self.hosts = frozenset((host.lower(), port) for host, port in hosts)
+        self.trusted = frozenset((host.lower(), port) for host, port in trusted)
+        self.public = frozenset((host.lower(), port) for host, port in public) - self.trusted
         self.refused: list[str] = []
+        self.refused_count = 0
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._stop = threading.Event()
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
@@ -122,6 +148,14 @@ class RegistryProxy:
         self._server.close()
         self._thread.join(timeout=5)
 
+    def _refuse(self, client: socket.socket, head: bytes) -> None:
+        shown = head.split(b"\r\n", 1)[0][:200].decode("ascii", "replace")
+        self.refused_count += 1
+        if len(self.refused) < KEEP_REFUSED:
+            self.refused.append(shown)
+        log.debug("registry proxy refused %s", shown)
+        client.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+
     def _serve(self) -> None:
         while not self._stop.is_set():
             try:
@@ -140,15 +174,15 @@ class RegistryProxy:
                 head = _read_head(client)
                 if head is None:
                     return
-                target, forward = _target(head)
-                if target is None or target not in self.hosts:
-                    shown = head.split(b"\r\n", 1)[0][:200].decode("ascii", "replace")
-                    self.refused.append(shown)
-                    log.debug("registry proxy refused %s", shown)
-                    client.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+                try:
+                    target, forward = _target(head)
+                except ValueError:  # a port or a bracket urllib cannot read
+                    target, forward = None, None
+                if target is None or target not in self.trusted | self.public:
+                    self._refuse(client, head)
                     return
                 try:
-                    upstream = _connect(target)
+                    upstream = _connect(target, public_only=target in self.public)
                 except OSError as exc:
                     log.debug("registry proxy could not reach %s: %s", target, exc)
                     client.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
@@ -212,9 +246,13 @@ def _origin_form(head: bytes, parts: SplitResult) -> bytes:
     return b"\r\n".join([*lines, b"Connection: close", b"", b""])
 
 
-def _connect(target: tuple[str, int]) -> socket.socket:
-    """A connection to ``target``: direct, or through the caller's own https proxy."""
+def _connect(target: tuple[str, int], *, public_only: bool) -> socket.socket:
+    """A connection to ``target``: direct, or through the caller's own https proxy.
+    ``public_only``: the name is resolved once, here, and only a public address it
+    resolves to is connected to (a name a subject chose may resolve to loopback)."""
     upstream = os.environ.get("https_proxy") or os.environ.get("HTTPS_PROXY")
+    if public_only:
+        return _connect_public(target)
     if not upstream or _no_proxy(target[0]):
         return socket.create_connection(target, timeout=30)
     proxy = urlsplit(upstream if "://" in upstream else f"http://{upstream}")
@@ -226,6 +264,26 @@ def _connect(target: tuple[str, int]) -> socket.socket:
         sock.close()
         raise OSError(f"the proxy {proxy.hostname} refused {host}")
     return sock
+
+
+def _connect_public(target: tuple[str, int]) -> socket.socket:
+    """A direct connection to a public address of ``target`` (never through another
+    proxy, which would resolve the name again)."""
+    host, port = target
+    for family, kind, proto, _name, address in socket.getaddrinfo(
+        host.strip("[]"), port, type=socket.SOCK_STREAM
+    ):
+        if not ipaddress.ip_address(address[0]).is_global:
+            continue
+        sock = socket.socket(family, kind, proto)
+        sock.settimeout(30)
+        try:
+            sock.connect(address)
+        except OSError:
+            sock.close()
+            continue
+        return sock
+    raise OSError(f"{host} has no public address that answers")
 
 
 def _no_proxy(host: str) -> bool:

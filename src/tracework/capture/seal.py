@@ -6,15 +6,15 @@ cache and mounted read-only into every capture that uses it, so nothing inside a
 capture can change it; but anything on the host that can write the cache could, and
 an environment changed after it was built would make a capture report what the
 subject never did.  So the build records, for every entry of the environment, its
-kind, mode and size and the SHA-256 of a file (the text of a link), and each capture
+kind, mode, owner and size and the SHA-256 of a file (the text of a link), and each capture
 checks the environment against that record first: a changed, added or removed entry
 refuses the capture, naming its path.
 
 The check is quick where nothing changed: each file's device, inode, size,
 modification and change times are recorded too, and a file whose identity is the same
 is not read again (its change time cannot be set back without changing the clock).
-Nothing is followed: links are recorded as links, folders walked without entering a
-link (:mod:`.hostfiles`).
+Nothing is followed: links are recorded as links, folders walked by descriptor without
+entering a link, and bounded (:mod:`.envtree`); a file with several names is read once.
 """
 
 from __future__ import annotations
@@ -23,17 +23,16 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Generator, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracework.capture.envtree import EnvironmentRefused, Visit, walk
 from tracework.capture.errors import CaptureError
 from tracework.fsio import write_atomic
 
 #: Bump when what a seal records changes.
-FORMAT = 1
+FORMAT = 2
 SEAL = "seal.json"
 
 
@@ -50,9 +49,17 @@ class Entry:
     size: int
     content: str  # a file's SHA-256, a link's text; "" otherwise
     identity: tuple[int, ...]  # device, inode, size, mtime, ctime (files only)
+    owner: tuple[int, int]  # uid, gid
 
     def as_json(self) -> list[Any]:
-        return [self.kind, self.mode, self.size, self.content, list(self.identity)]
+        return [
+            self.kind,
+            self.mode,
+            self.size,
+            self.content,
+            list(self.identity),
+            list(self.owner),
+        ]
 
 
 def _kind(mode: int) -> str:
@@ -80,53 +87,53 @@ def _hash(folder: int, name: str) -> str:
     return digest.hexdigest()
 
 
-def _visit(
-    folder: int, prefix: str = ""
-) -> Generator[tuple[str, os.stat_result, int, str], None, None]:
-    """Every entry under the open ``folder``: its path, lstat, and the open folder and
-    name it can be read by (valid while it is being visited).  Folders are entered by
-    descriptor from their parent, never through a link; as many are open as the tree
-    is deep."""
-    for name in sorted(os.listdir(folder)):
-        info = os.lstat(name, dir_fd=folder)
-        path = f"{prefix}{name}"
-        yield path, info, folder, name
-        if stat.S_ISDIR(info.st_mode):
-            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-            child = os.open(name, flags, dir_fd=folder)
-            try:
-                yield from _visit(child, f"{path}/")
-            finally:
-                os.close(child)
+#: The most bytes a seal reads (each file once, however many names it has).
+MAX_BYTES = 64 << 30
 
 
-@contextmanager
-def _entries(root: Path) -> Iterator[Iterator[tuple[str, os.stat_result, int, str]]]:
-    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    walk = _visit(top)
-    try:
-        yield walk
-    finally:
-        walk.close()  # the folders a walk left part-way still hold descriptors
-        os.close(top)
+class _Hasher:
+    """Hashes each file once by its device and inode (a hardlinked file is read once
+    for all its names), within :data:`MAX_BYTES`; a sparse file is refused (a build
+    could make one of terabytes that costs no disk)."""
+
+    def __init__(self) -> None:
+        self.done: dict[tuple[int, int], str] = {}
+        self.read = 0
+
+    def __call__(self, visit: Visit) -> str:
+        info = visit.info
+        key = (info.st_dev, info.st_ino)
+        if key in self.done:
+            return self.done[key]
+        if info.st_blocks * 512 + (1 << 20) < info.st_size:
+            raise EnvironmentRefused(f"{visit.path[:200]} is a sparse file")
+        self.read += info.st_size
+        if self.read > MAX_BYTES:
+            raise EnvironmentRefused(
+                f"the environment's files hold more than {MAX_BYTES >> 30} GiB"
+            )
+        self.done[key] = digest = _hash(visit.folder, visit.name)
+        return digest
 
 
-def _entry(info: os.stat_result, folder: int, name: str) -> Entry:
+def _entry(visit: Visit, hasher: _Hasher) -> Entry:
+    info = visit.info
     kind = _kind(info.st_mode)
     content = ""
     if kind == "file":
-        content = _hash(folder, name)
+        content = hasher(visit)
     elif kind == "link":
-        content = os.readlink(name, dir_fd=folder)
+        content = os.readlink(visit.name, dir_fd=visit.folder)
     size = info.st_size if kind == "file" else 0
     identity = _identity(info) if kind == "file" else ()
-    return Entry(kind, stat.S_IMODE(info.st_mode), size, content, identity)
+    owner = (info.st_uid, info.st_gid)
+    return Entry(kind, stat.S_IMODE(info.st_mode), size, content, identity, owner)
 
 
 def seal(folder: Path, venv: Path) -> dict[str, Entry]:
     """Record every entry of ``venv`` into ``folder/seal.json``; returns the record."""
-    with _entries(venv) as walk:
-        entries = {path: _entry(info, fd, name) for path, info, fd, name in walk}
+    hasher = _Hasher()
+    entries = {visit.path: _entry(visit, hasher) for visit in walk(venv)}
     record = {"format": FORMAT, "entries": {p: e.as_json() for p, e in sorted(entries.items())}}
     write_atomic(folder / SEAL, json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
     return entries
@@ -139,8 +146,8 @@ def recorded(folder: Path) -> dict[str, Entry]:
         if record["format"] != FORMAT:
             raise ValueError(f"format {record['format']}")
         return {
-            path: Entry(kind, mode, size, content, tuple(identity))
-            for path, (kind, mode, size, content, identity) in record["entries"].items()
+            path: Entry(kind, mode, size, content, tuple(identity), (owner[0], owner[1]))
+            for path, (kind, mode, size, content, identity, owner) in record["entries"].items()
         }
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise EnvironmentChanged(
@@ -155,8 +162,10 @@ def verify(folder: Path, venv: Path, what: str) -> None:
     wanted = recorded(folder)
     seen: set[str] = set()
     problems: list[str] = []
-    with _entries(venv) as walk:
-        for path, info, fd, name in walk:
+    hasher = _Hasher()
+    try:
+        for visit in walk(venv):
+            path, info, fd, name = visit.path, visit.info, visit.folder, visit.name
             seen.add(path)
             entry = wanted.get(path)
             if entry is None:
@@ -165,16 +174,20 @@ def verify(folder: Path, venv: Path, what: str) -> None:
             kind = _kind(info.st_mode)
             if kind != entry.kind or stat.S_IMODE(info.st_mode) != entry.mode:
                 problems.append(f"{path} changed kind or mode")
+            elif (info.st_uid, info.st_gid) != entry.owner:
+                problems.append(f"{path} changed owner")
             elif kind == "link" and os.readlink(name, dir_fd=fd) != entry.content:
                 problems.append(f"{path} points elsewhere")
             elif (
                 kind == "file"
                 and _identity(info) != entry.identity
-                and (info.st_size != entry.size or _hash(fd, name) != entry.content)
+                and (info.st_size != entry.size or hasher(visit) != entry.content)
             ):
                 problems.append(f"{path} changed")
             if len(problems) > 5:
                 break
+    except EnvironmentRefused as exc:
+        problems.append(exc.message)
     if len(problems) <= 5:
         problems += [f"{path} is gone" for path in sorted(set(wanted) - seen)]
     if problems:
