@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -610,3 +611,107 @@ def test_a_bad_bracket_glob_is_a_clear_error(pinned, tw):
     pinned({"x.txt": "x\n"})
     result = tw("register", "add-file", "demo", "SRC-1", "x[z-a]")
     assert result.exit_code == 2 and "not a valid glob" in result.output
+
+
+# -- after a re-pin: what each quote was recorded at --------------------------------------
+
+SPIN = "def spin(a):\n    b = a + 1\n    return b\n\n\ndef gone():\n    return 2\n"
+#: the newer commit: spin's body edited, gone renamed (its anchor is gone, and its content)
+SPUN = "def spin(a):\n    b = a + 2\n    return b\n\n\ndef went():\n    return 3\n"
+
+
+def re_pin(tw, workspace, repo, old: str, new: str) -> None:
+    """Steps 1 and 3 of docs/how-to/pin.md: the source's commit and date edited in the
+    register, its files registered again; the quotes are not quoted again."""
+    path = workspace.register_file("demo")
+    date = repo.git("log", "-1", "--format=%cI", new).strip()
+    text = path.read_text().replace(f"commit: {old}", f"commit: {new}", 1)  # not the checks'
+    path.write_text(re.sub(r"date: '[^']+'", f"date: '{date}'", text, count=1))
+    assert tw("register", "add-file", "demo", "SRC-1", "x.py").exit_code == 0
+
+
+@pytest.fixture
+def re_pinned(make_repo, pinned, tw, workspace):
+    """x.py written at A; pinned and quoted at M (another file edited); B edits x.py; C
+    follows (another file again). The test moves the pin from M to B."""
+    repo = make_repo("toy")
+    repo.write("x.py", SPIN).write("other.txt", "one\n").commit("first")
+    repo.write("other.txt", "two\n").commit("unrelated")
+    pinned(repo=repo)
+    for symbol in ("spin", "gone"):
+        assert tw("quote", "demo", "SRC-1", "x.py", "--symbol", symbol, "--id", f"Q-{symbol}"
+                  ).exit_code == 0  # fmt: skip
+    repo.write("x.py", SPUN).commit("edit spin, rename gone")
+    repo.write("other.txt", "three\n").commit("after")
+    assert tw("fetch", "toy").exit_code == 0
+    return repo
+
+
+@pytest.mark.parametrize("recorded", [False, True])
+def test_after_a_re_pin_a_diff_names_the_commit_the_quote_was_recorded_at(
+    re_pinned, tw, workspace, recorded
+):
+    """The pin edited in the register (docs/how-to/pin.md): a quote not yet quoted again
+    is compared from a commit that holds its text — the newest recorded check's where
+    the register has one, else the commit that wrote the version of its file holding it —
+    never from the pin itself, which once labelled both sides of its diff with the same commit."""
+    a, m, b, c = re_pinned.commits
+    if recorded:  # the how-to's last step, at the old pin
+        assert tw("check", "demo", "--record", "--date", "2026-01-02").exit_code == 0
+    re_pin(tw, workspace, re_pinned, m, b)
+    origin = m if recorded else a  # the pin checked, else the commit that wrote the text
+    for args, now in (((), b), (("--at", c), c)):
+        data = json.loads(tw("check", "demo", "--json", *args).output)
+        spin = next(i for i in data["items"] if i["id"] == "Q-spin")
+        assert (spin["state"], spin["format_only"]) == ("changed", False), spin
+        assert spin["diff"].startswith(
+            f"--- x.py:1-3 @ {origin[:12]}\n+++ x.py:1-3 @ {now[:12]}\n"
+        ), spin["diff"]
+        assert f"recorded at {origin[:12]}, not at the pin" in spin["detail"]
+        human = tw("check", "demo", *args).output
+        assert f"--- x.py:1-3 @ {origin[:12]}" in human
+        assert f"+++ x.py:1-3 @ {now[:12]}" in human
+
+
+@pytest.mark.parametrize("at_newer", [False, True])
+def test_a_quote_whose_anchor_and_content_are_gone_is_missing_not_format_only(
+    re_pinned, tw, workspace, at_newer
+):
+    """Format only means the quote's content still occurs; after a re-pin it was read
+    from the pin's own file at the quote's lines, and so always "occurred": a quote whose
+    symbol was renamed away was "changed, content, format only"."""
+    _a, m, b, c = re_pinned.commits
+    re_pin(tw, workspace, re_pinned, m, b)
+    args = ("--at", c) if at_newer else ()
+    data = json.loads(tw("check", "demo", "--json", *args).output)
+    gone = next(i for i in data["items"] if i["id"] == "Q-gone")
+    assert (gone["state"], gone["format_only"], gone["diff"]) == ("missing", False, None)
+    assert gone["detail"].startswith("anchor gone")
+    assert not any(i["format_only"] for i in data["items"])
+    human = tw("check", "demo", *args)
+    assert human.exit_code == 1
+    row = next(line for line in human.output.splitlines() if "Q-gone" in line)
+    assert "missing" in row and "anchor gone" in row
+    assert "format only" not in human.output
+
+
+def test_a_quote_the_pin_holds_is_still_checked_from_the_pin(re_pinned, tw, workspace):
+    """Quoted again after the re-pin, as the how-to's step 4 says: checked at the pin,
+    and from it, as before."""
+    _a, m, b, _c = re_pinned.commits
+    re_pin(tw, workspace, re_pinned, m, b)
+    replaced = ("quote", "demo", "SRC-1", "x.py", "--symbol", "spin", "--id", "Q-spin")
+    assert tw(*replaced, "--replace").exit_code == 0
+    assert tw("quote", "demo", "--remove", "Q-gone").exit_code == 0
+    data = json.loads(tw("check", "demo", "--json").output)
+    assert data["ok"] is True
+    re_pinned.write("x.py", SPUN.replace("a + 2", "a + 3")).commit("again")
+    assert tw("fetch", "toy").exit_code == 0
+    d = re_pinned.commits[-1]
+    spin = next(
+        i
+        for i in json.loads(tw("check", "demo", "--json", "--at", d).output)["items"]
+        if i["id"] == "Q-spin"
+    )
+    assert spin["diff"].startswith(f"--- x.py:1-3 @ {b[:12]}\n+++ x.py:1-3 @ {d[:12]}\n")
+    assert "recorded at" not in spin["detail"]

@@ -35,7 +35,7 @@ from tracework.register.store import data_of
 from tracework.workspace import Workspace
 
 if TYPE_CHECKING:
-    from tracework.drift.relocate import QuoteDrift
+    from tracework.drift.relocate import QuoteDrift, Target
     from tracework.register.models import Register
 
 
@@ -435,29 +435,164 @@ def _check_source(
 
         at_pin = commit == source.commit
         target = None
-        for qid, quote in quotes.items():
-            if at_pin:  # the common case, without relocate's machinery: same bytes, same lines
-                lines = cache.lines(quote.path)
-                needle = span_bytes(quote.text, quote.raw_b64)
-                if lines is not None and lines.holds_at(quote.lines[0], needle):
-                    result.items.append(_verified(sid, qid, quote))
+        checked = [c.commit for c in reversed(register.checks) if c.source == sid]
+        origins = _Origins(mirror, source.commit, checked, commit, tree, cache, changes)
+        try:
+            for qid, quote in quotes.items():
+                if at_pin:  # the common case, without relocate's machinery: same lines
+                    lines = cache.lines(quote.path)
+                    needle = span_bytes(quote.text, quote.raw_b64)
+                    if lines is not None and lines.holds_at(quote.lines[0], needle):
+                        result.items.append(_verified(sid, qid, quote))
+                        continue
+                    # not at the pin's lines: not recorded at this pin (a re-pin since)
+                    result.items.append(_quote_item(sid, quote, origins.relocate(qid, quote)))
                     continue
-            if target is None:  # relocate's machinery, loaded once a quote may have moved
-                from tracework.drift.relocate import Target, relocate
+                if target is None:  # relocate's machinery, loaded once a quote may have moved
+                    from tracework.drift.relocate import Target, relocate
 
-                target = Target(
-                    commit,
-                    tree,
-                    changes,
-                    lines_of if changes.touched else cache.lines,  # nothing else to read
-                    hunks,
-                    pin=source.commit,
-                    pin_lines_of=pin_cache.lines,
-                )
-            drift = relocate(qid, quote, target)
-            result.items.append(_quote_item(sid, quote, drift))
+                    target = Target(
+                        commit,
+                        tree,
+                        changes,
+                        lines_of if changes.touched else cache.lines,  # nothing else to read
+                        hunks,
+                        pin=source.commit,
+                        pin_lines_of=pin_cache.lines,
+                    )
+                drift = relocate(qid, quote, target)
+                if drift.state != "verified" and not _holds(pin_cache.lines(quote.path), quote):
+                    drift = origins.relocate(qid, quote)  # it read another text's file
+                result.items.append(_quote_item(sid, quote, drift))
+        finally:
+            origins.close()
         result.assertions = _check_assertions(mirror, register, sid, source, commit, cache, changes)
     return result
+
+
+def _holds(lines: Lines | None, quote: QuoteData) -> bool:
+    """Whether ``lines`` hold the quote's bytes at its own lines."""
+    needle = span_bytes(quote.text, quote.raw_b64)
+    return lines is not None and lines.holds_at(quote.lines[0], needle)
+
+
+class _Origins:
+    """Where a quote its pin does not hold was recorded, and its drift from there.
+
+    A quote carries no commit of its own: it is taken at its source's pin.  After a
+    re-pin (docs/how-to/pin.md) a quote not yet quoted again holds the text of an earlier
+    commit, and relocating it from the new pin would compare the pin's file with itself
+    (every quote "format only", both sides of a diff the same commit).  Its *recorded*
+    commit is the newest commit of the register's recorded checks of this source whose
+    file holds the quote's bytes at its lines (the old pin, checked with ``--record``
+    before it moved), else, walking the file's versions back from the pin on its
+    first-parent line, the commit that wrote the newest version that holds them.  None
+    when neither is found (a text edited by hand, a version older than :attr:`DEPTH`):
+    the quote is then relocated from its own text, and its diff's old side says "as
+    registered".  Only quotes the pin does not hold are looked for, so a register in
+    step with its pin never pays for this.
+    """
+
+    #: versions of a file looked at, at most, walking back from the pin
+    DEPTH = 64
+
+    def __init__(
+        self,
+        mirror: Mirror,
+        pin: str,
+        checked: list[str],
+        commit: str,
+        tree: dict[str, TreeEntry],
+        cache: BlobCache,
+        changes: Changes,
+    ) -> None:
+        self.mirror, self.pin, self.commit, self.tree = mirror, pin, commit, tree
+        self.checked = [c for c in dict.fromkeys(checked) if c != pin]  # newest first
+        self.cache, self.changes = cache, changes
+        self._stream: BlobStream | None = None
+        self._lines: dict[tuple[str, str], Lines | None] = {}
+        self._versions: dict[str, list[str]] = {}
+        self._targets: dict[str | None, Target] = {}
+        self._caches: list[BlobCache] = []
+
+    def recorded(self, quote: QuoteData) -> str | None:
+        """The commit ``quote`` was recorded at (see the class), None if none is found."""
+        for commit in self.checked:
+            if _holds(self._lines_at(commit, quote.path), quote):
+                return commit
+        if quote.path not in self._versions:
+            out = self.mirror._git(
+                "rev-list", "--first-parent", f"--max-count={self.DEPTH}",
+                "--end-of-options", self.pin, "--", quote.path,
+                reading=f"the history of {quote.path} before {self.pin[:12]}",
+            ).stdout.decode()  # fmt: skip
+            self._versions[quote.path] = out.split()
+        for commit in self._versions[quote.path]:  # each commit that wrote a version
+            if _holds(self._lines_at(commit, quote.path), quote):
+                return commit
+        return None
+
+    def relocate(self, qid: str, quote: QuoteData) -> QuoteDrift:
+        """``quote`` relocated from where it was recorded; the detail says where that was."""
+        from tracework.drift.relocate import relocate
+
+        recorded = self.recorded(quote)
+        drift = relocate(qid, quote, self._target(recorded))
+        note = (
+            f"recorded at {recorded[:12]}, not at the pin"
+            if recorded
+            else "not recorded at the pin, nor found before it"
+        )
+        return drift._replace(how=f"{drift.how}; {note}" if drift.how else note)
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+        for cache in self._caches:
+            cache.close()
+
+    def _lines_at(self, commit: str, path: str) -> Lines | None:
+        key = (commit, path)
+        if key not in self._lines:
+            if self._stream is None:
+                self._stream = self.mirror.stream_blobs([])
+            blob = self._stream.at(commit, path)
+            self._lines[key] = text_lines("file", blob.data) if blob is not None else None
+        return self._lines[key]
+
+    def _target(self, recorded: str | None) -> Target:
+        from tracework.drift.relocate import Target
+
+        if recorded in self._targets:
+            return self._targets[recorded]
+        if recorded is None:  # from the quote's own text: no file, no line mapping
+            made = Target(self.commit, self.tree, self.changes, self.cache.lines, _no_hunks)
+        else:
+            old_tree = self.mirror.tree(recorded)
+            old = BlobCache(self.mirror, old_tree)
+            self._caches.append(old)
+
+            def hunks(old_path: str, new_path: str) -> list[tuple[int, int, int, int]]:
+                before, after = old_tree.get(old_path), self.tree.get(new_path)
+                if before is None or after is None or before.oid == after.oid:
+                    return []
+                return self.mirror.line_hunks(before.oid, after.oid)
+
+            made = Target(
+                self.commit,
+                self.tree,
+                self.mirror.changes(recorded, self.commit),
+                self.cache.lines,
+                hunks,
+                pin=recorded,
+                pin_lines_of=old.lines,
+            )
+        self._targets[recorded] = made
+        return made
+
+
+def _no_hunks(_old: str, _new: str) -> list[tuple[int, int, int, int]]:
+    return []
 
 
 def _check_assertions(

@@ -312,8 +312,13 @@ def _whole(
 def unified_diff(
     quote: QuoteData, new_text: str, new_path: str, span: tuple[int, int], target: Target
 ) -> str:
-    """A unified diff of the quoted text against the text now at the relocated span."""
-    old_label = f"{quote.path}:{quote.lines[0]}-{quote.lines[1]} @ {target.pin[:12]}"
+    """A unified diff of the quoted text against the text now at the relocated span.
+
+    The old side names the commit the quote was recorded at (the target's ``pin``; see
+    :class:`tracework.drift.check._Origins` after a re-pin), or says "as registered"
+    when no commit is known to hold it."""
+    where = f"@ {target.pin[:12]}" if target.pin else "(as registered)"
+    old_label = f"{quote.path}:{quote.lines[0]}-{quote.lines[1]} {where}"
     new_label = f"{new_path}:{span[0]}-{span[1]} @ {target.commit[:12]}"
     return "".join(
         difflib.unified_diff(
