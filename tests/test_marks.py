@@ -302,3 +302,106 @@ def test_a_mark_takes_a_reviewer_and_a_review_date_as_records_do(wb, workspace):
     for reviewer in ("", "two\nlines", 3):
         with pytest.raises(RecordError, match="reviewer= takes a name on one line"):
             wb.mark("hygiene", "expiry", present=False, reviewer=reviewer)
+
+
+# -- reviewed=: a review covers the evidence unchanged since its commit --------------------
+
+GUARD_GONE = STORE.replace("if len(self.items) >= LIMIT:", "if False:")
+
+
+@pytest.fixture
+def reviewed(pinned, tw, workspace):
+    """Q-guard quoted at the pin A; M edits the guard; H only adds a line above it (the
+    guard's bytes as at M, two lines down); N edits the guard again."""
+    repo = pinned({"pkg/store.py": STORE})
+    (workspace.registers / "rubrics").mkdir()
+    (workspace.registers / "rubrics" / "hygiene.yaml").write_text(RUBRIC)
+    tracework.open("demo").source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
+    repo.write("pkg/store.py", GUARD_GONE).commit("drop the bound")
+    repo.write("pkg/store.py", "import os\n" + GUARD_GONE).commit("an import")
+    repo.write("pkg/store.py", "import os\n" + GUARD_GONE.replace("False", "None")).commit("again")
+    assert tw("fetch", "toy").exit_code == 0
+    return repo
+
+
+def _surfaces(wb, mechanism: str) -> dict[str, bool]:
+    """Whether each place a mark is shown says it needs re-review: its card (the marks
+    section), records.json, the header's chip, the rubric page's cell, the mark history."""
+    from tracework.notebook.marks import marks_section
+    from tracework.render.export import header_html
+    from tracework.site.publish import _matrix_row, mark_history
+    from tracework.site.read import Render, Report
+
+    rubric, digest = load_rubric(wb.ws, "hygiene")
+    section = marks_section(wb._marks.values(), {"hygiene": rubric}, wb._marks_drifted())
+    card = section.split(f'id="mark/hygiene/{mechanism}"', 1)[1].split("</article>", 1)[0]
+    kernel = wb._kernel_records()
+    header = header_html(kernel, "T")
+    chip = re.search(rf'<a class="tw-chip ([^"]*)" href="#mark/hygiene/{mechanism}"', header)
+    assert chip is not None
+    report = Report("demo", [Render(wb.commit[:12], kernel, None)], [], None, None, None)  # type: ignore[arg-type]
+    cells = _matrix_row(report, report.renders[0], "hygiene", rubric, digest)["cells"]
+    (cell,) = [c for m, c in zip(rubric.mechanisms, cells, strict=True) if m.id == mechanism]
+    (history,) = mark_history(report)
+    (change,) = [c for c in history["changes"] if c["mechanism"] == mechanism]
+    return {
+        "card": "needs re-review" in card,
+        "records.json": bool(kernel.marks["hygiene"].marks[mechanism].needs_review),
+        "chip": "tw-chip-review" in chip.group(1),
+        "rubric page": cell["review"],
+        "mark history": "needs re-review" in change["after"],
+    }
+
+
+def test_a_review_at_the_commit_shown_clears_the_flag_everywhere(reviewed, workspace):
+    """A mark reviewed against the newest commit once still said "needs re-review" beside
+    "Reviewed … against" that very commit; one reviewed against the pin still does."""
+    _a, _m, head, _n = reviewed.commits
+    later = tracework.open("demo", commit=head, mode="render")
+    q = later.source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
+    assert q.state == "changed"
+    later.mark("hygiene", "bounded", present=True, evidence=[q], reviewed=(head, "2026-05-01"))
+    later.mark("hygiene", "expiry", present=True, evidence=[q], reviewed="2026-05-01")
+    cleared, flagged = _surfaces(later, "bounded"), _surfaces(later, "expiry")
+    assert cleared == dict.fromkeys(cleared, False)
+    assert flagged == dict.fromkeys(flagged, True)
+    marks = later.records_json()["checks"]["checks"]["marks"]
+    assert marks["ok"] is False and "1 need re-review" in marks["detail"]
+    card = later._marks["mark/hygiene/bounded"]
+    assert card.reviewed_at is not None and card.reviewed_at.commit == head
+
+
+def test_a_review_covers_drift_before_its_commit_and_not_after(reviewed):
+    """Reviewed against M, where the guard had already changed: at H (the same bytes,
+    moved down a line) nothing is left to review; at N (edited again) the flag is back.
+    Records follow the same rule, and a mark citing a flagged record is covered by its
+    own review when the drift behind that record is unchanged since it."""
+    _a, m, head, newest = reviewed.commits
+    for commit, flags in ((head, False), (newest, True)):
+        wb = tracework.open("demo", commit=commit, mode="render")
+        q = wb.source("SRC-1").quote("pkg/store.py", lines=(6, 7), id="Q-guard")
+        at_m = (m, "2026-05-01")
+        wb.guarantee(
+            "RT-GRT-bound", owner="`Store.put`", enforcement_point="the length check",
+            strength="enforced", covered_path="every put", evidence=[q], reviewed=at_m,
+        )  # fmt: skip
+        wb.guarantee(
+            "RT-GRT-pin", owner="`Store.put`", enforcement_point="the length check",
+            strength="enforced", covered_path="every put", evidence=[q], reviewed="2026-05-01",
+        )  # fmt: skip
+        wb.mark("hygiene", "bounded", present=True, evidence=[q], reviewed=at_m)
+        wb.mark("hygiene", "audit", present=True, evidence=["RT-GRT-pin"], reviewed=at_m)
+        records = {r["id"]: r["needs_review"] for r in wb.records_json()["records"]}
+        assert records == {"RT-GRT-bound": ["Q-guard"] if flags else [], "RT-GRT-pin": ["Q-guard"]}
+        assert set(_surfaces(wb, "bounded").values()) == {flags}, commit
+        assert set(_surfaces(wb, "audit").values()) == {flags}, commit
+
+
+def test_a_mark_citing_a_file_that_changed_needs_re_review(reviewed):
+    """A mark is checked like a record: a cited whole file that changed flags it (marks
+    once looked at their quotes and records only)."""
+    head = reviewed.commits[2]
+    wb = tracework.open("demo", commit=head, mode="render")
+    wb.mark("hygiene", "bounded", present=True, evidence=["SRC-1:pkg/store.py"])
+    entry = wb.records_json()["marks"]["hygiene"]["marks"]["bounded"]
+    assert entry["needs_review"] == ["SRC-1:pkg/store.py"]

@@ -22,7 +22,6 @@ from tracework.notebook.absences import AbsenceResult, search
 from tracework.notebook.jupyter import CaseView, ExcerptView, FileView, Html, QuoteView, cell_id
 from tracework.notebook.marks import Mark, mark_html
 from tracework.notebook.records import (
-    DRIFT_STATES,
     VOCABULARIES,
     Absence,
     Annotation,
@@ -68,6 +67,8 @@ class RecordDeclarations:
     _info: Callable[[str], QuoteInfo]
     _file_info: Callable[[str, str], FileInfo]
     _drifted: Callable[[], dict[str, list[str]]]
+    _review_drift: Callable[[], tuple[dict[str, list[str]], dict[str, set[str]]]]
+    _flagged: Callable[..., tuple[list[str], set[str]]]
 
     def _evidence(self, refs: Iterable[Any], record_id: str) -> tuple[str, ...]:
         """The ids of what a record cites: quotes, whole files (``src.file(path)``, or
@@ -694,15 +695,13 @@ class RecordDeclarations:
         return Html(markup, f"<mark {rubric}/{mechanism}: {'present' if present else 'absent'}>")
 
     def _marks_drifted(self) -> dict[str, list[str]]:
-        """Per mark (by anchor), the cited evidence that no longer holds at the commit."""
-        records = self._drifted()
+        """Per mark (by anchor), the cited evidence that no longer holds at the commit, as
+        for a record, less what the mark's review covers: evidence unchanged since the
+        commit it was reviewed against (see :mod:`tracework.notebook.review`)."""
+        records, behind = self._review_drift()
         out: dict[str, list[str]] = {}
         for key, mark in self._marks.items():
-            bad = [
-                e
-                for e in mark.evidence
-                if e in records or (e in self._quotes and self._quotes[e].state in DRIFT_STATES)
-            ]
+            bad, _ = self._flagged(mark.evidence, mark.reviewed_at, records, behind)
             if bad:
                 out[key] = bad
         return out

@@ -82,8 +82,10 @@ from tracework.notebook.records import (
     Component,
     OperativeObject,
     Record,
+    ReviewStamp,
     Route,
 )
+from tracework.notebook.review import unchanged
 from tracework.notebook.rubrics import Rubric
 from tracework.notebook.views import (
     Diagram,
@@ -337,6 +339,8 @@ class Workbench(RecordDeclarations):
         self._marks: dict[str, Mark] = {}
         self._rubrics: dict[str, tuple[Rubric, str]] = {}
         self._checks: dict[str, CheckReport] = {}
+        #: checks at reviewed commits, by (register hash, source, commit); None: not checkable
+        self._reviewed_checks: dict[tuple[str, str, str], CheckReport | None] = {}
         self._records_shown = False
         self._quotes_shown: set[str] = set()
         self._diagrams: dict[str, Diagram] = {}
@@ -718,29 +722,97 @@ class Workbench(RecordDeclarations):
         """Per record, the cited evidence that no longer holds at the commit: a drifted
         quote, a changed or missing file, its own broken absence, or a cited record that
         needs re-review itself — transitively (records cite only records declared
-        before them, and cycles are refused, so one pass in order suffices)."""
+        before them, and cycles are refused, so one pass in order suffices) — less what
+        the record's review covers (see :mod:`tracework.notebook.review`)."""
+        return self._review_drift()[0]
+
+    def _review_drift(self) -> tuple[dict[str, list[str]], dict[str, set[str]]]:
+        """:meth:`_drifted`, and per record it flags, the drifted evidence the flag rests
+        on (its own, and that of the records it cites): what a review of a record citing
+        it must cover."""
         out: dict[str, list[str]] = {}
+        behind: dict[str, set[str]] = {}
         for record in self._records.values():
-            bad = []
-            captured = [
-                self._capture_evidence[e] for e in record.evidence if e in self._capture_evidence
-            ]
-            only_stale = bool(captured) and all(c.state == "stale" for c in captured)
-            for e in record.evidence:
-                quote, cited = self._quotes.get(e), self._files.get(e)
-                observed = self._capture_evidence.get(e)
-                if (
-                    (quote is not None and quote.state in DRIFT_STATES)
-                    or (cited is not None and cited.drifted)
-                    or (observed is not None and (observed.state == "changed" or only_stale))
-                    or e in out
-                ):
-                    bad.append(e)
-            if record.id in self._absences and not self._absences[record.id].holds:
-                bad.append(record.id)
+            broken = record.id in self._absences and not self._absences[record.id].holds
+            bad, rests = self._flagged(
+                record.evidence, record.reviewed_at, out, behind, own=record.id if broken else None
+            )
             if bad:
-                out[record.id] = bad
-        return out
+                out[record.id], behind[record.id] = bad, rests
+        return out, behind
+
+    def _flagged(
+        self,
+        evidence: Sequence[str],
+        stamp: ReviewStamp | None,
+        records: dict[str, list[str]],
+        behind: dict[str, set[str]],
+        own: str | None = None,
+    ) -> tuple[list[str], set[str]]:
+        """The cited ``evidence`` that puts a record or mark reviewed at ``stamp`` up for
+        re-review (``own``: its own broken absence), and the drifted evidence that rests
+        on: a drifted quote, file or capture, or a cited record in ``records`` (flagged)
+        whose drift, in ``behind``, is not all unchanged since the review."""
+        captured = [self._capture_evidence[e] for e in evidence if e in self._capture_evidence]
+        only_stale = bool(captured) and all(c.state == "stale" for c in captured)
+        bad: list[str] = []
+        rests: set[str] = set()
+        for e in evidence:
+            if e in records:
+                since = {d for d in behind[e] if not self._covered(stamp, d)}
+                if since:
+                    bad.append(e)
+                    rests |= since
+                continue
+            quote, cited = self._quotes.get(e), self._files.get(e)
+            observed = self._capture_evidence.get(e)
+            if (
+                (quote is not None and quote.state in DRIFT_STATES)
+                or (cited is not None and cited.drifted)
+                or (observed is not None and (observed.state == "changed" or only_stale))
+            ) and not self._covered(stamp, e):
+                bad.append(e)
+                rests.add(e)
+        if own is not None and not self._covered(stamp, own):
+            bad.append(own)
+            rests.add(own)
+        return bad, rests
+
+    def _covered(self, stamp: ReviewStamp | None, evidence: str) -> bool:
+        """Whether a review at ``stamp`` covers drifted ``evidence``: it is unchanged since
+        the reviewed commit (see :mod:`tracework.notebook.review`)."""
+        if stamp is None:
+            return False
+        if stamp.commit == self.commit:
+            return True
+        quote, cited = self._quotes.get(evidence), self._files.get(evidence)
+        if quote is not None:
+            sid, kind, key, now = quote.quote.source, "quote", evidence, quote.drift
+        elif cited is not None:
+            sid, kind, key, now = cited.source, "file", cited.path, cited.check
+        else:
+            return False  # a capture, a broken absence: only a review at this commit
+        if self.register.git_source(sid).subject != self.subject.name:
+            return False  # not read at this commit, nor at the reviewed one
+        report = self._checked_at(sid, stamp.commit)
+        if report is None:
+            return False
+        then = next((i for i in report.items if i.kind == kind and i.id == key), None)
+        return then is not None and unchanged(then, now)
+
+    def _checked_at(self, sid: str, commit: str) -> CheckReport | None:
+        """Source ``sid`` checked at a reviewed ``commit``, once per register version;
+        None when that commit cannot be checked (not in the mirror)."""
+        key = (self.register_sha256, sid, commit)
+        if key not in self._reviewed_checks:
+            try:
+                found: CheckReport | None = check_register(
+                    self.ws, self.register, at=commit, only=sid
+                )
+            except TraceworkError:
+                found = None
+            self._reviewed_checks[key] = found
+        return self._reviewed_checks[key]
 
     def diagram(
         self,
