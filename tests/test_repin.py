@@ -41,11 +41,23 @@ class Store:
 """
 CELL = """put = src.quote("pkg/store.py", symbol="Store.put", id="Q-put")
 get = src.quote("pkg/store.py", symbol="Store.get", id="Q-get")
-wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[put, get]);"""
+wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[put, get])
+wb.mark("kv", "typed", present=False, evidence=[put]);"""
+RUBRIC = """\
+title: Key-value hygiene
+description: What a store does with what it is given.
+mechanisms:
+  - id: typed
+    name: Values are typed
+    definition: A value is converted to one type before it is kept.
+    evidence: The conversion.
+"""
 
 
 def test_a_re_pin_keeps_the_history_and_the_compare_page_lists_what_changed(pinned, tw, workspace):
     repo = pinned({"pkg/store.py": STORE}, track="main", reports=["rep"])
+    (workspace.registers / "rubrics").mkdir()
+    (workspace.registers / "rubrics" / "kv.yaml").write_text(RUBRIC)
     path = workspace.notebooks / "rep.ipynb"
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(4, nbformat.v4.new_code_cell(CELL))
@@ -82,10 +94,17 @@ def test_a_re_pin_keeps_the_history_and_the_compare_page_lists_what_changed(pinn
     renders = [(e["commit"], e["pin"], e["commits_since_pin"]) for e in history]
     assert renders == [(old_pin, old_pin, 0), (newer, old_pin, 1), (newer, newer, 0)]
 
+    marks = [e["marks"]["kv"]["typed"] for e in history]
+    assert marks == ["absent", "absent (needs re-review)", "absent"]
+
     assert tw("publish").exit_code == 0
     site = workspace.reports / "site" / "reports" / "rep"
     listing = html.unescape(re.sub(r"<[^>]+>", "", (site / "index.html").read_text()))
     assert "render no longer kept" in listing  # the drift render at the old pin
+    # its mark is still in the mark history, though its folder was replaced
+    assert f"absent → absent (needs re-review) (render no longer kept) at {newer[:12]}" in " ".join(
+        listing.split()
+    )
     (page,) = site.glob(f"compare-{old_pin[:12]}-{newer[:12]}.html")
     quotes = (
         page.read_text().split('aria-labelledby="quotes-heading">', 1)[1].split("</section>")[0]

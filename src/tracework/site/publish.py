@@ -341,8 +341,7 @@ def _entry_of(report: Report, render: Render) -> HistoryEntry | None:
         if entry.commit != render.commit:
             continue
         if entry.pin == render.records.pin or (
-            entry.pin is None
-            and entry.commits_since_pin == render.records.drift.commits_since_pin
+            entry.pin is None and entry.commits_since_pin == render.records.drift.commits_since_pin
         ):
             return entry
     return None
@@ -459,16 +458,31 @@ def _matrix_row(
 
 def mark_history(report: Report) -> list[dict[str, Any]]:
     """Per rubric the report marks, how each mark changed across its renders, oldest
-    first: "expiry: absent → present at 1a2b3c4d5e6f, 2026-05-01"."""
+    first: "expiry: absent → present at 1a2b3c4d5e6f, 2026-05-01".  Read from the
+    history, which keeps the marks of a render whose folder a later one replaced (a
+    re-pin's render of the same commit), and from a render's own records where its
+    history entry predates marks being kept."""
+    steps: list[tuple[str, str, str | None, dict[str, dict[str, str]]]] = []
+    covered: set[int] = set()
+    for entry in report.history:
+        render = next((r for r in report.renders if _entry_of(report, r) is entry), None)
+        if render is not None:
+            covered.add(id(render))
+        marks = entry.marks or (_marks_in(render) if render is not None else {})
+        if marks:
+            href = f"{render.folder}/report.html" if render is not None else None
+            steps.append((entry.commit, entry.date[:10], href, marks))
+    for render in report.renders:
+        if id(render) not in covered and render.records.marks:
+            href = f"{render.folder}/report.html"
+            steps.append((render.commit, render.records.commit_date[:10], href, _marks_in(render)))
     out = []
-    names = sorted({n for r in report.renders for n in r.records.marks})
-    for name in names:
+    for name in sorted({n for *_, marks in steps for n in marks}):
         changes: list[dict[str, Any]] = []
         before: dict[str, str] = {}
-        marked = [r for r in report.renders if name in r.records.marks]
-        for render in marked:
-            entry = render.records.marks[name]
-            now = {mid: _mark_state(m) for mid, m in sorted(entry.marks.items())}
+        shown = [step for step in steps if name in step[3]]
+        for commit, date, href, marks in shown:
+            now = marks[name]
             for mid in sorted(set(now) | set(before)):
                 old, new = before.get(mid), now.get(mid, "not marked")
                 if old != new:
@@ -477,15 +491,23 @@ def mark_history(report: Report) -> list[dict[str, Any]]:
                             "mechanism": mid,
                             "before": old,
                             "after": new,
-                            "commit": render.commit,
-                            "date": render.records.commit_date[:10],
-                            "href": f"{render.folder}/report.html#{mark_anchor(name, mid)}",
+                            "commit": commit,
+                            "date": date,
+                            "href": f"{href}#{mark_anchor(name, mid)}" if href else None,
                         }
                     )
             before = now
-        title = marked[-1].records.marks[name].title or name
-        out.append({"name": name, "title": title, "renders": len(marked), "changes": changes})
+        titled = [r for r in report.renders if name in r.records.marks]
+        title = (titled[-1].records.marks[name].title if titled else "") or name
+        out.append({"name": name, "title": title, "renders": len(shown), "changes": changes})
     return out
+
+
+def _marks_in(render: Render) -> dict[str, dict[str, str]]:
+    return {
+        name: {mid: _mark_state(m) for mid, m in sorted(entry.marks.items())}
+        for name, entry in sorted(render.records.marks.items())
+    }
 
 
 def _mark_state(mark: MarkEntry) -> str:
