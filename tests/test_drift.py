@@ -800,3 +800,101 @@ def test_a_large_rewrite_maps_quickly_and_sensibly(pinned, tw):
     result = tw("check", "demo", "--at", head, "--json")
     item = next(i for i in json.loads(result.output)["items"] if i["kind"] == "quote")
     assert item["state"] == "changed"  # mapped onto the replacement as a whole
+
+
+# -- a span that starts inside a docstring (found on A-mem: a match= quote) --------------
+
+MEMORY = '''class Memory:
+    def search(self, query, k=5):
+        """Find the notes closest to the query.
+
+        Returns at most k notes, nearest first.
+        """
+        hits = self.index.query(query, top_k=k, include_metadata=True)
+        return [h.note for h in hits]
+'''
+#: a formatter's work: the call inside the quote one argument per line, trailing comma
+WRAPPED = MEMORY.replace(
+    "self.index.query(query, top_k=k, include_metadata=True)",
+    "self.index.query(\n            query,\n            top_k=k,\n"
+    "            include_metadata=True,\n        )",
+)
+
+
+def test_a_span_starting_on_a_docstrings_closing_quotes_is_format_only(pinned, tw, workspace):
+    """``--match`` with ``--context 1`` starts the quote on the ``\"\"\"`` that closes a
+    docstring opened lines earlier; a re-wrap of the call inside it is layout only: the
+    check says format only, the first-change search finds no content change, and the
+    quote's content is found in its own file at the pin."""
+    from tracework.drift.content import Content, holds_in
+    from tracework.drift.first_change import first_changes
+
+    repo = pinned({"memory.py": MEMORY})
+    quoted = tw(
+        "quote", "demo", "SRC-1", "memory.py", "--match", "hits = self.index.query(",
+        "--context", "1", "--id", "Q-search",
+    )  # fmt: skip
+    assert quoted.exit_code == 0, quoted.output
+    pin = repo.commits[0]
+    repo.write("memory.py", "import os\n\n" + MEMORY).commit("imports")  # the bytes hold
+    head = repo.write("memory.py", "import os\n\n" + WRAPPED).commit("format")
+    _, data, _ = drift(tw, repo, head)
+    search = raw_items(data)["Q-search"]
+    assert search["lines"] == [6, 8]
+    assert (search["state"], search["format_only"]) == ("changed", True)
+    assert search["new_lines"] == [8, 14]
+
+    pinned_file = Content(MEMORY, "memory.py")
+    assert holds_in(pinned_file, 6, 8, pinned_file)
+    assert holds_in(pinned_file, 6, 8, Content(WRAPPED, "memory.py"))
+    quote_bytes = "".join(MEMORY.splitlines(True)[5:8]).encode()
+    found = first_changes(
+        Mirror(workspace.mirror_dir("toy")),
+        pin,
+        head,
+        {"Q-search": ("memory.py", None, quote_bytes, (6, 8))},
+    )
+    # the bytes changed with the formatter's commit; the content never did (it was once
+    # said to change with the commit before, where the quote's bytes were still there)
+    assert found == {"Q-search": (head, None)}
+
+
+PROMPT_FILE = '''SYSTEM = """You are a careful assistant.
+  Answer in  two sentences.
+Cite the notes you used.
+"""
+
+
+def ask(question):
+    return client.complete(system=SYSTEM, prompt=question)
+'''
+
+
+def test_lines_inside_a_prompt_string_change_with_their_text(pinned, tw, workspace):
+    """A quote of lines inside a prompt string once had no content at all: the check
+    called an edit of them a change, the first-change search found no content change."""
+    from tracework.drift.first_change import first_changes
+
+    repo = pinned({"prompts.py": PROMPT_FILE})
+    assert (
+        tw("quote", "demo", "SRC-1", "prompts.py", "--lines", "2-3", "--id", "Q-p").exit_code == 0
+    )
+    pin = repo.commits[0]
+    wrapped = PROMPT_FILE.replace(
+        "client.complete(system=SYSTEM, prompt=question)",
+        "client.complete(\n        system=SYSTEM,\n        prompt=question,\n    )",
+    )
+    repo.write("prompts.py", "import client\n\n" + wrapped).commit("format")  # moved only
+    edit = repo.write("prompts.py", "import client\n\n" + wrapped.replace("in  two", "in two"))
+    head = edit.commit("one space")
+    _, data, _ = drift(tw, repo, head)
+    quote = raw_items(data)["Q-p"]
+    assert (quote["state"], quote["format_only"]) == ("changed", False)
+    quote_bytes = "".join(PROMPT_FILE.splitlines(True)[1:3]).encode()
+    found = first_changes(
+        Mirror(workspace.mirror_dir("toy")),
+        pin,
+        head,
+        {"Q-p": ("prompts.py", None, quote_bytes, (2, 3))},
+    )
+    assert found == {"Q-p": (head, head)}  # the bytes and the content changed together

@@ -14,20 +14,34 @@ the content is the file's token stream:
   whitespace is behaviour (``'a'`` and ``"a"`` are the same literal; an f-string keeps
   its text between the quotes);
 * a docstring (a string literal that is a statement of its own) is compared as
-  :func:`inspect.cleandoc` reads it, without the spaces at its line ends: a linter
-  that re-indents a docstring or strips its trailing spaces changes nothing;
+  :func:`inspect.cleandoc` reads it once the spaces at its line ends are gone (so a
+  line of spaces is an empty line): a linter that re-indents a docstring or strips its
+  trailing spaces changes nothing;
 * comments are kept, without their trailing spaces: editing a comment changes the
   content of a quote that includes it.
 
 Other text compares its words: every run of whitespace is alike.
 
+A span's content is the tokens on its lines, and **a string literal that runs over the
+span's edge counts by its part inside the span, compared as the whole literal is**: by
+value, and as cleandoc reads it when the literal starts a statement (a docstring,
+whatever follows it past the span); the part matches only a literal cut the same way
+(entered from an earlier line, left on a later one, or both) over as many lines.
+Spans are whole lines, so nothing else can cross an edge: a comment ends with its
+line, a bracket is a token of its own (a span that starts inside brackets reads on
+from them, in context). So what a span holds of a string never depends on the string's
+lines outside it, and a span that starts on the closing quotes of a docstring holds
+those quotes, compared as the docstring's last line: nothing.  A statement end before
+a span's first token (a statement that ended on the span's first line) is not the
+span's.
+
 A span's tokens are read in the context of its file (the bracket it sits in, whether a
 string is a docstring), never from the span's text alone, so the same lines always
-give the same content.  Files are not tokenized whole: a cheap pass over the lines
-finds where each statement starts, and tokens are read from the start of the
-statement that holds a span, or that holds a place where a span may occur again.  The
-drift check, the first-change search, the report, the history and the site all
-derive "format only" from this module.
+give the same content, and every span's content occurs in its own file.  Files are not
+tokenized whole: a cheap pass over the lines finds where each statement starts, and
+tokens are read from the start of the statement that holds a span, or that holds a
+place where a span may occur again.  The drift check, the first-change search, the
+report, the history and the site all derive "format only" from this module.
 """
 
 from __future__ import annotations
@@ -36,16 +50,17 @@ import ast
 import inspect
 import keyword
 import re
+import warnings
 from bisect import bisect_right
 from collections.abc import Iterator
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 #: The one token a statement's end becomes (a line break outside brackets, or ``;``).
 SEPARATOR = "⏎"
 
 _STRING = (
-    r"(?P<string>(?:[rRbBuUfF]{1,2})?(?:"
+    r"(?P<string>(?:(?<!\w)[rRbBuUfF]{1,2})?(?:"
     r"'''(?:[^'\\]|\\.|'(?!''))*(?:'''|\Z)"
     r'|"""(?:[^"\\]|\\.|"(?!""))*(?:"""|\Z)'
     r"|'(?:[^'\\\n]|\\.)*(?:'|(?=\n)|\Z)"
@@ -136,16 +151,23 @@ _OPAQUE = re.compile(r"(?P<comment>#[^\r\n]*)|" + _STRING, re.DOTALL)
 _OPENER = re.compile(r"[#'\"]")
 _PREFIX_LETTERS = frozenset("rRbBuUfF")
 _NON_WORD = re.compile(r"\W+")
+#: A name or a number (``.5`` too), not a normalised literal (``b'x'``, ``f:x``).
+_NAME_OR_NUMBER = re.compile(r"(?![bruf]{0,2}['\":])(?:\w|\.\d)")
+#: A number a word character follows: the tokenizer reads two tokens there (``1if``).
+_NUMBER_THEN_WORD = re.compile(r"(?<!\w)" + _NUMBER.replace("?P<number>", "?>") + r"(?=\w)")
 
 
 class Token(NamedTuple):
     """One normalised token, the lines (1-based, inclusive) it came from, and where
-    it starts in the file's text."""
+    it starts in the file's text; a string literal keeps its text as written and
+    whether it starts a statement, to read the part of it a span cuts (:func:`_cut`)."""
 
     text: str
     first: int
     last: int
     offset: int
+    raw: str = ""
+    lead: bool = False
 
 
 class Statement(NamedTuple):
@@ -273,9 +295,10 @@ class Content:
                 previous = None
                 token = Token(SEPARATOR, first, first, offset)
             else:
-                text = string
+                text, written, lead = string, "", False
                 if kind == "string":
-                    text = _literal(string, docstring=previous is None and _ends(ahead))
+                    written, lead = string, previous is None
+                    text = _literal(string, docstring=lead and _ends(ahead))
                 elif kind == "op" and string in "([{":
                     follows = _follows_value(previous)
                     # f(a,) is f(a) and [a,] is [a]; but (a,) is a tuple, and so is x[a,]
@@ -287,7 +310,7 @@ class Content:
                     commas, lone_is_layout = brackets.pop()
                     if held and (commas > 1 or lone_is_layout):
                         held.pop(0)  # the trailing comma a formatter adds
-                token = Token(text, first, last, offset)
+                token = Token(text, first, last, offset, written, lead)
                 previous = (kind, string)
             yield from held
             held.clear()
@@ -328,12 +351,18 @@ class Content:
     # -- questions --------------------------------------------------------------------
 
     def span(self, first: int, last: int) -> tuple[str, ...]:
-        """The content of lines ``first..last``: the tokens that start there."""
-        out = []
+        """The content of lines ``first..last``: the tokens there, a string literal the
+        span cuts as its part inside the span (:func:`_cut`); a statement end before
+        the first of them is not the span's (the statement it ends lies before it)."""
+        out: list[str] = []
         for token in self._tokens_from(self._statement_start(first)):
             if token.first > last:
                 break
-            if token.first >= first:
+            if token.last < first:
+                continue
+            if token.first < first or token.last > last:
+                out.append(_cut(token, first, last))
+            elif out or token.text != SEPARATOR or not self.python:
                 out.append(token.text)
         return tuple(out)
 
@@ -347,8 +376,9 @@ class Content:
     def _search(self, needle: tuple[str, ...]) -> list[tuple[int, int]]:
         if not needle:
             return []
-        found = []
-        for offset in self._candidates(needle[0]):
+        found: list[tuple[int, int]] = []
+        cut = self.python and _is_cut(needle[0])
+        for offset in self._cut_candidates(needle[0]) if cut else self._candidates(needle[0]):
             line = self._line_of(offset)
             tokens = self._tokens_from(self._statement_start(line))
             for token in tokens:
@@ -356,39 +386,67 @@ class Content:
                     break
             else:
                 continue
-            if token.offset != offset or token.text != needle[0]:
+            if token.offset != offset:
                 continue
-            matched, end = 1, token
+            if cut:
+                places = _cut_places(token, needle[0])
+            elif token.text == needle[0]:
+                places = [(line, token.last)]
+            else:
+                continue
+            if len(needle) == 1 or not places:
+                found.extend(places)
+                continue
+            # tokens follow only a string the span starts inside: it ends there, once
+            (begin, end), matched = places[0], 1
             for token in tokens:
-                if matched == len(needle) or token.text != needle[matched]:
+                want = needle[matched]
+                if self.python and _is_cut(want):  # a string the span ends inside: last
+                    ends = _cut_places(token, want)
+                    if ends:
+                        matched, end = matched + 1, ends[0][1]
                     break
-                matched, end = matched + 1, token
+                if token.text != want:
+                    break
+                matched, end = matched + 1, token.last
+                if matched == len(needle):
+                    break
             if matched == len(needle):
-                found.append((line, end.last))
+                found.append((begin, end))
         return sorted(set(found))
+
+    def _cut_candidates(self, cut: str) -> Iterator[int]:
+        """Offsets of the string literals that hold the cut part ``cut``, read from the
+        file's start (the search reads each again from its statement's start)."""
+        return (t.offset for t in self._read if t.raw and _cut_places(t, cut))
+
+    @cached_property
+    def _read(self) -> list[Token]:
+        """Every token of the file, read from its start, for the searches whose first
+        token cannot be found by its text (a literal, whole or cut)."""
+        return list(self._tokens_from(1))
 
     def _candidates(self, first: str) -> Iterator[int]:
         """Offsets where a token equal to ``first`` may start: where its text occurs as
-        a token would (a string literal, normalised, may be written otherwise: then
-        wherever a token equal to it starts)."""
-        if self.python and _LITERAL.match(first):
-            yield from (t.offset for t in self._tokens_from(1) if t.text == first)
+        a token would (a string literal, normalised, may be written otherwise, and one
+        cut off reads as a colon and its text: then wherever a token equal to it starts).
+        A name or a number starts where no name or number ends (a number may end where
+        a name starts: ``1if``), and a name ends where no word character follows."""
+        if self.python and (_LITERAL.match(first) or first[:1] == ":"):
+            yield from (t.offset for t in self._read if t.text == first)
             return
         text = self.text
         code = self._code[0] if self.python else text
         word = first[:1].isalnum() or first[:1] == "_"
+        name = word and not first[:1].isdigit()
         position = text.find(first)
         while position != -1:
             end = position + len(first)
             if (
                 # a comment where the text has one; anything else in code, not in a string
                 (code[position] == " " if first[:1] == "#" else code[position] == first[0])
-                and not (
-                    word
-                    and position
-                    and (text[position - 1].isalnum() or text[position - 1] == "_")
-                )
-                and not (word and end < len(text) and (text[end].isalnum() or text[end] == "_"))
+                and not (word and position and _in_name(text, position))
+                and not (name and end < len(text) and (text[end].isalnum() or text[end] == "_"))
                 and (self.python or not (position and not text[position - 1].isspace()))
             ):
                 yield position
@@ -410,16 +468,11 @@ class Content:
         if self.python and not all(run in self._squeezed for run in _written_runs(needle)):
             return False
         words = (
-            [
-                w
-                for t in needle
-                if (t[:1].isalnum() or t[:1] == "_") and not _LITERAL.match(t)
-                for w in _WORD.findall(t)
-            ]
+            [w for t in needle if _NAME_OR_NUMBER.match(t) for w in _WORD.findall(t)]
             if self.python
             else list(needle)
         )
-        if f" {' '.join(words)} " not in self._words:
+        if words and f" {' '.join(words)} " not in self._words:
             return False
         return not self.python or bool(self.find(needle))
 
@@ -433,7 +486,8 @@ class Content:
         """The names and numbers outside strings and comments (Python), or the words
         (other text), one space apart and around."""
         if self.python:  # the runs of anything else, each made one space
-            return f" {_NON_WORD.sub(' ', self._code[0]).strip(' ')} "
+            code = _NUMBER_THEN_WORD.sub(r"\g<0> ", self._code[0])
+            return f" {_NON_WORD.sub(' ', code).strip(' ')} "
         return f" {' '.join(self.text.split())} "
 
     def whole_statements(self, first: int, last: int) -> tuple[int, int]:
@@ -481,23 +535,32 @@ def _written_runs(needle: tuple[str, ...]) -> list[str]:
     """What every text holding ``needle`` holds once :data:`_BETWEEN` is taken out of
     it: each run of the needle's names, numbers and operators, its text as written.
 
-    Literals (compared by value), comments (compared without their trailing spaces),
-    statement ends (a line break or ``;``), and any token that reads like one of them
-    (:data:`_REWRITTEN`) end a run; commas are left out, since a trailing comma may be
-    layout.  Every other token is the text it was read from and matches only a token
-    read the same way, and the tokenizer passes over nothing but :data:`_BETWEEN` from
-    one token to the next, so where the needle occurs, each run, taken out the same
-    way, is in the text.
+    Literals (compared by value, whole or cut), comments (compared without their
+    trailing spaces), statement ends (a line break or ``;``), and any token that reads
+    like one of them (:data:`_REWRITTEN`) end a run; commas are left out, since a
+    trailing comma may be layout.  Every other token is the text it was read from and
+    matches only a token read the same way, and the tokenizer passes over nothing but
+    :data:`_BETWEEN` from one token to the next, so where the needle occurs, each run,
+    taken out the same way, is in the text.
     """
     runs: list[list[str]] = [[]]
     for token in needle:
         if token == ",":
             continue
-        if token == SEPARATOR or _REWRITTEN.match(token):
+        if token == SEPARATOR or _REWRITTEN.match(token) or _is_cut(token):
             runs.append([])
         else:
             runs[-1].append(token)
     return ["".join(run).translate(_BETWEEN) for run in runs if run]
+
+
+def _in_name(text: str, position: int) -> bool:
+    """Whether ``position`` follows a word character that a name holds: one in a run of
+    them that does not start with a digit (a number may end right before a name)."""
+    start = position
+    while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return start < position and not text[start].isdigit()
 
 
 def _opaque(text: str) -> Iterator[re.Match[str]]:
@@ -542,20 +605,123 @@ def _follows_value(previous: tuple[str, str] | None) -> bool:
 
 
 def _literal(token: str, *, docstring: bool) -> str:
-    """A string literal's value, exactly (a docstring as cleandoc reads it, without the
-    spaces at its line ends); a literal ``ast`` cannot evaluate (an f-string, or one cut
-    off by the end of the file) keeps its prefix and the text between its quotes."""
-    try:
-        value = ast.literal_eval(token)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    """A string literal's value, exactly (a docstring as cleandoc reads it once the
+    spaces at its line ends are gone); a literal ``ast`` cannot evaluate (an f-string, or
+    one cut off by the end of the file) keeps its prefix and the text between its quotes."""
+    value = _value(token)
+    if value is None:
         prefix = token[: len(token) - len(token.lstrip("rRbBuUfF"))]
         body = token[len(prefix) :]
         quote = body[:3] if body[:3] in ('"""', "'''") else body[:1]
         inner = body[len(quote) :]
         return f"{prefix.lower()}:{inner.removesuffix(quote)}"
-    if docstring and isinstance(value, str):
-        value = "\n".join(line.rstrip() for line in inspect.cleandoc(value).split("\n"))
-    return repr(value)
+    return repr(_docstring(value) if docstring and isinstance(value, str) else value)
+
+
+def _value(literal: str) -> str | bytes | None:
+    """The value of a string literal, None when ``ast`` cannot evaluate it."""
+    try:
+        if "\\" in literal:  # an invalid escape warns (3.12: on stderr); its value is read
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                value = ast.literal_eval(literal)
+        else:
+            value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str | bytes) else None
+
+
+def _docstring(value: str) -> str:
+    """A docstring as cleandoc reads it once the spaces at its line ends are gone (so a
+    line of spaces is an empty line)."""
+    return inspect.cleandoc("\n".join(line.rstrip() for line in value.split("\n")))
+
+
+#: The mark a string literal cut by a span begins its token with (see :func:`_cut`); no
+#: other token is longer than one character and begins with it.
+CUT = "…"
+
+
+def _is_cut(token: str) -> bool:
+    return len(token) > 1 and token[0] == CUT
+
+
+def _cut(token: Token, first: int, last: int) -> str:
+    """The token for the part of the string literal ``token`` inside lines
+    ``first..last`` (only a literal spans lines, so only a literal is cut).
+
+    It says where the span cuts the literal — it runs on past the span's end
+    (``head``), began before the span (``tail``), or both (``inner``) — how many of its
+    lines are inside, and what of it is there, compared as the whole literal would be
+    (:func:`_part`): by value, and as :func:`inspect.cleandoc` reads it when the literal
+    starts a statement (a docstring; what follows it may lie past the span).
+    """
+    a, b = max(first, token.first) - token.first, min(last, token.last) - token.first
+    where = "inner" if a and token.first + b < token.last else "tail" if a else "head"
+    return _cut_token(token.raw, a, b, where, token.lead)
+
+
+def _cut_shape(cut: str) -> tuple[str, int]:
+    """Where a cut token (see :func:`_cut`) cuts its literal, and how many lines it holds."""
+    where, count, _part = cut[1:].split(":", 2)
+    return where, int(count)
+
+
+def _cut_places(token: Token, cut: str) -> list[tuple[int, int]]:
+    """The lines of each part of the string literal ``token`` equal to the cut part
+    ``cut``, cut the same way (a part the span starts inside starts past the literal's
+    first line, a part it ends inside ends before its last)."""
+    where, count = _cut_shape(cut)
+    lines = token.last - token.first + 1
+    if not token.raw or lines <= count:
+        return []
+    if where == "head":
+        starts = range(1)
+    elif where == "tail":
+        starts = range(lines - count, lines - count + 1)
+    else:
+        starts = range(1, lines - count)
+    return [
+        (token.first + a, token.first + a + count - 1)
+        for a in starts
+        if _cut_token(token.raw, a, a + count - 1, where, token.lead) == cut
+    ]
+
+
+def _cut_token(raw: str, a: int, b: int, where: str, docstring: bool) -> str:
+    return f"{CUT}{where}:{b - a + 1}:{_part(raw, a, b, docstring=docstring)}"
+
+
+def _part(raw: str, a: int, b: int, *, docstring: bool) -> str:
+    """The part of the literal ``raw`` on its lines ``a..b`` (0-based), normalised as
+    :func:`_literal` normalises a whole one: its value, exactly, or as cleandoc reads
+    it for a docstring; its prefix and the text between its quotes when it cannot be
+    evaluated.  An escape never runs over a line's end (a backslash and the line break
+    are one), so the value of lines is the values of each joined."""
+    prefix, texts, values = _lines_of(raw)
+    parts = values[a : b + 1]
+    strings = [v for v in parts if isinstance(v, str)]
+    if len(strings) == len(parts):
+        value = "".join(strings)
+        return repr(_docstring(value) if docstring else value)
+    data = [v for v in parts if isinstance(v, bytes)]
+    if len(data) == len(parts):
+        return repr(b"".join(data))
+    return f"{prefix.lower()}:{''.join(texts[a : b + 1])}"
+
+
+@lru_cache(maxsize=256)
+def _lines_of(raw: str) -> tuple[str, tuple[str, ...], tuple[str | bytes | None, ...]]:
+    """A string literal's prefix, the text of each of its lines between its quotes (the
+    line break included), and the value of each (None when it cannot be evaluated)."""
+    prefix = raw[: len(raw) - len(raw.lstrip("rRbBuUfF"))]
+    body = raw[len(prefix) :]
+    quote = body[:3] if body[:3] in ('"""', "'''") else body[:1]
+    lines = body.split("\n")
+    texts = [line + "\n" for line in lines[:-1]] + [lines[-1].removesuffix(quote)]
+    texts[0] = texts[0][len(quote) :]
+    return prefix, tuple(texts), tuple(_value(prefix + quote + t + quote) for t in texts)
 
 
 def holds_in(old: Content, first: int, last: int, new: Content) -> bool:
