@@ -1145,6 +1145,54 @@ def test_a_compare_page_says_what_changed_state_between_two_renders(site, demo):
     assert "Q-recall-unchanged" not in text and "RT-CMP-model:" not in text  # held: not listed
 
 
+def test_a_compare_page_lists_what_the_screen_gained_and_lost(demo, tmp_path, monkeypatch):
+    """Both renders carry a screen (as `wb.screen()` records it): the page lists the
+    findings each lacks, by their text not their line, escaped and made visible."""
+    ws, commits = demo
+    monkeypatch.chdir(ws.root)
+
+    def screen(*items: tuple[str, int, str]) -> dict[str, Any]:
+        return {
+            "items": [
+                {"category": "unpinned", "path": path, "line": line, "kind": "CI step installs "
+                 "a package without an exact version", "text": text, "run_by": [],
+                 "step": "job test, step 2"}
+                for path, line, text in items
+            ],
+            "cooldown": {"locks": []},
+        }  # fmt: skip
+
+    kept = (".github/workflows/ci.yml", 4, "pip install -U pkg")
+    files = [ws.reports / "larkspur" / c[:12] / "records.json" for c in (commits[0], commits[-1])]
+    saved = [f.read_bytes() for f in files]
+    screens = [
+        screen(kept, (".github/workflows/ci.yml", 9, "npm install")),
+        screen(
+            (kept[0], 6, kept[2]),  # two lines lower: the same finding
+            ("w/\u202eci.yml", 3, "</code><script>alert(1)</script>"),
+        ),
+    ]
+    try:
+        for path, raw, recorded in zip(files, saved, screens, strict=True):
+            data = json.loads(raw)
+            data["screen"] = recorded
+            path.write_text(dumps(data), encoding="utf-8")
+        run("publish", "--out", str(tmp_path / "s"))
+    finally:
+        for path, raw in zip(files, saved, strict=True):
+            path.write_bytes(raw)
+    name = f"compare-{commits[0][:12]}-{commits[-1][:12]}.html"
+    page = (tmp_path / "s" / "reports" / "larkspur" / name).read_text(encoding="utf-8")
+    assert "<script>alert" not in page and "\u202e" not in page
+    section = page.split('id="screen-heading"', 1)[1].split("</section>", 1)[0]
+    gained, lost = section.split('id="screen-lost"', 1)
+    text = html.unescape(re.sub(r"<[^>]+>", "", gained))
+    assert "w/<U+202E>ci.yml:3 CI step installs a package without an exact version " in text
+    assert "(job test, step 2): </code><script>alert(1)</script>" in text
+    assert "pip install -U pkg" not in section  # held, though it moved
+    assert "npm install" in html.unescape(lost) and "ci.yml:9" in lost
+
+
 def test_a_compare_page_without_the_mirror_names_the_missing_diffs(demo, tmp_path, monkeypatch):
     ws, commits = demo
     monkeypatch.chdir(ws.root)

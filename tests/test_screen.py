@@ -147,6 +147,8 @@ def test_a_workflow_is_flagged_at_its_run_lines_with_their_exact_text(pinned, tw
          "- run: wget -qO- https://example.invalid/get | sudo bash"),
         (20, "CI step runs a downloaded script",
          "- run: bash <(curl -s https://example.invalid/b.sh)"),
+        (21, "CI step installs a package without an exact version",
+         "- run: pip install --extra-index-url https://mirror.invalid/simple tool"),
         (21, "CI step installs from another package index",
          "- run: pip install --extra-index-url https://mirror.invalid/simple tool"),
         (25, "CI step pipes a download into a shell",
@@ -442,6 +444,7 @@ def test_editor_container_agent_and_deploy_configurations_show_each_command(pinn
     ]  # fmt: skip
     assert at(data, "Dockerfile") == [
         (1, "container image build", "FROM python:3.12"),
+        (2, "Dockerfile RUN installs a package without an exact version", "RUN pip install uv"),
         (3, "Dockerfile RUN pipes a download into a shell", "RUN wget -qO- https://x.invalid/d \\"),
     ]
     assert {
@@ -689,3 +692,394 @@ def test_plain_commands_are_not_called_risky(command):
     from tracework.screen.commands import risks
 
     assert risks(command) == []
+
+
+# ---- pyproject.toml ranges no lock pins, and the .gitignore line that says why ---------
+
+PYPROJECT = """\
+[project]
+name = "subject"
+dependencies = [
+  "requests>=2",
+  "rich==13.7.1",
+  "click",
+  "attrs==23.*",
+]
+
+[project.optional-dependencies]
+dev = ["pytest>=8", "coverage==7.5.0"]
+
+[dependency-groups]
+lint = ["ruff~=0.5", {include-group = "dev"}]
+
+[tool.uv]
+dev-dependencies = ["mypy"]
+
+[tool.poetry.dependencies]
+python = "^3.11"
+httpx = "^0.27"
+pinned = "23.2.0"
+local = { path = "../local" }
+fromgit = { git = "https://g.invalid/x.git", branch = "main" }
+atrev = { git = "https://g.invalid/x.git", rev = "8f4b7f84864484a7bf31766abe9204da3cbe65b3" }
+
+[tool.poetry.group.docs.dependencies]
+sphinx = { version = ">=7" }
+"""
+RANGES = '[project]\nname = "m"\ndependencies = ["flask>=3"]\n'
+NO_LOCK = "dependency without an exact version, and no lock file pins it"
+
+
+def test_pyproject_ranges_are_unpinned_when_no_lock_is_committed_and_an_ignored_lock_says_why(
+    pinned, tw
+):
+    repo = pinned(
+        {
+            ".gitignore": "# tools\n.venv/\n/uv.lock\n",
+            "pyproject.toml": PYPROJECT,
+            # a glob in a deeper .gitignore; the root's anchored line is not for here
+            "svc/.gitignore": "build/\n*.lock\n",
+            "svc/pyproject.toml": RANGES,
+            # re-included: no line keeps a lock out, so no reason is given
+            "lib/.gitignore": "uv.lock\n!uv.lock\n",
+            "lib/pyproject.toml": RANGES,
+            # pinned by a lock above (a uv workspace), or by exact requirements beside it
+            "ws/uv.lock": "version = 1\n",
+            "ws/member/pyproject.toml": RANGES,
+            "compiled/pyproject.toml": RANGES,
+            "compiled/requirements.txt": "flask==3.0.3 \\\n    --hash=sha256:00\nclick==8.1.7\n",
+            "bad/pyproject.toml": "[project\ndependencies = [",
+        }
+    )
+    data = screened(tw, repo)
+    root = f"{NO_LOCK} (uv.lock is ignored by git: .gitignore:3)"
+    unpinned = [(line, kind, text) for line, kind, text in at(data, "pyproject.toml")
+                if kind.startswith("dependency")]  # fmt: skip
+    assert unpinned == [
+        (4, root, '"requests>=2",'),
+        (6, root, '"click",'),
+        (7, root, '"attrs==23.*",'),  # a wildcard is a range
+        (11, root, 'dev = ["pytest>=8", "coverage==7.5.0"]'),
+        (14, root, 'lint = ["ruff~=0.5", {include-group = "dev"}]'),
+        (17, root, 'dev-dependencies = ["mypy"]'),
+        (21, root, 'httpx = "^0.27"'),
+        (24, root, 'fromgit = { git = "https://g.invalid/x.git", branch = "main" }'),
+        (28, root, 'sphinx = { version = ">=7" }'),
+    ]
+    assert all(
+        i["category"] == "unpinned" for i in data["items"] if i["kind"].startswith("dependency")
+    )
+    assert at(data, "svc/pyproject.toml")[-1] == (
+        3,
+        f"{NO_LOCK} (uv.lock is ignored by git: svc/.gitignore:2)",
+        'dependencies = ["flask>=3"]',
+    )
+    assert at(data, "lib/pyproject.toml")[-1] == (3, NO_LOCK, 'dependencies = ["flask>=3"]')
+    assert [k for _, k, _ in at(data, "ws/member/pyproject.toml")] == ["manifest"]
+    assert [k for _, k, _ in at(data, "compiled/pyproject.toml")] == ["manifest"]
+    bad = at(data, "bad/pyproject.toml")
+    assert bad[-1][0] == 1 and bad[-1][1].startswith(
+        "pyproject.toml not read for its dependencies (not valid TOML"
+    )
+
+
+def test_an_ignored_package_lock_is_the_reason_a_package_json_range_is_unpinned(pinned, tw):
+    repo = pinned(
+        {".gitignore": "package-lock.json\n", "package.json": '{"dependencies": {"a": "^1"}}\n'}
+    )
+    assert at(screened(tw, repo), "package.json")[-1][1] == (
+        "npm range without a lock file (package-lock.json is ignored by git: .gitignore:1)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("lines", "path", "ignored"),
+    [
+        (["uv.lock"], "uv.lock", True),
+        (["*.lock"], "sub/uv.lock", True),
+        (["u?.l[aeiou]ck"], "uv.lock", True),
+        (["**/uv.lock"], "a/b/uv.lock", True),
+        (["sub/uv.lock"], "sub/uv.lock", True),
+        (["/uv.lock"], "sub/uv.lock", False),  # anchored at the .gitignore's folder
+        (["uv.lock/"], "uv.lock", False),  # folders only
+        (["# uv.lock"], "uv.lock", False),
+        (["uv.lock", "!uv.lock"], "uv.lock", False),  # the last matching line decides
+        (["!uv.lock", "uv.lock  "], "uv.lock", True),  # trailing blanks are not the name's
+        (["uv.lockx", "xuv.lock", "*.lock/"], "uv.lock", False),
+        (["*a" * 500, "*" * 5000], "uv.lock", False),  # RE2, linear; past 1,024: no pattern
+    ],
+)
+def test_gitignore_lines_are_read_as_git_reads_them(lines, path, ignored):
+    from tracework.screen.ignored import Ignores
+
+    found = Ignores({".gitignore": lines}).ignoring(path)
+    assert (found is not None) == ignored
+    if ignored:
+        assert found == (".gitignore", len(lines))
+
+
+# ---- installs that no lock fixes: each its own finding, with its job and step ---------
+
+BYPASS = """\
+name: ci
+env:
+  FORCE_COLOR: "1"
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@8f4b7f84864484a7bf31766abe9204da3cbe65b3
+      - name: deps <b>\u202e
+        run: |
+          uv pip install -r pyproject.toml
+          pip install -U pkg
+          pip install pkg
+          pip install pinned==1.0
+          uv sync --locked
+          uv sync
+      - run: npm install
+      - run: npm ci
+  release:
+    runs-on: ubuntu-latest
+    steps:
+      - run: poetry update && poetry install
+      - run: >
+          python -m pip install
+          -e .
+"""
+
+
+def test_ci_steps_that_install_what_no_lock_pins_are_each_a_finding_with_job_and_step(pinned, tw):
+    repo = pinned({".github/workflows/ci.yml": BYPASS})
+    data = screened(tw, repo)
+    loose = [
+        (i["line"], i["kind"], i["step"])
+        for i in data["items"]
+        if i["category"] == "unpinned" and i["path"] == ".github/workflows/ci.yml"
+    ]
+    deps = 'job test, step 2 "deps <b>\u202e"'
+    assert loose == [
+        (11, "CI step installs a manifest's ranges afresh, not its lock", deps),
+        (12, "CI step upgrades packages past the lock", deps),
+        (13, "CI step installs a package without an exact version", deps),
+        (16, "CI step syncs without --locked or --frozen (a lock out of date is resolved "
+         "afresh)", deps),
+        (17, "CI step installs with npm install, which may rewrite the lock (npm ci holds "
+         "to it)", "job test, step 3"),
+        (22, "CI step upgrades packages past the lock", "job release, step 1"),
+        (25, "CI step installs a project, resolving its dependencies afresh",
+         "job release, step 2"),
+    ]  # fmt: skip
+    texts = {i["line"]: i["text"] for i in data["items"] if i["category"] == "unpinned"}
+    assert texts[13] == "pip install pkg" and texts[25] == "-e ."
+    # every CI finding names its step; the pinned action too
+    assert ("build-time", 8, "job test, step 1") in {
+        (i["category"], i["line"], i["step"]) for i in data["items"]
+    }
+    human = tw("screen", "toy", "--commit", repo.commits[0])
+    assert human.exit_code == 0, human.output
+    assert "\u202e" not in human.output
+    row = next(
+        line for line in human.output.splitlines() if "ci.yml:12" in line and "upgrades" in line
+    )
+    shown = deps.replace("\u202e", "<U+202E>")
+    assert f"CI step upgrades packages past the lock ({shown})" in row
+    from tracework.git.subjects import open_mirror
+    from tracework.screen import screen
+    from tracework.workspace import Workspace
+
+    page = screen_html(screen(open_mirror(Workspace.find(), "toy"), repo.commits[0]))
+    assert "<b>" not in page
+    assert "CI step upgrades packages past the lock (job test, step 2 " in page
+    assert "deps &lt;b&gt;" in page
+
+
+def test_a_configuration_holding_uv_to_its_lock_lets_a_plain_sync_pass(pinned, tw):
+    held = "env:\n  UV_FROZEN: 1\njobs:\n  t:\n    steps:\n      - run: uv sync\n"
+    gitlab = "test:\n  script:\n    - uv sync\n    - UV_LOCKED=1 uv sync\n"
+    repo = pinned({".github/workflows/ci.yml": held, ".gitlab-ci.yml": gitlab})
+    data = screened(tw, repo)
+    assert not [i for i in data["items"] if i["path"] == ".github/workflows/ci.yml"
+                and i["category"] == "unpinned"]  # fmt: skip
+    gitlab = [i for i in data["items"] if i["path"] == ".gitlab-ci.yml"]
+    assert [(i["line"], i["step"]) for i in gitlab if i["category"] == "unpinned"] == [
+        (3, "job test")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("command", "meanings"),
+    [
+        ("uv pip install -r pyproject.toml", ["installs a manifest's ranges afresh, not its lock"]),
+        ("pip install -r requirements.in", ["installs a manifest's ranges afresh, not its lock"]),
+        ("pip install -U pkg", ["upgrades packages past the lock"]),
+        ("python3 -m pip install --upgrade pip", ["upgrades packages past the lock"]),
+        ("pip install -qU pip", ["upgrades packages past the lock"]),
+        ("pip install pkg", ["installs a package without an exact version"]),
+        ("sudo -H pip3 install 'pkg>=1'", ["installs a package without an exact version"]),
+        ("uv pip install pkg", ["installs a package without an exact version"]),
+        ("pip install -e .[dev]", ["installs a project, resolving its dependencies afresh"]),
+        ("cd web && npm install && npm run build",
+         ["installs with npm install, which may rewrite the lock (npm ci holds to it)"]),
+        ("npm i -g npm@latest", ["installs a package without an exact version"]),
+        ("npm install @scope/pkg", ["installs a package without an exact version"]),
+        ("yarn install", ["installs without --frozen-lockfile or --immutable (the lock may be "
+                          "rewritten)"]),
+        ("poetry update", ["upgrades packages past the lock"]),
+        ("pdm update", ["upgrades packages past the lock"]),
+        ("uv lock --upgrade", ["upgrades packages past the lock"]),
+        ("uv sync", ["syncs without --locked or --frozen (a lock out of date is resolved afresh)"]),
+        ("uv tool install ruff", ["installs a package without an exact version"]),
+        ("pipx install poetry", ["installs a package without an exact version"]),
+        ("gem install bundler", ["installs a package without an exact version"]),
+        ("cargo install ripgrep", ["installs a package without an exact version"]),
+        ("go install golang.org/x/tools/gopls@latest",
+         ["installs a package without an exact version"]),
+        ("if pip install foo; then echo; fi", ["installs a package without an exact version"]),
+    ],
+)  # fmt: skip
+def test_each_install_no_lock_fixes_is_named(command, meanings):
+    from tracework.screen.installs import unlocked
+
+    assert [m for _, m in unlocked(command)] == meanings
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["npm ci", "npm install left-pad@1.3.0", "npm install @scope/pkg@2.0.0", "poetry install",
+     "uv sync --locked", "uv sync --frozen --all-extras", "UV_FROZEN=1 uv sync",
+     "pip install pkg==1.0", "pip install -r requirements.txt", "pip install -e . --no-deps",
+     "pip install -c constraints.txt pkg", "pip install --require-hashes -r req.txt",
+     "pip install $PKG", "pip install git+https://g.invalid/y.git", "pip install dist/x.whl",
+     "echo pip install foo", "pipx install poetry==1.8.0", "uv tool install ruff@0.5.0",
+     "yarn install --frozen-lockfile", "pnpm install", "gem install bundler -v 2.4.0",
+     "cargo install --locked ripgrep@14.1.0", "go install ./...", "pip download foo",
+     "uv run pytest", "npx prettier --check ."],
+)  # fmt: skip
+def test_installs_held_to_a_lock_or_a_version_are_not_named(command):
+    from tracework.screen.installs import unlocked
+
+    assert unlocked(command) == []
+
+
+def test_reading_a_long_install_command_stays_linear():
+    from tracework.screen.installs import unlocked
+
+    command = "pip install " + " ".join(f"p{i}==1.0" for i in range(50_000)) + " loose"
+    started = time.perf_counter()
+    hits = unlocked(command)
+    assert time.perf_counter() - started < 5
+    assert [m for _, m in hits] == ["installs a package without an exact version"]
+    assert command[hits[0][0] :] == "loose"
+
+
+# ---- the cooldown says the same on the command line and on the page ------------------
+
+OLD_UV_LOCK = """\
+version = 1
+
+[[package]]
+name = "settled"
+version = "1.0.0"
+source = { registry = "https://pypi.org/simple" }
+sdist = { url = "u", hash = "h", size = 1, upload-time = "2024-01-01T00:00:00Z" }
+"""
+
+
+def test_the_cooldown_says_the_same_on_the_command_line_in_json_and_on_the_page(pinned, tw):
+    from tracework.git.subjects import open_mirror
+    from tracework.screen import screen
+    from tracework.workspace import Workspace
+
+    repo = pinned({"a.py": "x = 1\n"})
+    repo.write("poetry.lock", "[[package]]\nname = 'x'\n").commit("an undated lock")
+    repo.write("uv.lock", OLD_UV_LOCK).commit("a dated lock, nothing recent")
+    assert tw("fetch", "toy").exit_code == 0
+    expected = [
+        "no lock file",
+        "not judged: no lock file here records when its packages were published",
+        "none inside the cooldown",
+    ]
+    for commit, verdict in zip(repo.commits, expected, strict=True):
+        human = tw("screen", "toy", "--commit", commit)
+        assert human.exit_code == 0, human.output
+        line = next(line for line in human.output.splitlines() if "cooldown" in line)
+        assert line.endswith(f": {verdict}")
+        assert (
+            json.loads(tw("screen", "toy", "--commit", commit, "--json").output)["cooldown"][
+                "verdict"
+            ]
+            == verdict
+        )
+        page = screen_html(screen(open_mirror(Workspace.find(), "toy"), commit))
+        assert f"read from the lock files alone: {verdict}.</p>" in page
+        assert "No lock file." not in page and ": none\n" not in human.output
+
+
+# ---- the compare page: what the screen gained and lost ---------------------------------
+
+
+def _recorded(*items: dict, packages: tuple[dict, ...] = ()) -> dict:
+    return {
+        "items": [
+            {"category": "unpinned", "path": "ci.yml", "line": 1, "kind": "k", "text": "t",
+             "run_by": [], "step": "", **item}
+            for item in items
+        ],
+        "cooldown": {"locks": [{"path": "uv.lock", "packages": list(packages)}]},
+    }  # fmt: skip
+
+
+def test_the_screen_changes_are_what_was_gained_and_lost_whatever_moved():
+    from tracework.site.compare import screen_changes
+
+    kept = {"text": "pip install -U pkg", "line": 3}
+    old = _recorded(kept, {"text": "gone", "line": 9}, packages=({"name": "a", "version": "1"},))
+    new = _recorded(
+        {**kept, "line": 5},  # moved two lines down: the same finding
+        {"text": "</code><script>x()</script>", "line": 7, "step": "job t"},
+        {"text": "not a line number", "line": "7"},
+        packages=({"name": "b", "version": "2", "uploaded": "2025-12-31T00:00:00Z"},),
+    )
+    changes = screen_changes(old, new)
+    assert changes is not None and changes["missing"] is None
+    assert [(f["text"], f["line"]) for f in changes["gained"]] == [
+        ("not a line number", 0),  # a line that is not a number is shown as 0
+        ("</code><script>x()</script>", 7),
+    ]
+    assert [(f["text"], f["line"]) for f in changes["lost"]] == [("gone", 9)]
+    assert [p["name"] for p in changes["packages_gained"]] == ["b"]
+    assert [p["name"] for p in changes["packages_lost"]] == ["a"]
+    assert screen_changes(None, None) is None
+    assert screen_changes(None, new) == {"missing": "old"}
+    assert screen_changes({"items": "junk", "cooldown": []}, new)["gained"]  # type: ignore[index]
+
+
+def test_the_compare_page_lists_the_screen_changes_escaped():
+    from types import SimpleNamespace
+
+    from tracework.site.compare import screen_changes
+    from tracework.site.publish import environment
+
+    env = environment(SimpleNamespace(title="Reports", rubrics={}))  # type: ignore[arg-type]
+    old = _recorded({"text": "gone <i>", "line": 2})
+    new = _recorded(
+        {"text": "</code><script>x()</script>", "line": 7, "step": 'job t, step 1 "<b>"',
+         "path": "w/\u202eci.yml"},
+        packages=({"name": "<img src=x>", "version": "2", "uploaded": "2025-12-31T00:00:00Z"},),
+    )  # fmt: skip
+    renders = SimpleNamespace(commit="a" * 40), SimpleNamespace(commit="b" * 40)
+    template = env.get_template("compare_screen.html.j2")
+    page = template.render(
+        changes={"screen": screen_changes(old, new)}, old=renders[0], new=renders[1]
+    )
+    assert "<script" not in page and "<b>" not in page and "<img" not in page and "<i>" not in page
+    assert "&lt;/code&gt;&lt;script&gt;x()&lt;/script&gt;" in page
+    assert "w/&lt;U+202E&gt;ci.yml:7" in page  # a path's hidden characters are shown
+    assert "New in the screen" in page and "Gone from the screen" in page
+    assert "gone &lt;i&gt;" in page and "new: <code>&lt;img src=x&gt;</code>" in page
+    only = template.render(
+        changes={"screen": screen_changes(None, new)}, old=renders[0], new=renders[1]
+    )
+    assert "Only the render at <code>bbbbbbbbbbbb</code> carries a screen" in only
+    assert template.render(changes={"screen": None}, old=renders[0], new=renders[1]).strip() == ""

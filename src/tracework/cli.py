@@ -968,7 +968,7 @@ def _print_screen(subject_name: str, result: Any) -> None:
         (
             f.category,
             where(f.path, f.line),
-            visible(f.kind)
+            visible(f.what())
             + (f" ← {', '.join(visible_name(r) for r in f.run_by)}" if f.run_by else ""),
             visible(f.text),
         )
@@ -1002,14 +1002,14 @@ def _print_screen(subject_name: str, result: Any) -> None:
     console.print(Text(", ".join(f"{n} {c}" for c, n in result.counts().items())))
     title = (
         f"dependencies inside the {window.days}-day cooldown: published after {window.since}, "
-        f"the commit being of {window.commit_date}"
+        f"the commit being of {window.commit_date}: {window.verdict()}"
     )
     if recent:
         console.print(
             table(title, ("where", "package", "version", "uploaded", "age (days)"), recent)
         )
     else:
-        console.print(Text(f"{title}: none"))
+        console.print(Text(title))
     for lock in window.locks:
         console.print(Text(f"{visible_name(lock.path)}: {lock.note}"))
 

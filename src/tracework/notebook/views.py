@@ -460,7 +460,7 @@ def screen_html(result: Screen) -> str:
     counts = ", ".join(f"{n} {esc(c)}" for c, n in result.counts().items())
     rows = "".join(
         f'<tr><td>{esc(f.category)}</td><td><span class="tw-path">{esc_name(f.path)}:{f.line}'
-        f"</span></td><td>{esc(f.kind)}"
+        f"</span></td><td>{esc(f.what())}"
         + (
             " (" + ", ".join(f'<span class="tw-path">{esc_name(r)}</span>' for r in f.run_by) + ")"
             if f.run_by
@@ -483,16 +483,16 @@ def screen_html(result: Screen) -> str:
     )
     cooldown = (
         f'<h3 id="screen-cooldown">Dependencies inside the {window.days}-day cooldown</h3>'
-        f"<p>{window.inside()} locked packages published after {esc(window.since)}, "
-        f"{window.days} days before the commit's date ({esc(window.commit_date)}), read from "
-        "the lock files alone.</p>"
+        f"<p>Locked packages published after {esc(window.since)}, {window.days} days before "
+        f"the commit's date ({esc(window.commit_date)}), read from the lock files alone: "
+        f"{esc(window.verdict())}.</p>"
         + (
             "<table><thead><tr><th>where</th><th>package</th><th>version</th><th>uploaded</th>"
             f"<th>age (days)</th></tr></thead><tbody>{recent}</tbody></table>"
             if recent
             else ""
         )
-        + (f"<ul>{notes}</ul>" if notes else "<p>No lock file.</p>")
+        + (f"<ul>{notes}</ul>" if notes else "")
     )
     return (
         '<section class="tw-screen"><h2 id="screen">Screen of the checkout</h2>'

@@ -6,14 +6,17 @@ and hook configurations, committed git repositories whose config git would obey)
 agent-instruction files (shown as data, never followed), build-time execution
 points (each CI step's command, Dockerfile ``RUN``, agent-platform and deploy
 configurations, build scripts, and the task-file targets something found here
-runs), and dependency surfaces with unpinned ranges.  Beside the findings, the
-cooldown lists locked packages published shortly before the commit.  The result
-is deterministic: findings are sorted by category, path and line.
+runs), and dependency surfaces with unpinned ranges: those no lock file pins, and
+the installs no lock fixes.  Beside the findings, the cooldown lists locked packages
+published shortly before the commit.  The result is deterministic: findings are
+sorted by category, path and line.
 
 The stages, one module each: :mod:`.surfaces` (what a file is by its name),
 :mod:`.ci` and :mod:`.platforms` (configurations parsed by :mod:`.documents`, their
-commands judged by :mod:`.commands`), :mod:`.tasks` (who runs a Makefile target),
-:mod:`.cooldown` (lock files and their dates).
+commands judged by :mod:`.commands` and :mod:`.installs`), :mod:`.pyproject` (the
+ranges a ``pyproject.toml`` declares, and :mod:`.ignored`, the ``.gitignore`` line
+that keeps its lock out), :mod:`.pins` (what is exact), :mod:`.tasks` (who runs a
+Makefile target), :mod:`.cooldown` (lock files and their dates).
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from typing import Any
 
 import tracework.screen.ci as ci
 import tracework.screen.cooldown as cooldown
+import tracework.screen.ignored as ignored
 import tracework.screen.platforms as platforms
+import tracework.screen.pyproject as pyproject
 import tracework.screen.surfaces as surfaces
 import tracework.screen.tasks as tasks
 from tracework.git.mirror import Mirror
@@ -69,6 +74,7 @@ class Screen:
                 "commit_date": window.commit_date,
                 "since": window.since,
                 "inside": window.inside(),
+                "verdict": window.verdict(),
                 "locks": [
                     {
                         "path": lock.path,
@@ -128,11 +134,21 @@ def screen(mirror: Mirror, commit: str, *, cooldown_days: int = DEFAULT_DAYS) ->
     tree = mirror.tree(commit)
     files = {p: e for p, e in tree.items() if e.kind == "file"}
     folders_with_lock = {folder_of(p) for p in tree if surfaces.is_lock(name_of(p))}
+    python_locked = {folder_of(p) for p in files if pyproject.is_python_lock(name_of(p))}
     wanted = sorted(p for p in files if _read_by_screen(p))
+    gitignores = _gitignores_to_read(files, folders_with_lock, python_locked)
     embedded = [f for f in embedded_repositories(tree) if f"{f}config" in files]
     blobs = mirror.read_blobs(
-        [*(files[p].oid for p in wanted), *(files[f"{f}config"].oid for f in embedded)]
+        [
+            *(files[p].oid for p in [*wanted, *gitignores]),
+            *(files[f"{f}config"].oid for f in embedded),
+        ]
     )
+    ignores = ignored.Ignores({p: lines_of(blobs[files[p].oid].data) for p in gitignores})
+    read = {p: _lines(blobs[files[p].oid]) for p in wanted}
+    python_locked |= {
+        folder_of(p) for p in wanted if pyproject.pins_every_requirement(name_of(p), read[p])
+    }
     budget = Budget()
     found = Found()
     task_files: list[tasks.TaskFile] = []
@@ -140,9 +156,14 @@ def screen(mirror: Mirror, commit: str, *, cooldown_days: int = DEFAULT_DAYS) ->
     for path in wanted:
         blob = blobs[files[path].oid]
         name = name_of(path)
-        lines = lines_of(blob.data if blob.data is not None else blob.head)
+        lines = read[path]
         has_lock = folder_of(path) in folders_with_lock
-        found += surfaces.classify(path, lines, has_lock)
+        if name.lower() == "pyproject.toml":
+            has_lock = pyproject.covered(folder_of(path), python_locked)
+        why = "" if has_lock else _why_no_lock(path, ignores)
+        found += surfaces.classify(path, lines, has_lock, why)
+        if name.lower() == "pyproject.toml" and not has_lock:
+            found += pyproject.read(path, blob.data, lines, blob.size, budget, why)
         if ci.is_ci(path):
             found += ci.read(path, blob.data, blob.size, budget)
         reader = platforms.reader_for(path)
@@ -159,7 +180,54 @@ def screen(mirror: Mirror, commit: str, *, cooldown_days: int = DEFAULT_DAYS) ->
         findings += _embedded_findings(folder, lines_of(blob.data or blob.head))
     order = {c: i for i, c in enumerate(CATEGORIES)}
     findings = sorted(
-        dict.fromkeys(findings), key=lambda f: (order[f.category], f.path, f.line, f.kind)
+        dict.fromkeys(findings),
+        key=lambda f: (order[f.category], f.path, f.line, f.kind, f.step),
     )
     window = cooldown.window(locks, mirror.commit_info(commit).date, cooldown_days)
     return Screen(commit, tuple(findings), len(tree), window)
+
+
+#: The lock files a manifest's folder would hold, by the manifest's name.
+_LOCKS_OF = {
+    "pyproject.toml": pyproject.PYTHON_LOCKS,
+    "package.json": (
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "bun.lock",
+    ),
+}
+
+
+def _gitignores_to_read(
+    files: dict[str, Any], folders_with_lock: set[str], python_locked: set[str]
+) -> list[str]:
+    """The ``.gitignore`` files that may say why a manifest has no lock beside it."""
+    wanted: set[str] = set()
+    for path in files:
+        low = name_of(path).lower()
+        folder = folder_of(path)
+        if low not in _LOCKS_OF:
+            continue
+        if low == "pyproject.toml":
+            if pyproject.covered(folder, python_locked):
+                continue
+        elif folder in folders_with_lock:
+            continue
+        wanted.update(p for p in ignored.gitignore_paths(folder) if p in files)
+    return sorted(wanted)
+
+
+def _lines(blob: Any) -> list[str]:
+    return lines_of(blob.data if blob.data is not None else blob.head)
+
+
+def _why_no_lock(path: str, ignores: ignored.Ignores) -> str:
+    """Why a manifest's folder holds no lock, when a ``.gitignore`` line says."""
+    names = _LOCKS_OF.get(name_of(path).lower())
+    if not names or not ignores.rules:
+        return ""
+    folder = folder_of(path)
+    prefix = "" if folder == "." else f"{folder}/"
+    return ignores.reason([f"{prefix}{n}" for n in names])

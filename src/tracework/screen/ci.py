@@ -13,7 +13,7 @@ lines are still searched for risky commands.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import re2
@@ -81,6 +81,16 @@ _JENKINS_STEP = re2.compile(r"^\s*(?:sh|bat|powershell|pwsh)\b\s*\(?\s*(?:script
 _FULL_SHA = re2.compile(r"^[0-9a-f]{40}$")
 _DIGEST = re2.compile(r"@sha256:[0-9a-f]{64}$")
 
+# a configuration that holds uv to its lock everywhere (`env: UV_FROZEN: 1`, a key of its
+# own: `UV_LOCKED=1 uv sync` holds that one command only)
+_HELD = re2.compile(r"""(?i)\bUV_(?:LOCKED|FROZEN)['"]?\s*:\s*['"]?(?:1|true|yes|on)\b""")
+#: How many levels above a command the screen looks for its job and step.
+_LEVELS = 8
+#: At most this many characters of a job's or step's name are shown.
+LABEL_CAP = 80
+# GitLab's top-level keys that are not jobs
+_NOT_JOBS = frozenset({"default", "workflow", "variables", "include", "stages", "image"})
+
 WHAT = "CI step"
 CONTEXT = "a CI step"
 
@@ -111,15 +121,19 @@ def read(path: str, data: bytes | None, size: int, budget: docs.Budget) -> Found
         docs.get(docs.get(docs.get(m, "defaults"), "run"), "working-directory") is not None
         for m in docs.mappings(doc.roots)
     )
-    for mapping in docs.mappings(doc.roots):
+    held = any(_HELD.search(text) for text in doc.lines)
+    for mapping, where in docs.mappings_at(doc.roots):
         folder = docs.scalar(docs.get(mapping, "working-directory")) or ("$" if defaults else "")
+        step = ""
         for key, value in docs.pairs(mapping):
+            if key in system.command_keys or key == "uses":
+                step = step or step_label(mapping, where, system)
             if key in system.command_keys:
                 for node in docs.items(value) or [value]:
                     if docs.scalar(node) is not None:
-                        found += _command(path, node, doc.lines, folder)
+                        found += _command(path, node, doc.lines, folder, step, held)
             elif key == "uses" and system.name == "GitHub Actions" and docs.scalar(value):
-                found.findings.append(_uses(path, value, doc.lines))
+                found.findings.append(replace(_uses(path, value, doc.lines), step=step))
     if not found.findings:
         found.findings.append(
             Finding("build-time", path, 1, f"{system.name} configuration", _first_line(doc.lines))
@@ -127,7 +141,7 @@ def read(path: str, data: bytes | None, size: int, budget: docs.Budget) -> Found
     return found
 
 
-def _command(path: str, node: Any, lines: list[str], folder: str) -> Found:
+def _command(path: str, node: Any, lines: list[str], folder: str, step: str, held: bool) -> Found:
     """One step's command; ``folder`` is where it runs (``$``: not known here, so no
     task file is said to be called by it)."""
     return command_findings(
@@ -137,7 +151,47 @@ def _command(path: str, node: Any, lines: list[str], folder: str) -> Found:
         what=WHAT,
         context=CONTEXT,
         folder=folder,
+        step=step,
+        held=held,
     )
+
+
+def _cut(text: str) -> str:
+    return " ".join(docs.clean(text).split())[:LABEL_CAP]
+
+
+def _name(node: Any, *keys: str) -> str:
+    for key in keys:
+        text = docs.scalar(docs.get(node, key))
+        if text:
+            return _cut(text)
+    return ""
+
+
+def step_label(mapping: Any, where: docs.Where, system: System) -> str:
+    """The job and step a command's mapping is in: ``job test, step 3 "tools"``.
+
+    Read upward from the mapping, a few levels at most: an item of a ``steps:`` list
+    is a step (named by its ``name:``, or Azure's ``displayName:``), a key of a
+    ``jobs:`` mapping (or an item of a ``jobs:`` list, named by ``job:``) a job.  In a
+    GitLab file a job is a top-level key.  Empty when neither is
+    found; each name is cut at :data:`LABEL_CAP` characters.
+    """
+    chain = docs.upward(where, _LEVELS + 1)  # chain[0] is the mapping, at its key
+    job = step = ""
+    for i, (key, node) in enumerate(chain):
+        parent = chain[i + 1][0] if i + 1 < len(chain) else None
+        if not step and not job and isinstance(key, int) and parent == "steps":
+            named = _name(node, "name", "displayName") or (_name(mapping, "name") if i else "")
+            step = f"step {key + 1}" + (f' "{named}"' if named else "")
+        elif not job and parent == "jobs":
+            job = f"job {_name(node, 'job', 'name') or key + 1}" if isinstance(key, int) else ""
+            job = job or f"job {_cut(str(key))}"
+    if chain and not job and system.name == "GitLab CI" and len(chain) <= _LEVELS:
+        top = chain[-1][0]
+        if isinstance(top, str) and top not in _NOT_JOBS:
+            job = f"job {_cut(top)}"
+    return ", ".join(part for part in (job, step) if part)
 
 
 def _uses(path: str, node: Any, lines: list[str]) -> Finding:
@@ -179,9 +233,10 @@ def _jenkins(path: str, lines: list[str]) -> Found:
     """A Jenkinsfile is Groovy, not parsed: its ``sh``/``bat`` steps found line by line."""
     found = Found()
     for n, text in enumerate(lines, start=1):
-        if _JENKINS_STEP.search(text):
+        step = _JENKINS_STEP.search(text)
+        if step:  # the command is the quoted string after `sh`
             found += command_findings(
-                [Piece(n, text, text)],
+                [Piece(n, text, text[step.end() :].rstrip(" \t)'\";"))],
                 path=path,
                 category="build-time",
                 what="Jenkins step",

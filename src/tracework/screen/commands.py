@@ -7,6 +7,15 @@ comment lines are no command.  Each command is matched against the patterns of
 :data:`RISKS`; a hit is reported at the file line where the matched text starts —
 the ``curl`` of a ``curl … \\ | sh`` spread over two lines — with that line's exact
 text.  The patterns run on re2 (linear time, whatever the subject wrote).
+
+Each command is also read for installs that no lock fixes (:mod:`.installs`): a
+package named without an exact version (``pip install pkg``, ``npm install pkg``),
+an upgrade (``pip install -U``, ``poetry update``), a project installed with its
+dependencies resolved afresh (``pip install -e .``), a manifest installed as ranges
+(``uv pip install -r pyproject.toml``), and an install that may rewrite its lock
+(``npm install`` rather than ``npm ci``, ``uv sync`` without ``--locked`` or
+``--frozen``).  These are ``unpinned`` findings of their own, each at the line its
+install starts on.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from typing import Any
 import re2
 
 import tracework.screen.documents as docs
+from tracework.screen.installs import unlocked
 from tracework.screen.model import Command, Finding, Found, shown
 
 _FETCH = r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)"
@@ -52,6 +62,8 @@ RISKS: tuple[tuple[Any, str], ...] = (
 _ANOTHER_INDEX = "installs from another package index"
 _FROM_URL = "installs a package from a URL"
 _CONTINUED = ("\\", "|", "&&", "||")
+# a YAML line's key or list dash before its command (`- run: `), in a file not parsed
+_LINE_PREFIX = re2.compile(r"^\s*(?:-\s+)?(?:[A-Za-z_][\w-]*\s*:\s+)?(?:-\s+)?(?:['\"])?")
 
 
 @dataclass(frozen=True)
@@ -116,32 +128,44 @@ def command_findings(
     folder: str,
     install: bool = False,
     plain: str | None = "runs a command",
+    step: str = "",
+    held: bool = False,
 ) -> Found:
     """The findings and commands of one command value (``what`` names it: "CI step").
 
     Each risky pattern is reported at the line it starts on; a value with none is
     reported once, at its first command line, as ``what`` + ``plain`` (not at all
     when ``plain`` is None: a Dockerfile's harmless ``RUN`` lines are not listed).
+    Each install no lock fixes is an ``unpinned`` finding of its own, at its line.
+    ``step`` names the CI job and step; ``held``: uv is held to its lock
+    (:func:`.installs.unlocked`).
     """
     found = Found()
     groups = shell_commands(pieces)
     hits: dict[tuple[int, str], Finding] = {}
+    loose: dict[tuple[int, str], Finding] = {}
     for group in groups:
         text, starts = joined(group)
         found.commands.append(Command(path, group[0].line, text, context, folder, install))
-        for offset, meaning in risks(text):
-            piece = group[bisect.bisect_right(starts, offset) - 1]
-            kind = f"{what} {meaning}"
-            hits.setdefault(
-                (piece.line, kind), Finding(category, path, piece.line, kind, shown(piece.source))
-            )
+        for found_in, category_of, matches in (
+            (hits, category, risks(text)),
+            (loose, "unpinned", unlocked(text, held=held)),
+        ):
+            for offset, meaning in matches:
+                piece = group[bisect.bisect_right(starts, offset) - 1]
+                kind = f"{what} {meaning}"
+                found_in.setdefault(
+                    (piece.line, kind),
+                    Finding(category_of, path, piece.line, kind, shown(piece.source), step=step),
+                )
     if hits:
         found.findings += hits.values()
     elif groups and plain is not None:
         first = groups[0][0]
         found.findings.append(
-            Finding(category, path, first.line, f"{what} {plain}", shown(first.source))
+            Finding(category, path, first.line, f"{what} {plain}", shown(first.source), step=step)
         )
+    found.findings += loose.values()
     return found
 
 
@@ -164,9 +188,17 @@ def scalar_pieces(node: Any, lines: list[str]) -> list[Piece]:
 
 
 def risky_lines(path: str, lines: list[str], *, category: str, what: str) -> list[Finding]:
-    """Risky commands found line by line, in a file that could not be parsed."""
+    """Risky commands, and installs no lock fixes, found line by line in a file that
+    could not be parsed."""
     return [
-        Finding(category, path, n, f"{what} {meaning}", shown(text))
-        for n, text in enumerate(lines, start=1)
-        for _, meaning in risks(text)
+        *(
+            Finding(category, path, n, f"{what} {meaning}", shown(text))
+            for n, text in enumerate(lines, start=1)
+            for _, meaning in risks(text)
+        ),
+        *(
+            Finding("unpinned", path, n, f"{what} {meaning}", shown(text))
+            for n, text in enumerate(lines, start=1)
+            for meaning in dict.fromkeys(m for _, m in unlocked(_LINE_PREFIX.sub("", text)))
+        ),
     ]

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import re2
 
+from tracework.readers import load_toml
 from tracework.screen.documents import lines_of
 from tracework.screen.model import name_of
 
@@ -90,6 +90,32 @@ class Cooldown:
 
     def inside(self) -> int:
         return sum(len(lock.packages) for lock in self.locks)
+
+    def verdict(self) -> str:
+        """The window in a few words, the same on the command line, in ``--json`` and
+        on the page: see :func:`verdict`."""
+        return verdict(
+            self.inside(),
+            locks=len(self.locks),
+            dated=sum(1 for lock in self.locks if lock.dated),
+        )
+
+
+#: What the cooldown says, in every output.
+NO_LOCK = "no lock file"
+NOT_DATED = "not judged: no lock file here records when its packages were published"
+NONE_INSIDE = "none inside the cooldown"
+
+
+def verdict(inside: int, *, locks: int, dated: int) -> str:
+    """``no lock file`` when the tree holds none; ``not judged…`` when no lock dates its
+    packages; ``none inside the cooldown`` when the locked packages are all older; else
+    how many are inside."""
+    if inside:
+        return f"{inside} locked package{'' if inside == 1 else 's'} inside the cooldown"
+    if not locks:
+        return NO_LOCK
+    return NONE_INSIDE if dated else NOT_DATED
 
 
 def is_dated_lock(name: str) -> bool:
@@ -169,7 +195,7 @@ Dated = list[tuple[str, str, datetime, int]]
 
 def _uv(lines: list[str]) -> tuple[Dated, int | None, str]:
     """uv.lock: each package dated by the newest upload of the files it lists."""
-    data = tomllib.loads("\n".join(lines))
+    data = load_toml("\n".join(lines))
     packages = data.get("package", [])
     if not isinstance(packages, list):
         raise ValueError("'package' is not an array of tables")

@@ -168,21 +168,46 @@ def line(node: Any) -> int:
     return first + 1 if getattr(node, "style", None) in ("|", ">") else first
 
 
-def mappings(roots: tuple[Any, ...]) -> Iterator[Any]:
-    """Every mapping node under ``roots``, each once, in file order (aliases are
-    the nodes they name, so nothing is visited twice)."""
+#: Where a node sits: the key or index it is at, the node, and where its parent sits
+#: (None at a document's root) — one cell per node, so walking down costs nothing.
+Where = tuple[str | int, Any, "Where | None"] | None
+
+
+def mappings_at(roots: tuple[Any, ...]) -> Iterator[tuple[Any, Where]]:
+    """Every mapping node under ``roots``, each once, in file order, with where it sits
+    (an alias is the node it names, reached first where it was defined)."""
     seen: set[int] = set()
-    stack = list(reversed(roots))
+    stack: list[tuple[Any, Where]] = [(root, None) for root in reversed(roots)]
     while stack:
-        node = stack.pop()
+        node, where = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
         if kind(node) == "mapping":
-            yield node
-            stack.extend(v for _, v in reversed(node.value))
+            yield node, where
+            stack.extend(
+                (v, (k.value if kind(k) == "scalar" else "", v, where))
+                for k, v in reversed(node.value)
+            )
         elif kind(node) == "sequence":
-            stack.extend(reversed(node.value))
+            stack.extend((v, (i, v, where)) for i, v in reversed(list(enumerate(node.value))))
+
+
+def mappings(roots: tuple[Any, ...]) -> Iterator[Any]:
+    """Every mapping node under ``roots``, each once, in file order (aliases are
+    the nodes they name, so nothing is visited twice)."""
+    for node, _ in mappings_at(roots):
+        yield node
+
+
+def upward(where: Where, limit: int) -> list[tuple[str | int, Any]]:
+    """The keys and indexes from a node up towards its root, nearest first, at most
+    ``limit`` of them."""
+    out: list[tuple[str | int, Any]] = []
+    while where is not None and len(out) < limit:
+        key, node, where = where
+        out.append((key, node))
+    return out
 
 
 def value_lines(node: Any, lines: list[str]) -> list[tuple[int, str, str]]:

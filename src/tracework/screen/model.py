@@ -17,7 +17,9 @@ class Finding:
     """One thing the screen found: where, and the line that makes it one.
 
     ``run_by`` names, as ``path:line``, what was found to run it (the CI step that
-    calls a Makefile target); it is empty when the screen claims no caller.
+    calls a Makefile target); it is empty when the screen claims no caller.  ``step``
+    names the CI job and step the line is in (``job test, step 3 "tools"``), where
+    the configuration has them.
     """
 
     category: str
@@ -26,6 +28,11 @@ class Finding:
     kind: str
     text: str
     run_by: tuple[str, ...] = ()
+    step: str = ""
+
+    def what(self) -> str:
+        """The finding's words as every output shows them: its kind, then its step."""
+        return f"{self.kind} ({self.step})" if self.step else self.kind
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import re
 
 from tracework.screen.documents import clean
 from tracework.screen.model import Command, Finding, Found, name_of, shown
+from tracework.screen.pins import exact_requirement
 
 AGENT_NAMES = frozenset(
     {
@@ -95,8 +96,9 @@ def by_name(path: str) -> bool:
     )
 
 
-def classify(path: str, lines: list[str], has_lock: bool) -> Found:
-    """What one file contributes by its name, at the lines that make it so."""
+def classify(path: str, lines: list[str], has_lock: bool, reason: str = "") -> Found:
+    """What one file contributes by its name, at the lines that make it so; ``reason``
+    says why no lock is beside it, when a ``.gitignore`` line says."""
     name = name_of(path)
     low = name.lower()
     head = (1, lines[0] if lines else "")
@@ -147,12 +149,17 @@ def classify(path: str, lines: list[str], has_lock: bool) -> Found:
         add("dependencies", "lock file", head)
     if not has_lock and re.fullmatch(r"requirements[\w.-]*\.txt", low):
         for n, text in enumerate(lines, start=1):
-            m = _REQUIREMENT.match(text.split("#", 1)[0])
-            if m and not text.lstrip().startswith("-") and "==" not in m.group(3):
+            requirement = text.split("#", 1)[0]
+            if (
+                _REQUIREMENT.match(requirement)
+                and not text.lstrip().startswith("-")
+                and not exact_requirement(requirement)
+            ):
                 add("unpinned", "requirement without an exact version", (n, text))
     if not has_lock and low == "package.json":
+        kind = "npm range without a lock file" + (f" ({reason})" if reason else "")
         for hit in _matching(lines, _NPM_RANGE):
-            add("unpinned", "npm range without a lock file", hit)
+            add("unpinned", kind, hit)
     return found
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +173,102 @@ def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
                     "files": searched.matched_files if searched is not None else 0,
                 }
             )
-    return {"quotes": quotes, "records": records, "marks": marks, "absences": absences}
+    return {
+        "quotes": quotes,
+        "records": records,
+        "marks": marks,
+        "absences": absences,
+        "screen": screen_changes(old.records.screen, new.records.screen),
+    }
+
+
+# ---- the screen: what it gained and lost ------------------------------------------------
+
+_FINDING_KEYS = ("category", "path", "kind", "step", "text")
+
+
+def _screen_items(screen: dict[str, Any]) -> list[dict[str, Any]]:
+    """A recorded screen's findings, each with the fields the page shows (records.json
+    is the render's own, but a hand edit may have left anything in it)."""
+    items = screen.get("items")
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        shown = {k: item.get(k) if isinstance(item.get(k), str) else "" for k in _FINDING_KEYS}
+        line = item.get("line")
+        shown["line"] = line if isinstance(line, int) and not isinstance(line, bool) else 0
+        out.append(shown)
+    return out
+
+
+def _screen_packages(screen: dict[str, Any]) -> list[dict[str, Any]]:
+    """A recorded screen's locked packages inside its cooldown window."""
+    cooldown = screen.get("cooldown")
+    locks = cooldown.get("locks") if isinstance(cooldown, dict) else None
+    out = []
+    for lock in locks if isinstance(locks, list) else []:
+        if not isinstance(lock, dict):
+            continue
+        packages = lock.get("packages")
+        for package in packages if isinstance(packages, list) else []:
+            if isinstance(package, dict):
+                out.append(
+                    {
+                        "path": str(lock.get("path", "")),
+                        "name": str(package.get("name", "")),
+                        "version": str(package.get("version", "")),
+                        "uploaded": str(package.get("uploaded", "")),
+                    }
+                )
+    return out
+
+
+def _difference(
+    before: list[dict[str, Any]], after: list[dict[str, Any]], keys: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What ``after`` holds that ``before`` does not, and the reverse, counting repeats;
+    entries are the same when their ``keys`` are (a finding that moved lines is the
+    same finding)."""
+
+    def key(entry: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(entry[k] for k in keys)
+
+    left = Counter(key(e) for e in before)
+    right = Counter(key(e) for e in after)
+    gained, lost = right - left, left - right
+
+    def pick(entries: list[dict[str, Any]], wanted: Counter[tuple[Any, ...]]) -> list[Any]:
+        out = []
+        for entry in entries:
+            if wanted[key(entry)] > 0:
+                wanted[key(entry)] -= 1
+                out.append(entry)
+        return out
+
+    return pick(after, gained), pick(before, lost)
+
+
+def screen_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the screen of render ``new`` gained and lost against that of ``old``: its
+    findings (by category, path, kind, step and line text: not by line number, which
+    moves with any edit above) and the locked packages inside its cooldown.  None when
+    neither render carries a screen; ``missing`` names the one that does not."""
+    if old is None and new is None:
+        return None
+    if old is None or new is None:
+        return {"missing": "old" if old is None else "new"}
+    gained, lost = _difference(_screen_items(old), _screen_items(new), _FINDING_KEYS)
+    fresh, gone = _difference(
+        _screen_packages(old), _screen_packages(new), ("path", "name", "version")
+    )
+    return {
+        "missing": None,
+        "gained": sorted(gained, key=lambda f: (f["category"], f["path"], f["line"])),
+        "lost": sorted(lost, key=lambda f: (f["category"], f["path"], f["line"])),
+        "packages_gained": fresh,
+        "packages_lost": gone,
+    }
 
 
 def page_name(old: Render, new: Render) -> str:
