@@ -28,8 +28,19 @@ one run for the cell and the baseline), the ratio of the baseline to each, and a
 PASS/MISS line for the issue's target: adding or replacing a quote in a 10,000-quote
 register in at most 0.2 s.  A benchmark never fails on time.
 
+Then, for a register of ``--layout-size`` quotes (10,000; 0 skips it), the layout case:
+the same register in the usual layout (the baseline, as tracework wrote it) and in
+another valid one (its checks, under a comment, above its quotes, as a hand-kept or
+older register may have them), each written twice by ``add_quote`` (a new span, what
+``tracework quote`` does): the first write in the other layout puts the keys in the
+usual order (one full edit), the second is spliced.  Beside them, what the two writes
+in the other layout took before (the full edit each time, keeping the order it read;
+the first also reads the hand-edited YAML afresh); the ratios of each to the usual
+layout's write, in the same run.
+
     .venv/bin/python benchmarks/bench_register.py                  # 1k, 10k, 50k
-    .venv/bin/python benchmarks/bench_register.py --sizes 1000     # smoke test
+    .venv/bin/python benchmarks/bench_register.py --sizes 1000 --layout-size 1000  # smoke
+    .venv/bin/python benchmarks/bench_register.py --sizes '' --layout-size 10000   # layout
 """
 
 from __future__ import annotations
@@ -172,6 +183,56 @@ def measure(quotes: int, repeat: int, cell: int, baseline: bool) -> dict[str, fl
     return row
 
 
+def other_layout(text: str) -> str:
+    """The register with its history, under a comment, above its quotes: another valid
+    order of its keys."""
+    body, after = text.split("checks: []\n")
+    at = body.index("quotes:\n")
+    return body[:at] + "# the history, kept by hand\nchecks: []\n" + body[at:] + after
+
+
+def measure_layout(quotes: int) -> dict[str, float]:
+    """Two writes to the register in the usual layout, two in another (the first of which
+    puts it in the usual one), and one as every write in the other layout took before."""
+    here = Path.cwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        ws, register, files = build(Path(tmp), quotes)
+        kept: dict[Path, bytes] = {}
+        spans = iter(range(10**6))
+
+        def write() -> float:
+            n = next(spans)
+            i, line = n % files, 2 * QUOTES_PER_FILE + 1 + (n // files) % 40
+            request = QuoteRequest((line, line), None, None, 0)
+            return timed(lambda: add_quote(ws, register, "SRC-1", path_of(i), request))
+
+        def restore(other: bool) -> None:
+            for path in ws.registers.glob("*bench.yaml*"):
+                path.unlink()
+            for path, data in kept.items():
+                path.write_bytes(data)
+            if other:
+                register.write_text(other_layout(register.read_text()))
+
+        write()  # warm-up: imports, the first compiled copy
+        kept = {p: p.read_bytes() for p in ws.registers.glob("*bench.yaml*")}
+        row: dict[str, float] = {}
+        restore(other=False)
+        row["usual: first write"], row["usual: second write"] = write(), write()
+        restore(other=True)
+        row["other: first write"], row["other: second write"] = write(), write()
+        if not register.read_text().index("\nquotes:\n") < register.read_text().index(
+            "\n# the history, kept by hand\nchecks: []\n"
+        ):
+            raise SystemExit("the other layout was not put in the usual order")
+        restore(other=True)
+        with patch.object(regy, "_in_usual_order", lambda *_: None):  # the order kept
+            row["other: first write, before"] = write()  # the YAML read afresh too
+            row["other: every write, before"] = write()  # the full edit
+        os.chdir(here)
+    return row
+
+
 def ratio(row: dict[str, float], baseline: str, measured: str) -> str:
     """The baseline's time, and how many times the measured one it is."""
     return f"{row[baseline]:.2f} s ({row[baseline] / row[measured]:.1f}×)"
@@ -185,18 +246,32 @@ def main_() -> int:
     parser.add_argument(
         "--baseline-max", type=int, default=10000, help="the largest size to run the baseline on"
     )
+    parser.add_argument(
+        "--layout-size", type=int, default=10000, help="quotes in the layout case (0: skip)"
+    )
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [int(s) for s in args.sizes.split(",") if s]
     rows = {}
     for size in sizes:
         rows[size] = measure(size, args.repeat, args.cell, size <= args.baseline_max)
         print(f"{size:>7} quotes: " + ", ".join(f"{k} {v:.3f} s" for k, v in rows[size].items()))
         sys.stdout.flush()
-    cell = f"cell of {args.cell}"
+    if rows:
+        print_sizes(rows, args.cell)
+    if 10000 in rows:
+        row = rows[10000]
+        ok = row["add"] <= TARGET and row["replace"] <= TARGET
+        verdict = "PASS" if ok else "MISS"
+        print(f"{verdict}: add and replace in a 10,000-quote register ≤ {TARGET} s")
+    if args.layout_size:
+        print_layout(args.layout_size, measure_layout(args.layout_size))
+    return 0
+
+
+def print_sizes(rows: dict[int, dict[str, float]], cells: int) -> None:
+    cell = f"cell of {cells}"
     print()
-    print(
-        f"| quotes | add | replace | {cell} | full edit: add / replace | {args.cell} one by one |"
-    )
+    print(f"| quotes | add | replace | {cell} | full edit: add / replace | {cells} one by one |")
     print("|---:|---:|---:|---:|---:|---:|")
     for size, row in rows.items():
         base = (
@@ -205,18 +280,30 @@ def main_() -> int:
             if "add (full edit)" in row
             else "not run"
         )
-        one = f"{args.cell} one by one"
+        one = f"{cells} one by one"
         ones = ratio(row, one, cell) if one in row else "not run"
         print(
             f"| {size:,} | {row['add']:.3f} s | {row['replace']:.3f} s | {row[cell]:.2f} s "
             f"| {base} | {ones} |"
         )
-    if 10000 in rows:
-        row = rows[10000]
-        ok = row["add"] <= TARGET and row["replace"] <= TARGET
-        verdict = "PASS" if ok else "MISS"
-        print(f"{verdict}: add and replace in a 10,000-quote register ≤ {TARGET} s")
-    return 0
+
+
+def print_layout(size: int, row: dict[str, float]) -> None:
+    for key, value in row.items():
+        print(f"{size:>7} quotes, {key}: {value:.3f} s")
+    print()
+    print(f"| {size:,} quotes | first write | second write |")
+    print("|---|---:|---:|")
+    usual = ("usual: first write", "usual: second write")
+    print(f"| usual layout (baseline) | {row[usual[0]]:.3f} s | {row[usual[1]]:.3f} s |")
+    cells = [f"{row[f'other: {w} write']:.3f} s ({row[f'other: {w} write'] / row[u]:.1f}×)"
+             for w, u in zip(("first", "second"), usual, strict=True)]  # fmt: skip
+    print(f"| other layout (× the usual) | {cells[0]} | {cells[1]} |")
+    first, every = row["other: first write, before"], row["other: every write, before"]
+    print(
+        f"| other layout, before: the full edit, every time (× the usual) | {first:.3f} s "
+        f"({first / row[usual[0]]:.1f}×) | {every:.3f} s ({every / row[usual[1]]:.1f}×) |"
+    )
 
 
 if __name__ == "__main__":

@@ -645,6 +645,31 @@ def test_concurrent_cells_writing_their_quotes_at_once_lose_nothing(pinned, tw, 
 
 
 @pytest.mark.slow
+def test_concurrent_cells_in_a_register_of_another_layout_lose_nothing(pinned, tw, tmp_path):
+    """Cells writing at once to a register whose quotes come last, under the checks: the
+    first write to take the lock puts the keys in the usual order (a full edit), every
+    later one is spliced, and nothing is lost."""
+    count, workers = 15, ["K", "L", "M"]
+    _lines_subject(pinned, count * len(workers) + 1)
+    last = QuoteRequest(lines=(46, 46))
+    add_quote(Workspace.find(), REGISTER, "SRC-1", "lines.txt", last, "seed")
+    REGISTER.write_text(_quotes_last(REGISTER.read_text()))
+    spliced = sum(int(out) for out in _race(BATCH_WORKER, workers, count, tmp_path / "go"))
+    _assert_all_quotes(workers, count, frozenset({"seed"}))
+    assert spliced == 8  # all but the one write that normalised the layout
+    text = REGISTER.read_text()
+    assert text.index("\nquotes:\n") < text.index("\n# the history\nchecks: []\n")
+    ok(tw("check", "demo"))
+
+
+def _quotes_last(text: str) -> str:
+    """The register with its checks (under a comment) above its quotes."""
+    body, checks = text.split("checks: []\n")
+    at = body.index("quotes:\n")
+    return body[:at] + "# the history\nchecks: []\n" + body[at:] + checks
+
+
+@pytest.mark.slow
 def test_concurrent_tracework_quote_commands_lose_nothing(pinned, tw, tmp_path):
     """Two shells each run `tracework quote` repeatedly, at the same time."""
     count, workers = 4, ["P", "Q"]

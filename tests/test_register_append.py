@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import tracework.register.store as reg
 from tracework.errors import RegisterError
 from tracework.git.subjects import open_mirror
-from tracework.register import append
+from tracework.register import append, layout
 from tracework.register.append import Change
 from tracework.register.evidence import file_entry
 from tracework.register.quotes import (
@@ -66,13 +66,35 @@ def restore(workspace, files: dict[str, bytes]) -> None:
         (workspace.registers / name).write_bytes(data)
 
 
-@pytest.fixture
-def seeded(pinned, workspace):
-    pinned(FILES)
+def hand_kept(text: str, commit: str) -> str:
+    """The register tracework wrote, laid out as a hand-kept (or older) one may be: the
+    history first and the quotes last, each key under a comment of its own, a comment
+    ending the document."""
+    head, rest = text.split("version: 1\n")
+    sources = rest[rest.index("sources:\n") : rest.index("quotes:\n")]
+    quotes = rest[rest.index("quotes:\n") : rest.index("checks: []\n")]
+    checks = (
+        f"checks:\n  - date: '2026-01-02'\n    source: SRC-1\n    commit: {commit}\n"
+        "    counts: {verified: 2}\n"
+    )
+    return (
+        f"{head}version: 1\nname: demo\n# the history, first\n{checks}"
+        f"# where the evidence comes from\n{sources}# the evidence\n{quotes}# the end\n"
+    )
+
+
+@pytest.fixture(params=["usual", "hand-kept"])
+def seeded(request, pinned, workspace):
+    """A register of two quotes, in the usual layout or (normalised by one write since)
+    in a hand-kept one."""
+    repo = pinned(FILES)
     path = workspace.registers / "demo.yaml"
     # the first quotes take the full path (an empty `quotes: {}` has no splice point)
     add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(1, 2)))
     add_quote(workspace, path, "SRC-1", "pkg/b.txt", QuoteRequest(lines=(1, 1)))
+    if request.param == "hand-kept":
+        path.write_text(hand_kept(path.read_text(), repo.commits[0]))
+        add_quote(workspace, path, "SRC-1", "pkg/b.txt", QuoteRequest(lines=(3, 3)))
     return path
 
 
@@ -278,11 +300,171 @@ def test_a_forged_or_broken_splice_point_is_never_used(seeded, workspace, forge)
 def test_splice_point_refuses_layouts_it_does_not_know():
     assert append.splice_point("quotes: {}\n") is None
     assert append.splice_point("quotes:\n  # first a comment\n  Q-a: {}\n") is None
-    assert append.splice_point("quotes:\n  Q-a: {}\n# a comment\nchecks: []\n") is None
     assert append.splice_point("quotes:\n  Q-a: {}\n\nchecks: []\n") is None
     assert append.splice_point("quotes:\n  Q-a: {}\nchecks: []\n") == len("quotes:\n  Q-a: {}\n")
     assert append.splice_point("quotes:\n  Q-a: {}") is None  # no final newline
     assert append.splice_point("quotes:\n  Q-a: {}\n") is None  # nothing after it
+    assert append.splice_point("quotes:\n  Q-a: {}\n# the end\n") is None  # nor after a comment
+    # keys out of the usual order: the full edit would move them, so no splice
+    assert append.splice_point("checks: []\nquotes:\n  Q-a: {}\nsources: {}\n") is None
+    assert append.splice_point("quotes:\n  Q-a: {}\nname: x\n") is None
+    assert append.splice_point("---\nquotes:\n  Q-a: {}\nchecks: []\n") is None
+
+
+def test_comment_lines_introducing_the_next_key_stay_below_the_new_quotes():
+    """The full edit keeps a comment above the key it introduces and puts a new quote
+    above it, so the splice point is above it too."""
+    text = "quotes:\n  Q-a: {}\n# the history\n# kept by hand\nchecks: []\n"
+    assert append.splice_point(text) == len("quotes:\n  Q-a: {}\n")
+    text = "quotes:\n  Q-a:\n    text: |\n      # text, not a comment\nchecks: []\n"
+    assert append.splice_point(text) == len(text) - len("checks: []\n")
+
+
+def test_an_indented_comment_ending_the_quotes_takes_the_full_edit(pinned, workspace):
+    """The full edit moves it below the new quote, re-indented as the value before it
+    decides; it was once spliced above the new quote instead, giving other bytes."""
+    assert append.splice_point("quotes:\n  Q-a: {}\n  # by hand\nchecks: []\n") is None
+    assert append.splice_point("quotes:\n  Q-a: {}\n    # deeper\nchecks: []\n") is None
+    pinned(FILES)
+    path = workspace.registers / "demo.yaml"
+    add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(1, 2)))
+    path.write_text(path.read_text().replace("checks: []\n", "  # by hand\nchecks: []\n"))
+    for line in (3, 4):
+        add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(line, line)))
+    text = path.read_text()
+    assert text.index("Q-a-4-4:") < text.index("  # by hand\nchecks: []\n")
+    assert not (workspace.registers / ".demo.yaml.splice.compiled.json").exists()
+
+
+# -- a register in another layout: put in the usual one by its first write -------------
+
+
+def spy_on_splices(monkeypatch) -> list[object]:
+    """What each one-quote write's fast path returned (None: the full edit ran)."""
+    calls: list[object] = []
+    original = append.append_quote
+
+    def spy(*args: object) -> object:
+        calls.append(result := original(*args))  # type: ignore[arg-type]
+        return result
+
+    monkeypatch.setattr("tracework.register.quotes.append_quote", spy)
+    return calls
+
+
+def top_keys(path: Path) -> list[str]:
+    return [line.split(":")[0] for line in path.read_text().splitlines() if line[:1].isalpha()]
+
+
+def test_a_register_in_another_key_order_is_normalised_once_then_spliced(
+    pinned, workspace, monkeypatch
+):
+    """Quotes after the checks (by hand, or an older register) once took the full edit
+    on every write, forever; the first write now puts the keys in the usual order,
+    comments kept above the keys they introduce, and the next write is spliced."""
+    repo = pinned(FILES)
+    path = workspace.registers / "demo.yaml"
+    add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(1, 2)))
+    add_quote(workspace, path, "SRC-1", "pkg/b.txt", QuoteRequest(lines=(1, 1)))
+    path.write_text(hand_kept(path.read_text(), repo.commits[0]))
+    assert top_keys(path) == ["version", "name", "checks", "sources", "quotes"]
+    before = reg.load(path)
+    calls = spy_on_splices(monkeypatch)
+
+    add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(3, 3)))
+    assert calls == [None]  # the first write: the full edit, which normalises
+    text = path.read_text()
+    assert top_keys(path) == ["version", "name", "sources", "quotes", "checks"]
+    assert text.startswith("# tracework source register")
+    assert "\n# where the evidence comes from\nsources:\n" in text
+    assert "\n# the evidence\nquotes:\n" in text
+    assert "\n# the history, first\nchecks:\n" in text
+    assert text.endswith("# the end\n")
+    after = reg.load(path)
+    assert after.model_copy(update={"quotes": before.quotes}) == before  # nothing else moved
+    assert list(after.quotes) == [*before.quotes, "Q-a-3-3"]
+
+    add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(4, 4)))
+    assert calls[1] is not None  # the second write is spliced
+    add_quote(workspace, path, "SRC-1", "pkg/b.txt", QuoteRequest(lines=(2, 2)))
+    assert calls[2] is not None
+    assert top_keys(path) == ["version", "name", "sources", "quotes", "checks"]
+    assert "\n# the history, first\nchecks:\n" in path.read_text()
+    assert list(reg.load(path).quotes)[-3:] == ["Q-a-3-3", "Q-a-4-4", "Q-b-2-2"]
+
+
+def test_quotes_ending_the_register_are_followed_by_checks_once(pinned, workspace, monkeypatch):
+    """A hand-trimmed register without checks, ending with its quotes: the first write
+    adds the empty history after them (at the end of a document the next quote could not
+    be spliced), the next is spliced."""
+    pinned(FILES)
+    path = workspace.registers / "demo.yaml"
+    add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(1, 2)))
+    path.write_text(path.read_text().replace("checks: []\n", "# the last word\n"))
+    calls = spy_on_splices(monkeypatch)
+    add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(3, 3)))
+    assert calls == [None]
+    assert top_keys(path)[-2:] == ["quotes", "checks"]
+    assert path.read_text().endswith("\nchecks: []\n# the last word\n")
+    add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(4, 4)))
+    assert calls[1] is not None
+
+
+def test_a_register_without_quotes_gets_them_in_their_place(pinned, workspace, monkeypatch):
+    """The first quote of a register that has no ``quotes:`` goes before the checks,
+    where the usual order puts it, so the second is spliced."""
+    pinned(FILES)
+    path = workspace.registers / "demo.yaml"
+    path.write_text(path.read_text().replace("quotes: {}\n", ""))
+    assert top_keys(path) == ["version", "name", "sources", "checks"]
+    calls = spy_on_splices(monkeypatch)
+    add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(1, 2)))
+    assert top_keys(path) == ["version", "name", "sources", "quotes", "checks"]
+    add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(3, 3)))
+    assert calls[0] is None and calls[1] is not None
+
+
+def test_a_layout_that_cannot_be_moved_is_kept_and_written_the_slow_way(
+    pinned, workspace, monkeypatch
+):
+    """An anchor in the history that a quote's alias needs above it: moved, the quotes
+    would not read back as the same data, so the register keeps its order."""
+    repo = pinned(FILES)
+    path = workspace.registers / "demo.yaml"
+    add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(1, 2)))
+    add_quote(workspace, path, "SRC-1", "pkg/b.txt", QuoteRequest(lines=(1, 1)))
+    text = hand_kept(path.read_text(), repo.commits[0])
+    text = text.replace("    source: SRC-1\n    commit:", "    source: &src SRC-1\n    commit:")
+    path.write_text(
+        text.replace(
+            "    source: SRC-1\n    path: pkg/a.py", "    source: *src\n    path: pkg/a.py"
+        )
+    )
+    calls = spy_on_splices(monkeypatch)
+    for line in (3, 4):
+        add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(line, line)))
+    assert calls == [None, None]
+    assert top_keys(path) == ["version", "name", "checks", "sources", "quotes"]
+    assert list(reg.load(path).quotes)[-2:] == ["Q-a-3-3", "Q-a-4-4"]
+
+
+def test_usual_text_moves_sections_whole():
+    text = (
+        "# header\nname: x\nversion: 1\n# about checks\n\n# more\nchecks:\n  - 1\n\n"
+        "quotes:\n  Q-a:\n    text: |+\n      kept\n\n# inside\n  Q-b: 1\n"
+        "# before sources\nsources: {}\n# closing\n"
+    )
+    assert layout.usual_text(text) == (
+        "# header\nversion: 1\nname: x\n# before sources\nsources: {}\n"
+        "quotes:\n  Q-a:\n    text: |+\n      kept\n\n# inside\n  Q-b: 1\n"
+        "# about checks\n\n# more\nchecks:\n  - 1\n\n# closing\n"
+    )
+    assert layout.usual_text("version: 1\nname: x\nquotes:\n  Q-a: 1\nchecks: []\n") is None
+    assert layout.usual_text("version: 1\nquotes:\n  Q-a: 1\n") == (
+        "version: 1\nquotes:\n  Q-a: 1\nchecks: []\n"
+    )
+    assert layout.usual_text("quotes: {}\n? name\n: x\n") is None  # a complex key
+    assert layout.usual_text("quotes: {}\nversion: 1") is None  # no final newline
 
 
 def test_no_cache_folder_means_no_splice_point(seeded, workspace, monkeypatch):

@@ -26,7 +26,7 @@ from tracework.register.models import Quote, Register
 from tracework.register.quotes import (
     QuoteRequest,
     decide_id,
-    locate_quote,
+    locate_named,
     refuse_bad_request,
     write_quotes,
 )
@@ -89,7 +89,8 @@ class PendingQuotes:
         mirror = self._mirrors.get(source.subject)
         if mirror is None:
             mirror = self._mirrors[source.subject] = open_mirror(self.ws, source.subject)
-        quote, entry = locate_quote(mirror, source.commit, sid, path, request, "notebook")
+        located = locate_named(mirror, source.commit, sid, path, request, "notebook")
+        quote, entry = located.quote, located.entry
         decided = decide_id(
             self.register_path.name,
             register.quotes,
@@ -98,6 +99,7 @@ class PendingQuotes:
             replace,
             "notebook",
             known=self._holder(register, quote),
+            default_id=located.default_id,
         )
         if decided.held is not None:
             return Quoted(register, decided.quote_id, None, new=False, new_file=False)

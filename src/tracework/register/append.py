@@ -20,7 +20,9 @@ about the same in a register of 1,000 quotes or 50,000.
 line.  Anything unusual takes the full path: no sealed splice point for these bytes, a
 source whose ``files:`` is empty, an id already taken or a span already quoted, an
 entry that is not laid out as tracework writes it, a new entry that does not read back
-as itself.
+as itself.  A register whose top-level keys are in another order is left no splice
+point: the full edit puts them in the usual order first, once
+(:mod:`tracework.register.layout`), and leaves one for the bytes it wrote.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from tracework import __version__
 from tracework.fsio import locked, write_atomic
 from tracework.hashing import sha256_hex
 from tracework.readers import DataError, load_json, load_yaml
-from tracework.register import store
+from tracework.register import layout, store
 from tracework.register.data import GitSourceData, QuoteData
 from tracework.register.models import FileEntry, Quote, Register
 from tracework.register.rowsplice import CompiledRows, quotes_close
@@ -105,10 +107,16 @@ def _seal(digest: str, point: _Point) -> str | None:
 def splice_point(text: str) -> int | None:
     """The byte offset just after the last entry of the ``quotes:`` block mapping, where
     a dump of the register with one more quote puts it; None when the layout is not the
-    one tracework writes (no block ``quotes:``, no key after it, comment or blank lines
-    ending it)."""
+    one tracework writes (top-level keys out of the usual order, see
+    :mod:`tracework.register.layout`; no block ``quotes:``; no key after it; blank lines
+    or indented comment lines ending it; comment lines ending the document).  Comment
+    lines at column 0 just above the next key introduce that key: the full edit keeps
+    them there and puts a new quote above them, and so does the splice."""
     lines = text.splitlines(keepends=True)
     if not lines or not lines[-1].endswith("\n") or "quotes:\n" not in lines:
+        return None
+    keys = layout.top_level_keys(lines)
+    if keys is None or not layout.is_usual(keys):
         return None
     start = lines.index("quotes:\n")
     end = start + 1
@@ -117,9 +125,20 @@ def splice_point(text: str) -> int | None:
     body = lines[start + 1 : end]
     if not body or not body[0].startswith("  ") or body[0][2:3] in (" ", "#", "\n"):
         return None  # an empty mapping, or one that starts with a comment
-    if end == len(lines) or lines[end].startswith("#") or not body[-1].strip():
-        return None  # the end of the document, or blank or comment lines before the next key
+    after = end
+    while after < len(lines) and lines[after].startswith("#"):
+        after += 1
+    if after == len(lines) or not body[-1].strip() or _comment_line(body[-1]):
+        return None  # the end of the document, or blank or comment lines ending the block
     return len("".join(lines[:end]).encode("utf-8"))
+
+
+def _comment_line(line: str) -> bool:
+    """An indented comment line in ``quotes:`` (at most 4 spaces in: deeper, it may be the
+    text of a literal block).  The full edit moves one ending the block below a new
+    quote, re-indented as the value before it decides: no splice can know where."""
+    stripped = line.lstrip(" ")
+    return stripped.startswith("#") and len(line) - len(stripped) <= 4
 
 
 def remember(path: Path, digest: str, text: str, register: Register) -> None:
@@ -274,7 +293,7 @@ def _entry_span(recalled: _Recalled, quote_id: str, old: Quote) -> tuple[int, in
 def _files_end(raw: bytes, before: int, opening: str) -> int | None:
     """Where a new file entry of the source that ``opening`` opens goes: after the last
     line of its block ``files:``, when only entries (no comment, no blank) fill it and a
-    key follows."""
+    key follows (or comment lines at column 0, then a top-level key)."""
     at = raw.find(b"\n" + opening.encode("utf-8"), 0, before)
     if at < 0:
         return None
@@ -286,7 +305,13 @@ def _files_end(raw: bytes, before: int, opening: str) -> int | None:
     while _key_line_at(raw, line, 6):
         line = raw.index(b"\n", line) + 1
         entries += 1
-    if not entries or not any(_key_line_at(raw, line, n) for n in (0, 2, 4)):
+    key = line
+    while raw.startswith(b"#", key):  # comment lines introducing a top-level key stay above it
+        key = raw.find(b"\n", key) + 1
+        if not key:
+            return None
+    indents = (0, 2, 4) if key == line else (0,)
+    if not entries or not any(_key_line_at(raw, key, n) for n in indents):
         return None
     return line
 

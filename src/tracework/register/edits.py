@@ -3,13 +3,17 @@
 Writes happen only inside :func:`edit`: under a file lock, the file is loaded
 round-trip (so the analyst's comments and ordering survive), changed, validated as a
 whole, dumped, re-read and re-validated, and only then replaced atomically.  A
-failed edit leaves the file as it was.  The node builders below give new entries
-the register's house style (flow maps for files, literal blocks for quote text).
+failed edit leaves the file as it was.  The one order not kept is that of the top-level
+keys: in another order than the usual one they are put in it, comments and all, once
+(:mod:`tracework.register.layout`), so that later writes can be spliced.  The node
+builders below give new entries the register's house style (flow maps for files,
+literal blocks for quote text).
 """
 
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +29,7 @@ from tracework.errors import RegisterError
 from tracework.fsio import locked, write_atomic
 from tracework.hashing import sha256_hex
 from tracework.readers import DataError, load_yaml
+from tracework.register import layout, store
 from tracework.register.models import (
     Assertion,
     CaptureSource,
@@ -76,11 +81,44 @@ def edit(path: Path) -> Iterator[CommentedMap]:
             raise RegisterError(
                 f"no register at {path}", hint="create it with `tracework register new NAME`"
             )
-        doc = parse(path.read_text(encoding="utf-8"), path, round_trip=True)
-        validate(doc, path)
+        text = path.read_text(encoding="utf-8")
+        doc = _in_usual_order(text, path)
+        if doc is None:
+            doc = parse(text, path, round_trip=True)
+            validate(doc, path)
         _lift_trailing_comments(doc, None)
         yield doc
         _write(path, doc)
+
+
+def _in_usual_order(text: str, path: Path) -> CommentedMap | None:
+    """The register with its top-level keys moved into the usual order (see
+    :mod:`tracework.register.layout`), its comments with them: what this write writes,
+    once, so that the next can be spliced.  None when they are in that order, or when
+    the moved text does not read back as the same register, field for field and in the
+    same order (the register is then edited as it is).
+
+    The register as it was is read by :func:`~tracework.register.store.load`: from its
+    compiled copy when a read has left one for these bytes (``tracework quote`` has,
+    before its full edit), so moving costs one parse, not two.
+    """
+    moved = layout.usual_text(text)
+    if moved is None:
+        return None
+    try:
+        again = parse(moved, path, round_trip=True)
+        register = validate(again, path)
+        before = store.load(path)
+    except RegisterError:
+        return None
+    if not isinstance(again, CommentedMap) or _rows(register) != _rows(before):
+        return None
+    return again
+
+
+def _rows(register: Register) -> str:
+    """The register's data as text, in its order (dicts compare without it)."""
+    return json.dumps(store._row(register), ensure_ascii=False)
 
 
 def _lift_trailing_comments(node: Any, following: tuple[CommentedMap, Any] | None) -> None:
@@ -265,7 +303,13 @@ def check_node(entry: CheckEntry) -> CommentedMap:
 
 
 def section(doc: CommentedMap, key: str, factory: type = CommentedMap) -> Any:
-    """A top-level section, created when a hand-trimmed register lacks it."""
+    """A top-level section, created when a hand-trimmed register lacks it: where the
+    usual order puts it (see :mod:`tracework.register.layout`)."""
     if doc.get(key) is None:
-        doc[key] = factory()
+        if key in layout.ORDER and key not in doc:
+            rank = layout.ORDER.index
+            before = [n for n, k in enumerate(doc) if k in layout.ORDER and rank(k) < rank(key)]
+            doc.insert(before[-1] + 1 if before else 0, key, factory())
+        else:
+            doc[key] = factory()
     return doc[key]

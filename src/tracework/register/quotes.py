@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -24,7 +24,15 @@ from tracework.hashing import Lines, display_text, is_binary, sha256_hex
 from tracework.register.append import Change, append_quote, replace_quote, write_changes
 from tracework.register.evidence import file_entry, refuse_undecodable
 from tracework.register.models import QUOTE_ID, Anchor, Quote
-from tracework.register.spans import Span, by_lines, by_match, by_symbol
+from tracework.register.spans import (
+    NotPython,
+    Span,
+    by_lines,
+    by_match,
+    by_symbol,
+    enclosing_symbol,
+    markdown_heading,
+)
 from tracework.workspace import Workspace
 
 
@@ -114,12 +122,69 @@ def make_quote(sid: str, path: str, data: Lines, span: Span, anchor: Anchor | No
     )
 
 
-def default_quote_id(quote: Quote) -> str:
+#: Files whose anchored quotes are named after the Python symbol enclosing them.
+PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
+
+#: The longest default id before a ``-2``, ``-3`` … suffix (ids are at most 128 long).
+_ID_BASE = 120
+_WORDS = 40  # the longest slug of a heading or a match
+
+
+def default_quote_id(quote: Quote, data: Lines | None = None) -> str:
+    """The id a quote gets when none is given, before it is made unique (``-2``, ``-3``…,
+    by :func:`decide_id`).  ``Q-`` and the file's stem, then:
+
+    * ``lines=``: the lines (``Q-store-30-39``): the quote has no anchor, so its lines
+      are where it is, and the id says what was asked;
+    * ``symbol=``: the symbol (``Q-store-NoteStore.keep``);
+    * ``match=``: never the lines, which the anchor outlives when the code moves, but
+      what encloses the span in ``data`` (the file's lines): in Python the innermost
+      enclosing symbol (``Q-retrievers-ChromaRetriever.__init__``), or the stem alone at
+      module level; in Markdown the heading of its section (``Q-README-install``), or
+      the stem before the first; in any other file, or Python that does not parse, the
+      words of the match (``Q-compose-image-postgres-16``), or the span's hash
+      (``Q-config-5b76d096``) when the match has no letter or digit.
+
+    What is not a valid id character becomes ``-``, and the result fits the id pattern.
+    """
     stem = re.sub(r"[^A-Za-z0-9_-]+", "-", quote.path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
     stem = stem.strip("-") or "file"
-    if quote.anchor is not None and quote.anchor.symbol:
-        return f"Q-{stem}-{quote.anchor.symbol}"
-    return f"Q-{stem}-{quote.lines[0]}-{quote.lines[1]}"
+    anchor = quote.anchor
+    if anchor is not None and anchor.symbol:
+        named = _slug(anchor.symbol, keep=".")
+    elif anchor is not None and anchor.match is not None:
+        named = _enclosing(quote, anchor.match, data)
+    else:
+        named = f"{quote.lines[0]}-{quote.lines[1]}"
+    return f"Q-{stem}-{named}"[:_ID_BASE].rstrip("-.:") if named else f"Q-{stem}"[:_ID_BASE]
+
+
+def _enclosing(quote: Quote, match: str, data: Lines | None) -> str:
+    """What names a ``match=`` quote: see :func:`default_quote_id` ("" for the stem)."""
+    suffix = "." + quote.path.rsplit("/", 1)[-1].rsplit(".", 1)[-1].lower()
+    first, last = quote.lines
+    if data is not None and suffix in PYTHON_SUFFIXES:
+        try:
+            return _slug(enclosing_symbol(data, first, last, quote.path) or "", keep=".")
+        except NotPython:
+            pass  # named by its words, as in any other file
+    elif data is not None and suffix in MARKDOWN_SUFFIXES:
+        heading = markdown_heading(data, first)
+        if heading is not None:
+            return _slug(heading, limit=_WORDS).lower() or quote.sha256[:8]
+        return ""
+    return _slug(match, limit=_WORDS) or quote.sha256[:8]
+
+
+def _slug(text: str, keep: str = "", limit: int | None = None) -> str:
+    """``text``'s letters, digits, ``_`` (and ``keep``) with every other run as one ``-``,
+    cut at a word's end within ``limit`` characters."""
+    slug = re.sub(rf"[^A-Za-z0-9_{re.escape(keep)}]+", "-", text).strip("-")
+    if limit is not None and len(slug) > limit:
+        cut = slug[: limit + 1]
+        slug = cut[: cut.rfind("-")] if "-" in cut else slug[:limit]
+    return slug.strip("-")
 
 
 def same_evidence(a: Quote, b: Quote) -> bool:
@@ -163,6 +228,35 @@ def refuse_bad_request(
     refuse_undecodable([path])
 
 
+class Located(NamedTuple):
+    """A quote located at a pin, its file's tree entry there, and the file's lines."""
+
+    quote: Quote
+    entry: TreeEntry
+    data: Lines
+
+    def default_id(self) -> str:
+        """The id the quote gets by default (:func:`default_quote_id`: from what encloses
+        it in the file), made when it is needed: a Python file is parsed for it."""
+        return default_quote_id(self.quote, self.data)
+
+
+def locate_named(
+    mirror: Mirror,
+    commit: str,
+    sid: str,
+    path: str,
+    request: QuoteRequest,
+    interface: Interface = "cli",
+) -> Located:
+    """The quote of the span ``request`` finds in ``path`` at ``commit``, the file's tree
+    entry there and its lines (what the quote's default id is made from)."""
+    entry = mirror.entry(commit, path)
+    data = quotable_lines(mirror, entry, path, interface)
+    span, anchor = request.locate(data, path, interface)
+    return Located(make_quote(sid, path, data, span, anchor), entry, data)
+
+
 def locate_quote(
     mirror: Mirror,
     commit: str,
@@ -173,10 +267,8 @@ def locate_quote(
 ) -> tuple[Quote, TreeEntry]:
     """The quote of the span ``request`` finds in ``path`` at ``commit``, and the file's
     tree entry there."""
-    entry = mirror.entry(commit, path)
-    data = quotable_lines(mirror, entry, path, interface)
-    span, anchor = request.locate(data, path, interface)
-    return make_quote(sid, path, data, span, anchor), entry
+    located = locate_named(mirror, commit, sid, path, request, interface)
+    return located.quote, located.entry
 
 
 def add_quote(
@@ -199,13 +291,17 @@ def add_quote(
     new span on purpose.  The file is registered too if it was not yet.
     """
     refuse_bad_request(path, quote_id, replace, interface)
-    made: list[tuple[Quote, TreeEntry, Mirror]] = []
+    made: list[tuple[Located, Mirror]] = []
 
     def locate(subject: str, commit: str) -> Quote:
         mirror = open_mirror(ws, subject)
-        quote, entry = locate_quote(mirror, commit, sid, path, request, interface)
-        made.append((quote, entry, mirror))
-        return quote
+        located = locate_named(mirror, commit, sid, path, request, interface)
+        made.append((located, mirror))
+        return located.quote
+
+    def named(quote: Quote) -> str:
+        located = made[-1][0]
+        return located.default_id() if located.quote == quote else default_quote_id(quote)
 
     # the register read once, from its compiled copy, and the entry spliced in: a quote
     # added to a large register must not cost a pass over every quote
@@ -215,16 +311,25 @@ def add_quote(
         if swapped is not None:
             return QuoteAdded(quote_id, *swapped)
     else:
-        fast = append_quote(register_path, sid, locate, quote_id, default_quote_id)
+        fast = append_quote(register_path, sid, locate, quote_id, named)
         if fast is not None:
             return QuoteAdded(*fast)
     if not made:
         source = reg.load(register_path).git_source(sid)
         locate(source.subject, source.commit)
-    quote, entry, mirror = made[-1]
+    located, mirror = made[-1]
+    quote, entry = located.quote, located.entry
     with regy.edit(register_path) as doc:
         quotes = regy.section(doc, "quotes")
-        decided = decide_id(register_path.name, quotes, quote, quote_id, replace, interface)
+        decided = decide_id(
+            register_path.name,
+            quotes,
+            quote,
+            quote_id,
+            replace,
+            interface,
+            default_id=located.default_id,
+        )
         if decided.held is not None:
             return QuoteAdded(decided.quote_id, decided.held)
         files = regy.section(doc["sources"][sid], "files")
@@ -303,13 +408,18 @@ def decide_id(
     replace: bool,
     interface: Interface,
     known: str | Literal[False] | None = False,
+    *,
+    default_id: Callable[[], str] | None = None,
 ) -> Decided:
     """The id ``quote`` goes under in a register holding ``quotes`` (models or YAML
     nodes), by the rules of one identity: the id the register gives the same span, or
-    ``quote_id``, or the default id made unique; a span quoted under another id, an id
-    used for other evidence (unless ``replace``) and a ``replace`` of no quote are
-    refused.  ``known`` is the id holding the span when the caller has an index of
-    them (False: look it up)."""
+    ``quote_id``, or the default id ``default_id()`` (:meth:`Located.default_id`;
+    without it, what :func:`default_quote_id` makes of the quote alone) made unique with
+    ``-2``, ``-3``…
+    (the first free, in that order); a span quoted under another id, an id used for
+    other evidence (unless ``replace``) and a ``replace`` of no quote are refused.
+    ``known`` is the id holding the span when the caller has an index of them (False:
+    look it up).  Ids the register holds are never renamed."""
     held = quote_with_evidence(quotes, quote) if known is False else known
     where = f"{quote.path}:{quote.lines[0]}-{quote.lines[1]}"
     if held is not None and (quote_id is None or held == quote_id):
@@ -320,7 +430,7 @@ def decide_id(
             hint=f"cite it as {option('id', interface)}{_literal(held, interface)}, or "
             f"remove {held} first",
         )
-    qid = quote_id or default_quote_id(quote)
+    qid = quote_id or (default_id() if default_id else default_quote_id(quote))
     if qid not in quotes:
         if replace:
             raise RegisterError(

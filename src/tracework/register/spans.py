@@ -251,3 +251,82 @@ def _node_span(node: ast.stmt, to_git: Callable[[int], int]) -> Span:
     for deco in getattr(node, "decorator_list", []):
         first = min(first, deco.lineno)
     return Span(to_git(first), to_git(node.end_lineno or node.lineno))
+
+
+# -- what encloses a span, to name a quote after ------------------------------------------
+
+
+def enclosing_symbol(lines: Lines, first: int, last: int, path: str) -> str | None:
+    """The qualified name of the innermost Python symbol whose definition holds lines
+    ``first``-``last`` whole: a function, class or method at any depth, or an assignment
+    of the module or of a class (a function's locals are not symbols a reader looks up);
+    None at module level.  :class:`NotPython` when the file does not parse.
+
+    Innermost is the shortest such definition; definitions of one length (``a = b = …``)
+    are told apart by name, so the answer is the same on every run.
+    """
+    symbols = _scopes(lines.data, path)
+    if isinstance(symbols, str):
+        raise NotPython(path, symbols)
+    held = [(s.last - s.first, name) for name, s in symbols if s.first <= first and last <= s.last]
+    return min(held)[1] if held else None
+
+
+@functools.lru_cache(maxsize=1)
+def _scopes(data: bytes, path: str) -> tuple[tuple[str, Span], ...] | str:
+    """Every definition a quote can be named after, with its span; or why the file does
+    not parse (kept for the last file: a cell quoting one file many times parses it once)."""
+    try:
+        tree, to_git = _parse(data, path)
+    except NotPython as exc:
+        return exc.problem
+    found: list[tuple[str, Span]] = []
+    scopes: deque[tuple[str, list[ast.stmt], bool]] = deque([("", tree.body, True)])
+    while scopes:
+        prefix, body, named = scopes.popleft()
+        for node in _flatten(body):
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                found.append((prefix + node.name, _node_span(node, to_git)))
+                inner = isinstance(node, ast.ClassDef)  # a class's assignments are attributes
+                scopes.append((f"{prefix}{node.name}.", node.body, inner))
+            elif named:
+                found += [(prefix + name, _node_span(node, to_git)) for name in _defines(node)]
+    return tuple(found)
+
+
+_FENCE = re.compile(rb" {0,3}(`{3,}|~{3,})")
+_ATX = re.compile(rb" {0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*\r?\n?")
+_SETEXT = re.compile(rb" {0,3}(?:=+|-+)[ \t]*\r?\n?")
+
+
+def markdown_heading(lines: Lines, first: int) -> str | None:
+    """The text of the Markdown heading of the section holding line ``first`` (the
+    nearest ATX ``#`` or setext heading at or above it, outside fenced code and YAML
+    front matter); None before the first heading."""
+    heading: str | None = None
+    fence: bytes | None = None
+    previous = b""
+    start = 1
+    if len(lines) and lines.span(1, 1).rstrip() == b"---":  # front matter: to its closing ---
+        start = next(
+            (n + 1 for n in range(2, len(lines) + 1) if lines.span(n, n).rstrip() == b"---"), 1
+        )
+    for n in range(start, min(first, len(lines)) + 1):
+        line = lines.span(n, n)
+        opened = _FENCE.match(line)
+        if fence is not None:
+            if opened and opened[1][:1] == fence[:1] and len(opened[1]) >= len(fence):
+                fence = None
+            previous = b""
+            continue
+        if opened:
+            fence, previous = opened[1], b""
+            continue
+        atx = _ATX.fullmatch(line)
+        if atx:
+            heading, previous = display_text(atx[1] or b""), b""
+        elif previous.strip() and _SETEXT.fullmatch(line):
+            heading, previous = display_text(previous.strip()), b""
+        else:
+            previous = line
+    return heading
