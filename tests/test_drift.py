@@ -898,3 +898,22 @@ def test_lines_inside_a_prompt_string_change_with_their_text(pinned, tw, workspa
         {"Q-p": ("prompts.py", None, quote_bytes, (2, 3))},
     )
     assert found == {"Q-p": (head, head)}  # the bytes and the content changed together
+
+
+def test_a_pin_moved_by_hand_still_gives_the_quote_its_own_content(make_repo):
+    """A register re-pinned by hand, its quote not recorded again: the new pin does not
+    hold the quote at its lines, so its content is its own text, never the pin's lines
+    there (which would hide the later change of the quoted code)."""
+    from tracework.drift.first_change import first_changes
+
+    repo = make_repo("moved-pin")
+    quoted = "def f():\n    return 1\n"
+    repo.write("m.py", quoted)
+    repo.commit("first")
+    repo.write("m.py", "import os\n" + quoted)
+    pin = repo.commit("an import above: the quote is at lines 2-3 now")
+    repo.write("m.py", "import os\ndef f():\n    return 2\n")
+    edit = repo.commit("the quoted code changes")
+    mirror = Mirror(repo.path / ".git")
+    found = first_changes(mirror, pin, edit, {"Q-f": ("m.py", None, quoted.encode(), (1, 2))})
+    assert found["Q-f"][1] == edit

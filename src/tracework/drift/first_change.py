@@ -20,6 +20,7 @@ from functools import partial
 
 from tracework.drift.content import Content
 from tracework.git.mirror import FULL_OID, BlobStream, Mirror
+from tracework.hashing import Lines
 
 STATES = ("verified", "moved", "changed", "ambiguous", "missing")
 
@@ -129,9 +130,10 @@ class _Probe:
         self, commit: str, path: str, needle: bytes, lines: tuple[int, int]
     ) -> tuple[str, ...]:
         """The content of the quote at the pin, read in its file (its text alone when
-        the file is not there)."""
+        the file is not there, or does not hold the quote at its lines: a pin moved by
+        hand without the quote being recorded again)."""
         data = self._data(commit, path)
-        if data is None:
+        if data is None or not Lines(data).holds_at(lines[0], needle):
             return Content(needle, path).span(1, lines[1] - lines[0] + 1)
         return self._content(commit, path, data).span(*lines)
 
