@@ -607,12 +607,27 @@ def schema(write: bool) -> None:
 @click.argument("name")
 @click.option("--subject", "subject_name", required=True, help="Subject to analyse.")
 @click.option("--commit", required=True, help="Commit to pin (hex id or unique prefix).")
-def new(name: str, subject_name: str, commit: str) -> None:
+@click.option(
+    "--kind",
+    type=click.Choice(["runtime", "investigation"]),
+    default="runtime",
+    show_default=True,
+    help="runtime: a runtime account; investigation: the parts of an investigation record "
+    "built on a capture, its provenance, status conditions, results and limits computed.",
+)
+@click.option(
+    "--capture",
+    "capture_name",
+    default=None,
+    metavar="NAME",
+    help="With --kind investigation: the capture it is built on (default: the report's name).",
+)
+def new(name: str, subject_name: str, commit: str, kind: str, capture_name: str | None) -> None:
     """Create notebooks/NAME.ipynb (clean, with a parameters cell) and registers/NAME.yaml."""
     from tracework.notebook.scaffold import new_report
 
     ws = _workspace()
-    notebook, register_path = new_report(ws, name, subject_name, commit)
+    notebook, register_path = new_report(ws, name, subject_name, commit, kind, capture_name)
     click.echo(f"created {notebook.relative_to(ws.root)} and {register_path.relative_to(ws.root)}")
     click.echo(f"next: open the notebook in JupyterLab, then `tracework render {name}`")
 

@@ -30,6 +30,12 @@ from tracework.capture.evidence import (
     excerpt_info,
     transcripts_html,
 )
+from tracework.capture.parts import (
+    conditions_html,
+    limits_html,
+    provenance_html,
+    results_html,
+)
 from tracework.drift.check import (
     CheckItem,
     CheckReport,
@@ -264,6 +270,75 @@ class CaptureView:
             ```
         """
         return ExcerptView(self.wb._cite_excerpt(self.at, case_id, path))
+
+    # -- the parts of an investigation record (``tracework new --kind investigation``) --
+    # Each is computed from the capture's files and the register alone; showing any of
+    # them means the analyst lays the capture out by parts, so `wb.done()` does not
+    # append the whole section again.
+
+    def provenance(self) -> Html:
+        """The "Data and provenance" part: the subject's commit and the files hashed
+        before the run, the environment, isolation, harness and every file kept, with
+        their SHA-256, all read from the capture's manifest.
+
+        Examples:
+            ```python
+            cap.provenance()
+            ```
+        """
+        subject = self.at.shown.manifest.subject
+        url = (
+            self.wb.subject.url
+            if subject == self.wb.subject.name
+            else load_subject(self.wb.ws, subject).url
+        )
+        return self._part(provenance_html(self.at, url), "provenance")
+
+    def conditions(self) -> Html:
+        """The "Status conditions" part: what makes each case PASS, FAIL or UNKNOWN.
+
+        Examples:
+            ```python
+            cap.conditions()
+            ```
+        """
+        return self._part(conditions_html(self.at), "status conditions")
+
+    def results(self) -> Html:
+        """The "Results" part: the scripted cases and tables, then the model-driven arm
+        apart and labelled.
+
+        Examples:
+            ```python
+            cap.results()
+            ```
+        """
+        return self._part(results_html(self.at), "results")
+
+    def transcripts(self) -> Html:
+        """Every case's transcript, folded (the end of the "Runtime capture" section).
+
+        Examples:
+            ```python
+            cap.transcripts()
+            ```
+        """
+        return self._part(transcripts_html(self.wb.ws.root, self.at), "transcripts")
+
+    def limits(self) -> Html:
+        """The "Limits" part, as far as the capture itself shows them: cases left
+        UNKNOWN, the arm not graded, code moved since the pin, the limits in force.
+
+        Examples:
+            ```python
+            cap.limits()
+            ```
+        """
+        return self._part(limits_html(self.at), "limits")
+
+    def _part(self, markup: str, what: str) -> Html:
+        self.wb._captures_shown.add(self.at.source)
+        return Html(markup, f"capture {self.at.shown.name}: {what}")
 
     def _repr_html_(self) -> str:
         self.wb._captures_shown.add(self.at.source)

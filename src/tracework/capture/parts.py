@@ -1,0 +1,196 @@
+"""The parts of an investigation record that a capture fills in by itself.
+
+A published investigation states its provenance, its status conditions, its results
+and its limits.  Every fact of those parts is already in the capture (its manifest,
+``results.json``, ``model-arm.json``) or the register, so an analyst who types them
+by hand can only get them wrong.  Each function here renders one part from those
+files alone; ``tracework new NAME --kind investigation`` puts one cell per part in the
+notebook (``cap.provenance()``, ``cap.conditions()``, ``cap.results()``,
+``cap.limits()``), and the analyst writes the prose between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tracework.capture.evidence import CapturedAt, _observed, _table_html, state_badge
+from tracework.capture.store import CaptureResults, CaseResult
+from tracework.notebook.views import badge, esc, esc_name
+
+
+def _meta(rows: Iterable[tuple[str, str]]) -> str:
+    return '<dl class="tw-meta">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
+
+
+def _code(text: str) -> str:
+    return f"<code>{esc(text)}</code>"
+
+
+def _stale(at: CapturedAt) -> str:
+    if not at.stale:
+        return ""
+    return (
+        f"<p>{state_badge('stale', at)}: no capture at the commit rendered "
+        f"({_code(at.commit[:12])}); every part below is the capture made at "
+        f"{_code(at.baseline.commit[:12])}.</p>"
+    )
+
+
+def provenance_html(at: CapturedAt, subject_url: str | None) -> str:
+    """ "Data and provenance": the subject's commit and the files hashed before the run,
+    the environment, the isolation and limits, the harness, and every file the capture
+    keeps with its SHA-256."""
+    cap = at.shown
+    m = cap.manifest
+    env = m.environment
+    subject = f"{esc(m.subject)}" + (f" ({esc(subject_url)})" if subject_url else "")
+    lock = (
+        "the subject's own uv.lock, installed as written"
+        if env.lock == "uv"
+        else "pinned requirements (the subject has no lock of its own in use)"
+    )
+    rows = [
+        ("Subject", f"{subject} at {_code(m.commit)}, committed {esc(m.commit_date)}"),
+        ("Environment", f"Python {esc(env.python)}; {lock}"),
+        ("Frozen list", f"<code>environment.txt</code>, sha256 {_code(env.sha256)}"),
+        ("Harness", f"<code>harness.py</code>, sha256 {_code(m.harness_sha256)}"),
+        ("Declaration", f"<code>{esc(m.capture)}.toml</code>, sha256 {_code(m.config_sha256)}"),
+        ("Isolation", f"{esc(m.isolation)}: its own network (loopback only), no host files"),
+        ("Runs", f"{m.identical_runs} run{'s' if m.identical_runs != 1 else ''}, "
+         "byte-identical in every scripted file"),
+        ("Made by", f"tracework {esc(m.tracework)}"),
+    ]  # fmt: skip
+    checked = "".join(
+        f"<tr><td>{esc_name(path)}</td><td><code>{esc(sha)}</code></td><td>"
+        + (badge("changed", "differs from the pin") if path in m.changed_since_pin else "")
+        + "</td></tr>"
+        for path, sha in sorted(m.verified_files.items())
+    )
+    kept = "".join(
+        f"<tr><td>{esc_name(f.path)}</td><td><code>{esc(f.sha256)}</code></td>"
+        f'<td class="tw-num">{f.size:,}</td></tr>'
+        for f in m.files
+    )
+    return (
+        f'<section class="tw-capture tw-provenance">{_stale(at)}{_meta(rows)}'
+        "<h3>Subject files hashed before the harness ran</h3>"
+        + (
+            '<div class="tw-scroll"><table class="tw-hashes"><thead><tr><th>file</th>'
+            f"<th>sha256 in the exported tree</th><th></th></tr></thead><tbody>{checked}"
+            "</tbody></table></div>"
+            if checked
+            else "<p>None: the register holds no file of this subject.</p>"
+        )
+        + f"<h3>Files of the capture ({esc(cap.folder)})</h3>"
+        '<div class="tw-scroll"><table class="tw-hashes"><thead><tr><th>file</th>'
+        f"<th>sha256</th><th>bytes</th></tr></thead><tbody>{kept}</tbody></table></div>"
+        "</section>"
+    )
+
+
+def _arms(at: CapturedAt) -> list[CaptureResults]:
+    cap = at.shown
+    return [cap.results] + ([cap.model_arm] if cap.model_arm is not None else [])
+
+
+def _condition(case: CaseResult) -> str:
+    if case.arm == "model-driven":
+        return f"<li>{esc(case.id)}: model-driven, not graded</li>"
+    if case.checks:
+        items = "".join(f"<li>{esc(c.criterion)}</li>" for c in case.checks)
+        return (
+            f"<li>{esc(case.id)}: FAIL if any of these fails, PASS if all hold, UNKNOWN "
+            f"if one cannot be shown by the fixture<ul>{items}</ul></li>"
+        )
+    return f"<li>{esc(case.id)}: {esc(case.criterion or '')}</li>"
+
+
+def conditions_html(at: CapturedAt) -> str:
+    """ "Status conditions": what makes each case PASS, FAIL or UNKNOWN, as its harness
+    judged it."""
+    items = "".join(_condition(c) for arm in _arms(at) for c in arm.cases)
+    return (
+        f'<section class="tw-capture tw-conditions">{_stale(at)}'
+        "<p>Each status is computed by the harness from what crossed the subject's "
+        "boundaries (recorded requests, stored rows), never from a model's reply.</p>"
+        f'<ul class="tw-checks">{items}</ul></section>'
+    )
+
+
+def _cases_table(arm: CaptureResults) -> str:
+    rows = "".join(
+        f"<tr><td>{esc(c.id)}</td><td>{esc(c.question)}</td>"
+        f"<td>{badge(c.status or 'model-driven', c.status or 'not graded')}</td>"
+        f"<td>{esc(_observed(c))}</td></tr>"
+        for c in arm.cases
+    )
+    return (
+        '<div class="tw-scroll"><table><thead><tr><th>case</th><th>question</th>'
+        f"<th>status</th><th>observed</th></tr></thead><tbody>{rows}</tbody></table></div>"
+    )
+
+
+def results_html(at: CapturedAt) -> str:
+    """ "Results": the scripted cases with their statuses and counts, the harness's
+    tables, then the model-driven arm apart, labelled and never counted."""
+    cap = at.shown
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(cap.results.counts.items()))
+    out = [
+        f'<section class="tw-capture tw-results">{_stale(at)}',
+        f"<p>Scripted arm: {len(cap.results.cases)} cases ({esc(counts or 'none graded')}).</p>",
+        _cases_table(cap.results),
+        "".join(_table_html(t) for t in cap.results.tables),
+    ]
+    if cap.model_arm is not None:
+        out += [
+            "<h3>Model-driven arm (not graded)</h3><p>Its replies vary from run to run; "
+            "it is kept apart from the statuses above and exempt from the byte-identical "
+            "rule.</p>",
+            _cases_table(cap.model_arm),
+            "".join(_table_html(t) for t in cap.model_arm.tables),
+        ]
+    return "".join(out) + "</section>"
+
+
+def limits_html(at: CapturedAt) -> str:
+    """ "Limits": what the capture cannot show, computed — cases left UNKNOWN and why,
+    the arm never graded, code that moved since the pin, the limits it ran under."""
+    cap = at.shown
+    m = cap.manifest
+    items: list[str] = []
+    for case in cap.results.cases:
+        if case.status == "UNKNOWN":
+            items.append(f"{esc(case.id)} is UNKNOWN: {esc(_observed(case))}")
+    if cap.model_arm is not None:
+        items.append(
+            f"{len(cap.model_arm.cases)} model-driven case"
+            f"{'s are' if len(cap.model_arm.cases) != 1 else ' is'} not graded"
+        )
+    if m.changed_since_pin:
+        items.append(
+            "captured at another commit than the register's pin: "
+            + ", ".join(esc_name(p) for p in m.changed_since_pin)
+            + " differ from the code quoted"
+        )
+    if at.stale:
+        items.append(f"no capture at {esc(at.commit[:12])}: the statuses are older")
+    if m.limits is not None:
+        lim = m.limits
+        where = (
+            f"the sandbox as a whole (control group {lim.control_group})"
+            if lim.control_group
+            else "each process alone (no control group here)"
+        )
+        items.append(
+            f"ran under {lim.memory_mib} MiB of memory and {lim.processes} processes, bounded "
+            f"for {where}; {lim.cpu_seconds} s of CPU; {lim.output_mib} MiB of output"
+        )
+    items.append(
+        f"isolated by {esc(m.isolation)}: namespaces, not a virtual machine; what the "
+        "harness replaced (a model, a clock) is the harness's, not the subject's"
+    )
+    return (
+        '<section class="tw-capture tw-limits"><ul>'
+        + "".join(f"<li>{i}</li>" for i in items)
+        + "</ul></section>"
+    )
