@@ -44,7 +44,7 @@ SOCKET_NAME = "relay.sock"
 #: Connections one run may open to the endpoint, refused ones included.
 MAX_CONNECTIONS = 10_000
 #: The largest frame the inside half sends: a label, or one read of the client.
-MAX_LABEL = 1024
+MAX_LABEL = 4096  # a case id and a condition of 100 characters, escaped
 MAX_DATA = 1 << 16
 #: How long the endpoint has to accept a connection, or to answer an info request.
 CONNECT_SECONDS = 10
