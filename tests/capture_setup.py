@@ -199,3 +199,89 @@ def uv_lock(project: str, packages: list[str]) -> str:
     )
     head = 'version = 1\nrevision = 3\nrequires-python = ">=3.8"\n\n'
     return head + "\n".join([*packages, root])
+
+
+def wheel_of(name: str) -> tuple[str, bytes]:
+    """A wheel of the distribution ``name`` installed in this test environment, rebuilt
+    from its files (its RECORD, less the scripts and the byte code): a pure-Python
+    package the capture environment can install from a loopback index, offline."""
+    import base64
+    import importlib.metadata
+    import io
+    import zipfile
+
+    dist = importlib.metadata.distribution(name)
+    wheel_file = dist.read_text("WHEEL") or ""
+    if "Tag: py3-none-any" not in wheel_file:
+        raise ValueError(f"{name} is not a pure-Python wheel here")
+    info = next(f.parent.as_posix() for f in dist.files or () if f.name == "METADATA")
+    left_out = {"INSTALLER", "REQUESTED", "RECORD", "direct_url.json", "uv_cache.json"}
+    members: dict[str, bytes] = {}
+    for file in dist.files or ():
+        path = file.as_posix()
+        if path.startswith("..") or "__pycache__" in path or path.endswith(".pyc"):
+            continue
+        if path.startswith(info + "/") and path.split("/", 1)[1] in left_out:
+            continue
+        members[path] = file.locate().read_bytes()
+    record = []
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as wheel:
+        for path, data in sorted(members.items()):
+            wheel.writestr(zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0)), data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            record.append(f"{path},sha256={digest.decode()},{len(data)}")
+        record.append(f"{info}/RECORD,,")
+        wheel.writestr(
+            zipfile.ZipInfo(f"{info}/RECORD", date_time=(2026, 1, 1, 0, 0, 0)),
+            "\n".join(record) + "\n",
+        )
+    filename = f"{info.removesuffix('.dist-info')}-py3-none-any.whl"
+    return filename, buffer.getvalue()
+
+
+class LocalIndex:
+    """A simple package index on the test's loopback serving the given wheels: ``url``
+    (for ``[capture] index``), and ``pins`` (``name==version --hash=sha256:…`` each)."""
+
+    def __init__(self, root: Path, wheels: list[tuple[str, bytes]]) -> None:
+        import http.server
+        import threading
+
+        self.pins = []
+        (root / "files").mkdir(parents=True)
+        for filename, data in wheels:
+            (root / "files" / filename).write_bytes(data)
+            digest = hashlib.sha256(data).hexdigest()
+            project, version = filename.split("-")[:2]
+            normal = project.lower().replace("_", "-")
+            (root / "simple" / normal).mkdir(parents=True)
+            (root / "simple" / normal / "index.html").write_text(
+                f'<html><body><a href="/files/{filename}#sha256={digest}">{filename}</a>'
+                "</body></html>\n"
+            )
+            self.pins.append(f"{normal}=={version} --hash=sha256:{digest}")
+
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), lambda *a: Quiet(*a, directory=str(root))
+        )
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def use_in(self, setup: Setup) -> None:
+        """``[capture] index`` of the workspace's tracework.toml: this index."""
+        marker = setup.ws.root / "tracework.toml"
+        text = marker.read_text()
+        if "\n[capture]\n" not in text:
+            text += "\n[capture]\n"
+        marker.write_text(
+            text.replace("\n[capture]\n", f'\n[capture]\nindex = "{self.url}/simple"\n')
+        )
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -16,6 +16,12 @@
     cases = 1000              # and tables, rows, rules: what one run may send
     tree_files = 50000        # and tree_mib: the tree exported at the commit
 
+    [model]                   # optional: the model-driven arm's one local endpoint
+    endpoint = "http://127.0.0.1:11434"
+    info = ["/v1/models"]     # GET before the runs; the replies go in the manifest
+    trials = 3                # per condition (capture.trials)
+    connections = 8           # at once
+
 The file is written by hand, so every key is checked and an unknown one is refused
 (a misspelt ``timout`` must not silently mean 120 s).
 """
@@ -26,7 +32,14 @@ import re
 import tomllib
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from tracework.capture.errors import CaptureConfigError
 from tracework.errors import TraceworkError, validation_problem
@@ -98,6 +111,83 @@ class Limits(Frozen):
     )
 
 
+#: ``[model] endpoint``: http, a loopback host, an explicit port, nothing after it.
+ENDPOINT = re.compile(r"http://(127\.0\.0\.1|\[::1\]|localhost):([0-9]{1,5})/?")
+#: ``[model] info``: a path (and query) of the endpoint, printable ASCII, no space.
+INFO_PATH = re.compile(r"/[\x21-\x7e]{0,999}")
+
+
+class ModelConfig(Frozen):
+    """``[model]``: the one local endpoint the model-driven arm may reach, and its trials."""
+
+    endpoint: str = Field(
+        description="http://HOST:PORT with HOST 127.0.0.1, [::1] or localhost (the host "
+        "connects to 127.0.0.1 for it) and PORT 1024 to 65535; reachable inside the sandbox "
+        "at the same address, and nothing else is"
+    )
+    info: tuple[str, ...] = Field(
+        (),
+        max_length=20,
+        description="paths tracework GETs from the endpoint before the runs (e.g. "
+        '"/v1/models"); the replies are recorded in the manifest',
+    )
+    trials: int = Field(3, ge=1, le=100, description="trials of each condition (capture.trials)")
+    connections: int = Field(
+        8, ge=1, le=64, description="connections to the endpoint open at once; more are refused"
+    )
+
+    @field_validator("endpoint")
+    @classmethod
+    def _loopback(cls, value: str) -> str:
+        match = ENDPOINT.fullmatch(value)
+        if match is None:
+            raise ValueError(
+                f"{value!r} is not a local endpoint: give http://127.0.0.1:PORT, "
+                "http://[::1]:PORT or http://localhost:PORT (loopback, http, an explicit port, "
+                "no path: the subject names its own paths)"
+            )
+        if not 1024 <= int(match.group(2)) <= 65535:
+            raise ValueError(
+                f"{value!r}: the port must be 1024 to 65535 (inside the sandbox nothing may "
+                "listen on a lower one)"
+            )
+        return value
+
+    @field_validator("info")
+    @classmethod
+    def _paths(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for path in value:
+            if INFO_PATH.fullmatch(path) is None:
+                raise ValueError(f"{path!r} must be a path of the endpoint, like '/v1/models'")
+        return value
+
+    @property
+    def host(self) -> str:
+        """The host as declared (for the requests' ``Host`` header): ``[::1]`` with brackets."""
+        match = ENDPOINT.fullmatch(self.endpoint)
+        assert match is not None
+        return match.group(1)
+
+    @property
+    def port(self) -> int:
+        match = ENDPOINT.fullmatch(self.endpoint)
+        assert match is not None
+        return int(match.group(2))
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """Where the host side connects: an address literal, never a name to resolve."""
+        return ("::1" if self.host == "[::1]" else "127.0.0.1", self.port)
+
+    @property
+    def inside(self) -> tuple[tuple[str, int], ...]:
+        """Where the relay listens inside the sandbox: the declared address (``localhost``
+        both 127.0.0.1 and ::1, as the sandbox's ``/etc/hosts`` may name either)."""
+        if self.host == "localhost":
+            return (("127.0.0.1", self.port), ("::1", self.port))
+        return (self.address,)
+
+
 def limit_maximum(setting: str) -> int:
     """The largest value ``[limits] setting`` accepts (for a hint that says how far)."""
     for rule in Limits.model_fields[setting].metadata:
@@ -136,6 +226,9 @@ class CaptureConfig(Frozen):
     )
     timeout: int = Field(120, ge=1, le=86400, description="seconds of wall clock, and of CPU")
     limits: Limits = Limits()
+    model: ModelConfig | None = Field(
+        None, description="the model-driven arm's one local endpoint; none without it"
+    )
 
     @model_validator(mode="after")
     def _one_environment(self) -> CaptureConfig:

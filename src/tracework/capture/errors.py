@@ -72,3 +72,8 @@ class NotDeterministic(CaptureError):
 class NotRegular(CaptureError):
     """A file of the subject that tracework would read on the host is a link, or is
     reached through one, or is not a regular file: refused, its content never read."""
+
+
+class ModelEndpointUnavailable(CaptureError):
+    """The declared ``[model]`` endpoint did not answer an ``info`` request before the
+    runs (nothing listens there, or it replied with more than tracework keeps)."""

@@ -71,6 +71,8 @@ TREE = "/capture/tree"
 ENV = "/capture/env"
 LIB = "/capture/lib"
 HARNESS_DIR = "/capture/harness"
+#: With [model]: the folder of the model relay's Unix socket (see capture.model).
+MODEL = "/capture/model"
 TMP = "/tmp"
 HOME = "/tmp/home"
 

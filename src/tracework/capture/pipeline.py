@@ -8,7 +8,8 @@
 4. find the built environment (``capture env`` builds it: the only step that may
    use the network);
 5. choose the isolation, or refuse;
-6. run the harness in the sandbox, ``--repeat`` times, each run from scratch;
+6. with ``[model]``: ask the endpoint its ``info`` once; run the harness in the
+   sandbox, ``--repeat`` times, each run from scratch (and its model relay with it);
 7. turn each run's messages into the capture's files, normalised; the scripted
    files of every run must be byte-identical to the first's;
 8. write ``captures/NAME/<commit12>/`` in a staging folder and swap it in.  A run
@@ -22,6 +23,7 @@ import json
 import posixpath
 import re
 import tempfile
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -33,6 +35,7 @@ from tracework.capture.config import CaptureConfig, capture_name, load_config
 from tracework.capture.environment import Environment, build_environment, cached_environment
 from tracework.capture.errors import CaptureConfigError, HarnessFailed, NotDeterministic
 from tracework.capture.interpreter import prefix_to_show
+from tracework.capture.model import Carried, Label, Relay, fetch_info
 from tracework.capture.normalise import BUILT_IN, HarnessRule, NormaliseProblem, Normaliser
 from tracework.capture.preflight import verify_registered
 from tracework.capture.process import Run, run_sandboxed
@@ -46,8 +49,10 @@ from tracework.capture.store import (
     CaseResult,
     EnvironmentInfo,
     LimitsInForce,
+    ModelArm,
     ResultTable,
     Rule,
+    TrialResult,
     canonical,
     load_capture,
     manifest_files,
@@ -62,8 +67,10 @@ from tracework.workspace import Workspace
 #: The most runs one capture makes (each is a whole run of the harness).
 MAX_REPEAT = 10
 
+#: With [model]: every request to the endpoint and its reply, as they crossed the relay.
+EXCHANGES = "model-arm/exchanges.jsonl"
 #: Files whose bytes may differ between runs: the log, and the model-driven arm.
-NOT_COMPARED = ("log.txt", "model-arm.json")
+NOT_COMPARED = ("log.txt", "model-arm.json", EXCHANGES)
 
 
 @dataclass(frozen=True)
@@ -167,6 +174,7 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
     preflight = verify_registered(ws, config, mirror, full, tree)
     env = cached_environment(config, tree, name, registry_setting(ws.settings()))
     backend = isolation.choose(isolation_setting(ws))
+    info = fetch_info(config.model, name) if config.model is not None else None
 
     out_root = ws.captures / name
     out_root.mkdir(parents=True, exist_ok=True)
@@ -180,11 +188,22 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
                 runs: list[dict[str, bytes]] = []
                 group_used = None
                 for number in range(1, repeat + 1):
-                    run = _run_once(config, name, harness, tree, env, backend)
+                    run, carried = _run_once(config, name, harness, tree, env, backend)
                     group_used = run.group
-                    runs.append(_files(run, config, name, full, harness, tree, env, number))
+                    runs.append(
+                        _files(run, config, name, full, harness, tree, env, number, carried)
+                    )
                 _require_identical(runs, name)
                 files = runs[0]
+                model = None
+                if config.model is not None and info is not None:
+                    model = ModelArm(
+                        endpoint=config.model.endpoint,
+                        trials=config.model.trials,
+                        connections=config.model.connections,
+                        info=info,
+                        exchanges=files[EXCHANGES].count(b"\n"),
+                    )
                 # 8. write and swap in
                 manifest = CaptureManifest(
                     capture=name,
@@ -205,6 +224,7 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
                     isolation=backend,
                     limits=_limits_in_force(config, backend, group_used),
                     identical_runs=repeat,
+                    model=model,
                     tracework=__version__,
                     files=manifest_files(files),
                 )
@@ -235,7 +255,8 @@ class _RunFailed(Exception):
 #: (the log, error.txt, and each differing run's files in run-N/): a failed folder holding
 #: anything else is not one tracework kept, and is never replaced or removed.
 CAPTURE_FILES = frozenset(
-    {"results.json", "model-arm.json", "transcripts", "environment.txt", "harness.py"}
+    {"results.json", "model-arm.json", "model-arm", "transcripts", "environment.txt"}
+    | {"harness.py"}
     | {"log.txt", "manifest.json", "error.txt"}
     | {f"run-{n}" for n in range(1, MAX_REPEAT + 1)}
 )
@@ -272,9 +293,10 @@ def _run_once(
     tree: Path,
     env: Environment,
     backend: isolation.Backend,
-) -> Run:
-    """One run of the harness in a fresh sandbox (its own scratch folder, /tmp, home)."""
-    with tempfile.TemporaryDirectory(prefix="tracework-run-") as folder:
+) -> tuple[Run, list[Carried] | None]:
+    """One run of the harness in a fresh sandbox (its own scratch folder, /tmp, home),
+    and with ``[model]`` every connection its model relay carried."""
+    with tempfile.TemporaryDirectory(prefix="tracework-run-") as folder, ExitStack() as stack:
         scratch = Path(folder)
         copy = scratch / "harness.py"
         copy.write_bytes(harness)
@@ -289,6 +311,15 @@ def _run_once(
         prefix = prefix_to_show(env.interpreter)
         if prefix is not None:
             extra.append(isolation.Bind(prefix, str(prefix)))
+        relay, model = None, None
+        if config.model is not None:  # the one way out: see tracework.capture.model
+            relay = Relay(config.model, scratch / "model", config.limits.output_mib << 20)
+            extra.append(isolation.Bind(relay.socket_path.parent, isolation.MODEL))
+            model = {
+                "listen": [list(address) for address in config.model.inside],
+                "socket": f"{isolation.MODEL}/{relay.socket_path.name}",
+                "trials": config.model.trials,
+            }
         binds, links = isolation.system_view(extra, scratch)
         python_path = [posixpath.normpath(f"{isolation.TREE}/{p}") for p in config.paths]
 
@@ -310,6 +341,7 @@ def _run_once(
                     isolation.HOME,
                     json.dumps(harness_limits(config), sort_keys=True),
                     json.dumps(python_path),
+                    json.dumps(model, sort_keys=True),
                 ),
                 cwd=isolation.TREE,
                 pass_fds=(fd,),
@@ -317,13 +349,20 @@ def _run_once(
             )
             return isolation.command(backend, view, scratch)
 
+        if relay is not None:
+            stack.enter_context(relay)
         with run_group(config.limits.memory_mib << 20, config.limits.processes) as group:
-            return run_sandboxed(
+            run = run_sandboxed(
                 launch_for,
                 timeout=config.timeout,
                 output_limit=config.limits.output_mib << 20,
                 group=group,
+                watch=relay.stopped if relay is not None else None,
             )
+        if relay is None:
+            return run, None
+        relay.close()
+        return run, relay.carried
 
 
 def _limits_in_force(
@@ -395,12 +434,15 @@ def _files(
     tree: Path,
     env: Environment,
     number: int,
+    carried: list[Carried] | None = None,
 ) -> dict[str, bytes]:
     """The capture's files from one run, normalised; a failed run is :class:`_RunFailed`.
     Reading stops at the first message past a ``[limits]`` cap, and every step after it
-    is linear in what the harness sent."""
+    is linear in what the harness sent.  ``carried``: the model relay's connections,
+    kept as they crossed it (``model-arm/exchanges.jsonl``, never normalised)."""
     from tracework.capture.config import limit_maximum
     from tracework.capture.errors import HarnessOverLimit
+    from tracework.capture.exchanges import records
     from tracework.capture.protocol import OverLimit
 
     keep = {"log.txt": run.log}
@@ -412,7 +454,7 @@ def _files(
     if run.stopped:
         raise failed(f"the harness was stopped: {run.stopped}")
     try:
-        raw = parse(run.lines, config.limits)
+        raw = parse(run.lines, config.limits, config.model.trials if config.model else None)
     except ProtocolProblem as exc:
         raise failed(f"the harness broke the protocol: {exc}") from None
     except OverLimit as exc:
@@ -438,13 +480,16 @@ def _files(
         (str(env.venv), "<env>"),
         (isolation.TMP, "<tmp>"),
     ]
+    lines, by_label = records(carried) if carried is not None else ([], {})
     try:
         normaliser = Normaliser(paths, [HarnessRule(r.pattern, r.placeholder) for r in raw.rules])
-        files = _results(raw, normaliser, config, name, commit)
+        files = _results(raw, normaliser, config, name, commit, by_label)
         log = normaliser.text(run.log.decode("utf-8", errors="replace"))
     except NormaliseProblem as exc:
         raise failed(str(exc)) from None
     files["log.txt"] = log.encode("utf-8")
+    if carried is not None:
+        files[EXCHANGES] = b"".join(lines)
     files["environment.txt"] = env.frozen.encode("utf-8")
     files["harness.py"] = harness
     return files
@@ -469,7 +514,12 @@ def _raised(raw: RawCapture, name: str, config: CaptureConfig) -> str:
 
 
 def _results(
-    raw: RawCapture, norm: Normaliser, config: CaptureConfig, name: str, commit: str
+    raw: RawCapture,
+    norm: Normaliser,
+    config: CaptureConfig,
+    name: str,
+    commit: str,
+    exchanges: dict[Label | None, list[int]] | None = None,
 ) -> dict[str, bytes]:
     """results.json, model-arm.json and the transcripts, normalised: scripted first,
     then model-driven (see :mod:`tracework.capture.normalise` on numbering)."""
@@ -481,7 +531,7 @@ def _results(
     ]
     rules += [Rule(rule=r.pattern, placeholder=r.placeholder, origin="harness") for r in raw.rules]
     for arm in ("scripted", "model-driven"):
-        cases = [_case(c, norm, files) for c in raw.cases if c.opened.arm == arm]
+        cases = [_case(c, norm, files, exchanges or {}) for c in raw.cases if c.opened.arm == arm]
         tables = [
             ResultTable(
                 name=t.name,
@@ -512,18 +562,50 @@ def _results(
     return files
 
 
-def _case(case: RawCase, norm: Normaliser, files: dict[str, bytes]) -> CaseResult:
-    """One case, normalised; its transcript goes into ``files``."""
+def _case(
+    case: RawCase,
+    norm: Normaliser,
+    files: dict[str, bytes],
+    exchanges: dict[Label | None, list[int]],
+) -> CaseResult:
+    """One case, normalised; its transcript goes into ``files``.  A model-driven case
+    gets the ids of the model exchanges sent in it (``exchanges``, by label)."""
     opened = case.opened
     question = norm.text(opened.question)
     transcript = None
-    if case.records:
+    trials = tuple(
+        TrialResult(
+            condition=None if t.opened.condition is None else norm.text(t.opened.condition),
+            number=t.opened.number,
+            observed=norm.text(t.observed.observed) if t.observed else "",
+            criterion=(
+                norm.text(t.observed.criterion)
+                if t.observed is not None and t.observed.criterion is not None
+                else None
+            ),
+            exchanges=tuple(exchanges.get((opened.id, t.opened.condition, t.opened.number), ())),
+        )
+        for t in case.trials
+    )
+    if case.records or trials:
         transcript = f"transcripts/{opened.id}.json"
-        body = {
+        body: dict[str, object] = {
             "case": opened.id,
             "arm": opened.arm,
             "records": [{"name": r.name, "value": norm.value(r.value)} for r in case.records],
         }
+        if trials:
+            body["trials"] = [
+                {
+                    "condition": result.condition,
+                    "number": result.number,
+                    "exchanges": list(result.exchanges),
+                    "records": [
+                        {"name": r.name, "value": norm.value(r.value)} for r in raw.records
+                    ],
+                }
+                for result, raw in zip(trials, case.trials, strict=True)
+            ]
         files[transcript] = canonical(body)
     checks = tuple(
         CaseCheck(criterion=norm.text(c.criterion), holds=c.holds, observed=norm.text(c.observed))
@@ -540,6 +622,15 @@ def _case(case: RawCase, norm: Normaliser, files: dict[str, bytes]) -> CaseResul
         observed = norm.text(case.observed.observed)
         if case.observed.criterion is not None:
             criterion = norm.text(case.observed.criterion)
+    elif trials:
+        conditions = len(case.conditions)
+        observed = f"{len(trials)} trials" + (
+            f": {len(trials) // conditions} of each of {conditions} conditions"
+            if conditions > 1
+            else ""
+        )
+        said = {t.criterion for t in trials}
+        criterion = said.pop() if len(said) == 1 else None
     return CaseResult(
         id=opened.id,
         question=question,
@@ -549,6 +640,10 @@ def _case(case: RawCase, norm: Normaliser, files: dict[str, bytes]) -> CaseResul
         observed=observed,
         checks=checks,
         transcript=transcript,
+        trials=trials,
+        exchanges=tuple(exchanges.get((opened.id, None, None), ()))
+        if opened.arm == "model-driven"
+        else (),
     )
 
 

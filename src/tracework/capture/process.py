@@ -49,10 +49,13 @@ def run_sandboxed(
     timeout: float,
     output_limit: int,
     group: Group | None = None,
+    watch: Callable[[], str | None] | None = None,
 ) -> Run:
     """Start ``launch_for(fd)`` — ``fd`` is the results socket's sandbox end, passed
     on — and read both until the run ends, is too slow, says too much, or a process
-    other than the harness writes a result; in control group ``group``, if given."""
+    other than the harness writes a result; in control group ``group``, if given.
+    ``watch``, polled at least once a second, says why the run must stop (the model
+    relay past a bound), or None."""
     results, sandbox_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     results.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     proto_r, proto_w = results.fileno(), sandbox_end.detach()
@@ -89,6 +92,9 @@ def run_sandboxed(
             selector.register(fd, selectors.EVENT_READ)
         try:
             while selector.get_map() and stopped is None:
+                stopped = watch() if watch is not None else None
+                if stopped is not None:
+                    break
                 left = deadline - time.monotonic()
                 if left <= 0:
                     stopped = f"it ran past its timeout of {timeout:g} s"
@@ -118,6 +124,7 @@ def run_sandboxed(
             if stopped is None:  # both pipes closed: the run is ending on its own
                 with suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=max(0.1, min(5.0, deadline - time.monotonic())))
+                stopped = watch() if watch is not None else None
         finally:
             _kill_group(proc)
             results.close()

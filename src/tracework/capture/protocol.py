@@ -2,11 +2,12 @@
 
 :mod:`tracework_harness` sends one JSON object per line: ``hello`` first, then for
 each case ``case``, its ``record``/``check``/``status``/``observe`` messages and
-``end``, with ``table`` and ``normalise`` messages at any point between cases, and
-finally ``done`` (or ``error`` when the harness raised).  Each message is validated
-by a frozen model, and its place in that order is checked, so a line that is not
-JSON, a message of an unknown kind, a record for a case that is not open or a run
-that stops half-way is one clear error naming the message's number.
+``end`` (a model-driven case run as trials sends a ``trial`` message before each
+trial's records and observation), with ``table`` and ``normalise`` messages at any
+point between cases, and finally ``done`` (or ``error`` when the harness raised).
+Each message is validated by a frozen model, and its place in that order is checked,
+so a line that is not JSON, a message of an unknown kind, a record for a case that is
+not open or a run that stops half-way is one clear error naming the message's number.
 
 What one run may send is capped by the declaration's ``[limits]`` (``cases``,
 ``tables``, ``rows``, ``rules``): the first message past a cap ends the reading, so
@@ -84,6 +85,13 @@ class Observed(_Message):
     criterion: Text | None
 
 
+class TrialStarted(_Message):
+    t: Literal["trial"]
+    case: CaseId
+    condition: Name | None
+    number: Annotated[int, Field(ge=1)]
+
+
 class Ended(_Message):
     t: Literal["end"]
     case: CaseId
@@ -123,6 +131,7 @@ Message = Annotated[
     | Checked
     | Stated
     | Observed
+    | TrialStarted
     | Ended
     | Tabled
     | Normalise
@@ -149,6 +158,19 @@ class OverLimit(ValueError):
 DEFAULT_LIMITS = Limits()
 
 
+#: How many conditions one case's trials may have (as the harness API allows).
+MAX_CONDITIONS = 100
+
+
+@dataclass
+class RawTrial:
+    """One trial of a model-driven case, as the harness sent it."""
+
+    opened: TrialStarted
+    records: list[Recorded] = field(default_factory=list)
+    observed: Observed | None = None
+
+
 @dataclass
 class RawCase:
     """One case as the harness sent it, before normalisation."""
@@ -159,6 +181,8 @@ class RawCase:
     stated: Stated | None = None
     observed: Observed | None = None
     ended: bool = False
+    trials: list[RawTrial] = field(default_factory=list)
+    conditions: dict[str | None, int] = field(default_factory=dict)  # trials of each
 
 
 @dataclass
@@ -172,10 +196,13 @@ class RawCapture:
     done: bool = False
 
 
-def parse(lines: Iterable[bytes], limits: Limits = DEFAULT_LIMITS) -> RawCapture:
+def parse(
+    lines: Iterable[bytes], limits: Limits = DEFAULT_LIMITS, trials: int | None = None
+) -> RawCapture:
     """The run's messages, checked; raises :class:`ProtocolProblem` at the first fault,
     and :class:`OverLimit` at the first message past a cap of ``limits``, reading no
-    line after it."""
+    line after it.  ``trials`` is ``[model] trials`` (None without ``[model]``: a
+    ``trial`` message is then a fault)."""
     raw = RawCapture()
     open_case: RawCase | None = None
     ids: set[str] = set()  # lower-cased: ids are compared ignoring case
@@ -208,10 +235,10 @@ def parse(lines: Iterable[bytes], limits: Limits = DEFAULT_LIMITS) -> RawCapture
             ids.add(message.id.lower())
             open_case = RawCase(message)
             raw.cases.append(open_case)
-        elif isinstance(message, Recorded | Checked | Stated | Observed | Ended):
+        elif isinstance(message, Recorded | Checked | Stated | Observed | TrialStarted | Ended):
             if open_case is None or open_case.opened.id != message.case:
                 raise ProtocolProblem(f"{where}: case {message.case} is not open")
-            _add(open_case, message, where)
+            _add(open_case, message, where, trials)
             if open_case.ended:
                 open_case = None
         elif isinstance(message, Tabled):
@@ -298,10 +325,50 @@ def _message(number: int, line: bytes) -> Message:
         ) from None
 
 
-def _add(case: RawCase, message: Any, where: str) -> None:
+def _trial(case: RawCase, message: TrialStarted, where: str, trials: int | None) -> None:
+    """A trial of a model-driven case: after the last one observed, within ``[model]
+    trials``, each condition and number once."""
+    if case.opened.arm != "model-driven":
+        raise ProtocolProblem(f"{where}: a trial in scripted case {case.opened.id}")
+    if trials is None:
+        raise ProtocolProblem(f"{where}: a trial, but the declaration has no [model] table")
+    if case.observed is not None:
+        raise ProtocolProblem(f"{where}: a trial in a case that observed as a whole")
+    if case.trials and case.trials[-1].observed is None:
+        raise ProtocolProblem(f"{where}: a trial began before the last one observed")
+    condition, number = message.condition, message.number
+    if condition not in case.conditions and len(case.conditions) == MAX_CONDITIONS:
+        raise ProtocolProblem(f"{where}: more than {MAX_CONDITIONS} conditions")
+    if number > trials or number != case.conditions.get(condition, 0) + 1:
+        raise ProtocolProblem(
+            f"{where}: trial {number} of condition {condition!r} out of order "
+            f"([model] trials = {trials})"
+        )
+    case.conditions[condition] = number
+    case.trials.append(RawTrial(message))
+
+
+def _trials_complete(case: RawCase, where: str, trials: int | None) -> None:
+    last = case.trials[-1]
+    if last.observed is None:
+        raise ProtocolProblem(
+            f"{where}: case {case.opened.id} ended before its last trial observed"
+        )
+    short = [c for c, n in case.conditions.items() if n != trials]
+    if short:
+        raise ProtocolProblem(
+            f"{where}: case {case.opened.id} ran {case.conditions[short[0]]} trials of "
+            f"condition {short[0]!r}, not {trials}"
+        )
+
+
+def _add(case: RawCase, message: Any, where: str, trials: int | None = None) -> None:
     scripted = case.opened.arm == "scripted"
-    if isinstance(message, Recorded):
-        case.records.append(message)
+    trial = case.trials[-1] if case.trials else None
+    if isinstance(message, TrialStarted):
+        _trial(case, message, where, trials)
+    elif isinstance(message, Recorded):
+        (trial.records if trial is not None else case.records).append(message)
     elif isinstance(message, Checked):
         if not scripted or case.stated is not None:
             raise ProtocolProblem(f"{where}: a check in a model-driven or stated case")
@@ -313,10 +380,15 @@ def _add(case: RawCase, message: Any, where: str) -> None:
     elif isinstance(message, Observed):
         if scripted:
             raise ProtocolProblem(f"{where}: observe in a scripted case")
-        case.observed = message
+        if trial is not None:
+            trial.observed = message
+        else:
+            case.observed = message
     else:
         if scripted and case.stated is None and not case.checks:
             raise ProtocolProblem(f"{where}: case {case.opened.id} ended without a status")
-        if not scripted and case.observed is None:
+        if trial is not None:
+            _trials_complete(case, where, trials)
+        elif not scripted and case.observed is None:
             raise ProtocolProblem(f"{where}: case {case.opened.id} ended without observe")
         case.ended = True

@@ -2,6 +2,7 @@
 
     results.json            the scripted cases and tables, with each case's status
     model-arm.json          the model-driven cases and tables, when there are any
+    model-arm/exchanges.jsonl  with [model]: every request to the endpoint and its reply
     transcripts/CASE.json   what each case recorded, in order
     environment.txt         the frozen package list (and the Python version)
     harness.py              the exact harness that ran
@@ -46,6 +47,18 @@ class CaseCheck(Frozen):
     observed: str
 
 
+class TrialResult(Frozen):
+    """One trial of a model-driven case run by ``capture.trials``: never graded."""
+
+    condition: str | None = Field(description="None: the case's one unnamed condition")
+    number: int = Field(description="1 to [model] trials, per condition")
+    observed: str
+    criterion: str | None
+    exchanges: tuple[int, ...] = Field(
+        (), description="ids of the exchanges sent during it (model-arm/exchanges.jsonl)"
+    )
+
+
 class CaseResult(Frozen):
     """A case: its question, its status and why, and where its transcript is."""
 
@@ -59,6 +72,14 @@ class CaseResult(Frozen):
         (), description="FAIL if any fails, PASS if all hold, UNKNOWN otherwise"
     )
     transcript: str | None = Field(description="path in the capture folder, when recorded")
+    trials: tuple[TrialResult, ...] = Field(
+        (), description="a model-driven case run as trials: each, in the order run"
+    )
+    exchanges: tuple[int, ...] = Field(
+        (),
+        description="ids of the model exchanges sent in the case outside a trial "
+        "(model-arm/exchanges.jsonl)",
+    )
 
 
 class ResultTable(Frozen):
@@ -124,6 +145,27 @@ class LimitsInForce(Frozen):
     )
 
 
+class ModelReply(Frozen):
+    """What the endpoint replied to one ``[model] info`` request, before the runs."""
+
+    path: str
+    status: int
+    text: str | None = Field(description="the reply's body, when it is UTF-8")
+    base64: str | None = Field(description="the reply's body otherwise")
+    sha256: Sha256 = Field(description="SHA-256 of the body's bytes")
+
+
+class ModelArm(Frozen):
+    """The model-driven arm's endpoint: what it was, what it said, what reached it."""
+
+    arm: Literal["model-driven"] = "model-driven"
+    endpoint: str = Field(description="the one endpoint the sandbox could reach, as declared")
+    trials: int = Field(description="trials of each condition")
+    connections: int = Field(description="connections it could have open at once")
+    info: tuple[ModelReply, ...] = Field(description="its replies to [model] info, in order")
+    exchanges: int = Field(description="requests kept in model-arm/exchanges.jsonl (run 1)")
+
+
 class CaptureManifest(Frozen):
     """``manifest.json``: what ran, against what, how isolated, and every file's hash."""
 
@@ -150,6 +192,9 @@ class CaptureManifest(Frozen):
         None, description="the limits in force (None in a capture made before they were kept)"
     )
     identical_runs: int = Field(description="runs whose scripted files were byte-identical")
+    model: ModelArm | None = Field(
+        None, description="the model-driven arm's endpoint, with [model]; else None"
+    )
     tracework: str
     files: tuple[ManifestFile, ...]
 

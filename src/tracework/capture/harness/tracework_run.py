@@ -1,7 +1,7 @@
 """Run one harness inside the sandbox: limits, working folder, protocol, then the harness.
 
 tracework starts this file with the subject environment's Python, inside the
-isolation, as ``python -s -B tracework_run.py FD HARNESS TREE HOME LIMITS PATHS``,
+isolation, as ``python -s -B tracework_run.py FD HARNESS TREE HOME LIMITS PATHS MODEL``,
 under ``prlimit``: the resource limits (soft and hard) are in force before the
 interpreter starts, so nothing that runs at its start-up (a ``.pth`` file of an
 installed package, a ``sitecustomize``) can lift them.  The tree is not on the path
@@ -10,7 +10,9 @@ when the interpreter starts (no ``PYTHONPATH``), so a ``sitecustomize.py`` or
 hold, makes the fresh home folder, enters the tree, announces itself on the results
 socket, puts the tree's ``PATHS`` on the import path and runs the harness as
 ``__main__``.  An exception the harness does not catch is sent to tracework with its
-traceback.
+traceback.  ``MODEL`` is ``null``, or the declaration's ``[model]`` as the sandbox sees
+it (the addresses to listen on, the relay's socket, the trials per condition): then the
+model relay (:mod:`tracework_relay`) listens before the harness runs.
 
 Standard library only, Python 3.8 syntax: it runs in the subject's environment.
 """
@@ -42,12 +44,21 @@ def _limits_not_in_force(limits: dict[str, int]) -> list[str]:
 def main(argv: list[str]) -> int:
     fd, harness, tree, home = int(argv[1]), argv[2], argv[3], argv[4]
     limits, paths = json.loads(argv[5]), json.loads(argv[6])
+    model = json.loads(argv[7]) if len(argv) > 7 else None
     th = importlib.import_module("tracework_harness")  # beside this file, sys.path[0]
     th._connect(fd)  # before the tree is importable: the hello is the runner's own
     wrong = _limits_not_in_force(limits)
     if wrong:
         th._failed("SystemExit", "the limits are not in force: " + ", ".join(wrong), "")
         return 1
+    th._configure(paths, model)
+    if model is not None:
+        relay = importlib.import_module("tracework_relay")
+        problems = relay.start(model["listen"], model["socket"], th.capture._model_label)
+        if len(problems) == len(model["listen"]):
+            said = "; ".join(problems)
+            th._failed("SystemExit", f"cannot listen on the model endpoint inside: {said}", "")
+            return 1
     os.makedirs(home, exist_ok=True)
     os.chdir(tree)
     sys.path[1:1] = paths  # where PYTHONPATH would put them, now that the harness runs
