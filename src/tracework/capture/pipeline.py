@@ -32,6 +32,7 @@ from tracework.capture.cgroup import run_group
 from tracework.capture.config import CaptureConfig, capture_name, load_config
 from tracework.capture.environment import Environment, build_environment, cached_environment
 from tracework.capture.errors import CaptureConfigError, HarnessFailed, NotDeterministic
+from tracework.capture.extralock import lock_path
 from tracework.capture.interpreter import prefix_to_show
 from tracework.capture.normalise import BUILT_IN, HarnessRule, NormaliseProblem, Normaliser
 from tracework.capture.preflight import verify_registered
@@ -45,6 +46,7 @@ from tracework.capture.store import (
     CaseCheck,
     CaseResult,
     EnvironmentInfo,
+    EnvironmentProvenance,
     LimitsInForce,
     ResultTable,
     Rule,
@@ -107,6 +109,8 @@ def environment(
         timeout=build_timeout(settings),
         memory_mib=build_memory(settings),
         rebuild=rebuild,
+        extra_lock_at=ws.root / lock_path(name),
+        commit=full,
     )
     return EnvOutcome(name, full, env, backend)
 
@@ -165,7 +169,9 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
     # 2.-5. the tree, the evidence, the environment, the isolation
     tree = export_tree(mirror, full, config.limits)
     preflight = verify_registered(ws, config, mirror, full, tree)
-    env = cached_environment(config, tree, name, registry_setting(ws.settings()))
+    env = cached_environment(
+        config, tree, name, registry_setting(ws.settings()), extra_lock_at=ws.root / lock_path(name)
+    )
     backend = isolation.choose(isolation_setting(ws))
 
     out_root = ws.captures / name
@@ -201,6 +207,7 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
                         sha256=env.sha256,
                         python=env.interpreter.version,
                         lock=config.lock,
+                        provenance=_provenance(env, name),
                     ),
                     isolation=backend,
                     limits=_limits_in_force(config, backend, group_used),
@@ -235,7 +242,8 @@ class _RunFailed(Exception):
 #: (the log, error.txt, and each differing run's files in run-N/): a failed folder holding
 #: anything else is not one tracework kept, and is never replaced or removed.
 CAPTURE_FILES = frozenset(
-    {"results.json", "model-arm.json", "transcripts", "environment.txt", "harness.py"}
+    {"results.json", "model-arm.json", "transcripts", "environment.txt", "extra.lock"}
+    | {"harness.py"}
     | {"log.txt", "manifest.json", "error.txt"}
     | {f"run-{n}" for n in range(1, MAX_REPEAT + 1)}
 )
@@ -446,8 +454,22 @@ def _files(
         raise failed(str(exc)) from None
     files["log.txt"] = log.encode("utf-8")
     files["environment.txt"] = env.frozen.encode("utf-8")
+    if env.extra_lock is not None:
+        files["extra.lock"] = env.extra_lock.data
     files["harness.py"] = harness
     return files
+
+
+def _provenance(env: Environment, name: str) -> EnvironmentProvenance:
+    """The environment's provenance as this capture states it: ``captures/NAME.lock``
+    named as this capture's (an environment may be shared by captures whose locks are
+    the same bytes)."""
+    recorded = env.provenance.extra_lock
+    if recorded is None:
+        return env.provenance
+    return env.provenance.model_copy(
+        update={"extra_lock": recorded.model_copy(update={"path": lock_path(name)})}
+    )
 
 
 def _raised(raw: RawCapture, name: str, config: CaptureConfig) -> str:
