@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,16 +158,22 @@ def one_error(result: Result) -> str:
     return result.output
 
 
-def make_wheel(name: str, version: str, files: dict[str, str]) -> tuple[str, bytes]:
+def make_wheel(
+    name: str, version: str, files: dict[str, str], requires: tuple[str, ...] = ()
+) -> tuple[str, bytes]:
     """A pure-Python wheel of ``files`` (paths inside it, e.g. ``x/__init__.py`` or a
-    ``x.pth`` at its root) with its metadata and RECORD: its file name and bytes."""
+    ``x.pth`` at its root) with its metadata (``requires``: its Requires-Dist) and
+    RECORD: its file name and bytes."""
     import base64
     import io
     import zipfile
 
     info = f"{name}-{version}.dist-info"
     members = dict(files)
-    members[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    members[f"{info}/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        + "".join(f"Requires-Dist: {r}\n" for r in requires)
+    )
     members[f"{info}/WHEEL"] = (
         "Wheel-Version: 1.0\nGenerator: tracework-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     )
@@ -240,41 +246,113 @@ def wheel_of(name: str) -> tuple[str, bytes]:
     return filename, buffer.getvalue()
 
 
-class LocalIndex:
-    """A simple package index on the test's loopback serving the given wheels: ``url``
-    (for ``[capture] index``), and ``pins`` (``name==version --hash=sha256:…`` each)."""
+#: The build backend of :func:`make_sdist`, inside the sdist itself: it needs nothing
+#: from the registry to build (``requires = []``), so an offline index can serve it.
+_IN_TREE_BACKEND = """\
+import base64, hashlib, os, zipfile
 
-    def __init__(self, root: Path, wheels: list[tuple[str, bytes]]) -> None:
+NAME, VERSION, FILES = {name!r}, {version!r}, {files!r}
+META = "Metadata-Version: 2.1\\nName: %s\\nVersion: %s\\n" % (NAME, VERSION)
+INFO = "%s-%s.dist-info" % (NAME, VERSION)
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_wheel(directory, config_settings=None):
+    os.makedirs(os.path.join(directory, INFO))
+    with open(os.path.join(directory, INFO, "METADATA"), "w") as handle:
+        handle.write(META)
+    return INFO
+
+
+def build_wheel(directory, config_settings=None, metadata_directory=None):
+    name = "%s-%s-py3-none-any.whl" % (NAME, VERSION)
+    members = dict(FILES)
+    members[INFO + "/METADATA"] = META
+    members[INFO + "/WHEEL"] = (
+        "Wheel-Version: 1.0\\nGenerator: in-tree\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
+    )
+    record = []
+    with zipfile.ZipFile(os.path.join(directory, name), "w") as wheel:
+        for path, text in sorted(members.items()):
+            data = text.encode()
+            wheel.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            record.append("%s,sha256=%s,%d" % (path, digest.decode(), len(data)))
+        record.append(INFO + "/RECORD,,")
+        wheel.writestr(INFO + "/RECORD", "\\n".join(record) + "\\n")
+    return name
+"""
+
+
+def make_sdist(name: str, version: str, files: dict[str, str]) -> tuple[str, bytes]:
+    """A source distribution (``.tar.gz``) with no wheel: its own build backend, in
+    the sdist (``backend-path``), builds a pure-Python wheel of ``files``."""
+    import io
+    import tarfile
+
+    root = f"{name}-{version}"
+    members = {
+        "pyproject.toml": (
+            '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n\n'
+            f'[project]\nname = "{name}"\nversion = "{version}"\n'
+        ),
+        "backend.py": _IN_TREE_BACKEND.format(name=name, version=version, files=files),
+        "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+    }
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for path, text in sorted(members.items()):
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(f"{root}/{path}")
+            info.size, info.mtime, info.mode = len(data), 1767225600, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return f"{root}.tar.gz", buffer.getvalue()
+
+
+class LocalIndex:
+    """A simple package index served on the test's loopback (``/simple/NAME/`` and the
+    files under ``/files/``): what a build reaches through its registry proxy, offline.
+    ``wheels`` are served at once, and ``pins`` holds ``name==version --hash=sha256:…``
+    for each; :meth:`add` serves more."""
+
+    def __init__(self, root: Path, wheels: Sequence[tuple[str, bytes]] = ()) -> None:
         import http.server
         import threading
-
-        self.pins = []
-        (root / "files").mkdir(parents=True)
-        for filename, data in wheels:
-            (root / "files" / filename).write_bytes(data)
-            digest = hashlib.sha256(data).hexdigest()
-            project, version = filename.split("-")[:2]
-            normal = project.lower().replace("_", "-")
-            (root / "simple" / normal).mkdir(parents=True)
-            (root / "simple" / normal / "index.html").write_text(
-                f'<html><body><a href="/files/{filename}#sha256={digest}">{filename}</a>'
-                "</body></html>\n"
-            )
-            self.pins.append(f"{normal}=={version} --hash=sha256:{digest}")
 
         class Quiet(http.server.SimpleHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
                 pass
 
-        self._server = http.server.ThreadingHTTPServer(
+        self.root = root
+        self.pins: list[str] = []
+        (root / "files").mkdir(parents=True)
+        for filename, data in wheels:
+            project, version = filename.split("-")[:2]
+            normal = project.lower().replace("_", "-")
+            digest = self.add(normal, filename, data)
+            self.pins.append(f"{normal}=={version} --hash=sha256:{digest}")
+        self.server = http.server.ThreadingHTTPServer(
             ("127.0.0.1", 0), lambda *a: Quiet(*a, directory=str(root))
         )
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def use_in(self, setup: Setup) -> None:
-        """``[capture] index`` of the workspace's tracework.toml: this index."""
-        marker = setup.ws.root / "tracework.toml"
+    def add(self, project: str, filename: str, data: bytes) -> str:
+        """Serve ``data`` as ``filename`` of ``project``; its SHA-256."""
+        digest = hashlib.sha256(data).hexdigest()
+        (self.root / "files" / filename).write_bytes(data)
+        page = self.root / "simple" / project / "index.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        before = page.read_text() if page.exists() else ""
+        page.write_text(before + f'<a href="/files/{filename}#sha256={digest}">{filename}</a>\n')
+        return digest
+
+    def use_in(self, ws: Workspace) -> None:
+        """``[capture] index`` of the workspace's tracework.toml names this index."""
+        marker = ws.root / "tracework.toml"
         text = marker.read_text()
         if "\n[capture]\n" not in text:
             text += "\n[capture]\n"
@@ -283,5 +361,5 @@ class LocalIndex:
         )
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self.server.shutdown()
+        self.server.server_close()

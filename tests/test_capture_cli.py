@@ -130,6 +130,8 @@ def test_json_output(setup):
         "python",
         "packages",
         "environment_sha256",
+        "extra_lock",
+        "provenance",
     }
     result = setup.tw("capture", "run", "cap", "--json", "--repeat", "2")
     out = json.loads(result.output)

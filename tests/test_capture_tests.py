@@ -117,7 +117,7 @@ def _transcript(setup, case: str) -> dict:
 
 def test_the_subjects_pytest_suite_is_a_case_with_counts_and_ids(pinned, tw, index):
     setup = capture_workspace(pinned, tw, SUBJECT)
-    index.use_in(setup)
+    index.use_in(setup.ws)
     setup.write("tested", HARNESS, extra=index.pins)
     result = setup.capture("tested", "--repeat", "2", "--json")
     assert result.exit_code == 0, result.output

@@ -715,6 +715,7 @@ def test_the_committed_schema_is_current(tw):
         "manifest",
         "batch-outcome",
         "check-summary",
+        "capture-manifest",
     }
     for name, text in texts.items():
         path = SCHEMA_FILE.parent / f"{name}.schema.json"

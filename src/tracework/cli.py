@@ -1166,6 +1166,7 @@ def capture_env(name: str, commit: str | None, rebuild: bool, as_json: bool) -> 
         )
     outcome = environment(ws, name, commit, rebuild=rebuild)
     env = outcome.environment
+    made = env.provenance
     if as_json:
         _json(
             {
@@ -1178,16 +1179,51 @@ def capture_env(name: str, commit: str | None, rebuild: bool, as_json: bool) -> 
                 "python": env.interpreter.version,
                 "packages": env.packages,
                 "environment_sha256": env.sha256,
+                "extra_lock": env.extra_note,
+                "provenance": made.model_dump(mode="json"),
             }
         )
         return
+    _print_environment(name, outcome)
+
+
+def _print_environment(name: str, outcome: Any) -> None:
+    """``capture env``'s report: the state, then the provenance a capture will record."""
+    from tracework.text import visible
+
+    env = outcome.environment
+    made = env.provenance
     state = (
         f"built now, isolated by {outcome.isolation}"
         if env.built_now
         else "already built (and as built): nothing installed"
     )
     click.echo(f"environment of capture {name} at {outcome.commit[:12]}: {state}")
-    click.echo(f"  key {env.key[:16]}…  python {env.interpreter.version}  {env.folder}")
-    click.echo(f"  {len(env.packages)} packages; environment.txt sha256 {env.sha256}")
-    for line in env.packages:
-        click.echo(f"    {line}")
+    click.echo(f"  key {env.key[:16]}…  {env.folder}")
+    python = made.python
+    click.echo(f"  uv {made.uv}; Python {python.version} at {python.path} (sha256 {python.sha256})")
+    if made.lock is not None:
+        lock = made.lock
+        defaults = [g for g in lock.groups if g in lock.default_groups]
+        named = [g for g in lock.groups if g not in lock.default_groups]
+        groups = ", ".join([*(f"{g} (default)" for g in defaults), *named]) or "none"
+        click.echo(f"  uv.lock sha256 {lock.sha256}; pyproject.toml sha256 {lock.project_sha256}")
+        click.echo(
+            visible(f"  groups: {groups}; extras: {', '.join(lock.extras) or 'none'}")
+            + ("; the default groups left out" if lock.no_default_groups else "")
+        )
+    if made.extra_lock is not None:
+        said = env.extra_note or "installed as written"
+        click.echo(f"  extra: {said}; sha256 {made.extra_lock.sha256}")
+    click.echo(f"  {len(made.distributions)} distributions; environment.txt sha256 {env.sha256}")
+    for dist in made.distributions:
+        if dist.sha256:
+            how = f"sha256 {dist.sha256}" + (f" ({dist.file})" if dist.file else "")
+        elif dist.hashes and dist.installed_by == "lock":
+            how = f"one of the {len(dist.hashes)} files the lock lists, not told apart"
+        elif dist.hashes:
+            how = f"one of the {len(dist.hashes)} hashes the pin accepts"
+        else:
+            how = "no hash: not a file the lock or a pin names"
+        built = "; built from source" if dist.built_from_source else ""
+        click.echo(visible(f"    {dist.name}=={dist.version}  {how}{built}"))

@@ -7,9 +7,12 @@ runs inside a sandbox built like a capture's (:mod:`.isolation`): new namespaces
 read-only root of the system's ``/usr`` and a few files of ``/etc``, the exported
 tree read-only, nothing of the caller's environment or home, a non-root uid, limits
 set before it starts; writable are only the new environment (at ``/capture/env``,
-the path every capture then mounts it at) and uv's cache for this build alone (so
-one build cannot leave anything for another to install).  Its one way out is the
-registry proxy (:mod:`.registry`): the registry's hosts, and no other.
+the path every capture then mounts it at), uv's cache for this build alone (so
+one build cannot leave anything for another to install) and a folder for what uv
+hands back (a resolution of the harness's extra).  Its one way out is the registry
+proxy (:mod:`.registry`): the registry's hosts, and no other.  A build is one such
+sandbox, or three when the harness's extra is resolved into ``captures/NAME.lock``
+(install the lock; resolve the extra against what it installed; install that).
 
 Files are copied out of uv's cache, never linked, so no two environments share a
 file.  Where the machine delegates a control group, the build runs in one bounding its
@@ -23,23 +26,29 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import tracework.capture.isolation as isolation
 from tracework.capture.cgroup import run_group
 from tracework.capture.envtree import remove, settle
-from tracework.capture.errors import EnvironmentBuildFailed
+from tracework.capture.errors import EnvironmentBuildFailed, NotRegular
+from tracework.capture.hostfiles import read_regular
 from tracework.capture.interpreter import Interpreter, prefix_to_show, uv_bin
-from tracework.capture.lock import LockPlan
+from tracework.capture.lock import LockPlan, Selection
 from tracework.capture.process import Run, run_sandboxed
+from tracework.capture.provenance import installed
 from tracework.capture.registry import Registry, RegistryProxy
+from tracework.fsio import write_atomic
 
 #: Where the build's parts are, inside its sandbox.
 UV = "/capture/uv"
 CACHE = "/capture/cache"
 INPUTS = "/capture/inputs"
+OUT = "/capture/out"
 SOCKET = "/capture/registry.sock"
 #: The build's output limit (uv's log), its private /tmp, and its processes.
 LOG_BYTES = 16 << 20
@@ -48,6 +57,8 @@ TMP_FILES = 1 << 20
 PROCESSES = 1024
 #: The largest file the build may write (a wheel's shared library can be a few GB).
 FILE_BYTES = 16 << 30
+#: The largest resolution read back from ``uv pip compile``.
+MAX_RESOLUTION = 8 << 20
 #: /etc entries a build needs besides a capture's: the public certificate bundle.
 BUILD_ETC = ("ssl/certs", "ca-certificates")
 
@@ -64,34 +75,90 @@ class BuildPlan:
     registry: Registry
     timeout: int
     memory_mib: int = 8192
+    #: what ``uv sync`` installs of the lock beyond its packages: groups and extras
+    selection: Selection | None = None
 
 
-def build(plan: BuildPlan, folder: Path, backend: isolation.Backend) -> None:
-    """Build the environment ``plan`` describes into ``folder/venv`` inside a sandbox of
-    ``backend``; :class:`EnvironmentBuildFailed` with uv's own last words otherwise."""
-    venv, cache, inputs = folder / "venv", folder / "uv-cache", folder / "inputs"
-    for made in (venv, cache, inputs):
+#: What a build does once the lock (or the pins) is installed, when the harness's extra
+#: is resolved into ``captures/NAME.lock``: given what the environment holds (``name →
+#: version``) and a way to resolve requirements against it, the lock text to install.
+ExtraStep = Callable[[dict[str, str], Callable[[tuple[str, ...]], str]], str]
+
+
+def build(
+    plan: BuildPlan, folder: Path, backend: isolation.Backend, extra: ExtraStep | None = None
+) -> None:
+    """Build the environment ``plan`` describes into ``folder/venv`` inside sandboxes of
+    ``backend``; :class:`EnvironmentBuildFailed` with uv's own last words otherwise.
+
+    One sandbox installs the lock (or the pins) and any extra pinned with hashes; with
+    ``extra``, what it installed is read on the host, ``extra`` may have uv resolve the
+    harness's packages against it in another (``uv pip compile``), and a third installs
+    the lock text ``extra`` returns.  Every run shares the new environment and this
+    build's uv cache, and reaches nothing but the registry."""
+    venv, cache, inputs, out = (folder / n for n in ("venv", "uv-cache", "inputs", "out"))
+    for made in (venv, cache, inputs, out):
         made.mkdir(mode=0o755)
     for label, pins in (("requirements", plan.requirements), ("extra", plan.extra)):
         (inputs / f"{label}.txt").write_text("".join(f"{p}\n" for p in pins), encoding="utf-8")
     privileged = os.geteuid() == 0
-    if privileged:  # the build runs as SANDBOX_UID: only these two are its to write
-        for writable in (venv, cache):
+    if privileged:  # the build runs as SANDBOX_UID: only these are its to write
+        for writable in (venv, cache, out):
             os.chown(writable, isolation.SANDBOX_UID, isolation.SANDBOX_UID)
     try:
-        with tempfile.TemporaryDirectory(prefix="tracework-build-") as scratch_name:
-            scratch = Path(scratch_name)
-            os.chmod(scratch, 0o755)
-            proxy_at = scratch / "registry.sock"
-            with RegistryProxy(proxy_at, plan.registry.hosts(), _source_hosts(plan)) as proxy:
-                run = _run(plan, folder, scratch, backend)
-            problem = _outcome(run, proxy.refused, proxy.refused_count)
+        _run_steps(plan, folder, backend, _steps(plan))
+        if extra is not None:
+            held = {d.name: d.version for d in installed(venv)}
+
+            def resolve(entries: tuple[str, ...]) -> str:
+                return _resolve(plan, folder, backend, entries, held)
+
+            text = extra(held, resolve)
+            if any(line.split("#", 1)[0].strip() for line in text.splitlines()):
+                write_atomic(inputs / "extra.lock", text)
+                _run_steps(plan, folder, backend, _extra_lock_steps(plan))
     finally:
-        for scratch_folder in (cache, inputs):  # this build's alone: never reused
+        for scratch_folder in (cache, inputs, out):  # this build's alone: never reused
             remove(scratch_folder)
+    settle(venv, owner=os.geteuid() if privileged else None)
+
+
+def _run_steps(
+    plan: BuildPlan, folder: Path, backend: isolation.Backend, steps: list[dict[str, object]]
+) -> None:
+    """One sandbox running ``steps`` in order; :class:`EnvironmentBuildFailed` naming the
+    step that failed."""
+    with tempfile.TemporaryDirectory(prefix="tracework-build-") as scratch_name:
+        scratch = Path(scratch_name)
+        os.chmod(scratch, 0o755)
+        proxy_at = scratch / "registry.sock"
+        with RegistryProxy(proxy_at, plan.registry.hosts(), _source_hosts(plan)) as proxy:
+            run = _run(plan, folder, scratch, backend, steps)
+        problem = _outcome(run, proxy.refused, proxy.refused_count)
     if problem is not None:
         raise EnvironmentBuildFailed(problem)
-    settle(venv, owner=os.geteuid() if privileged else None)
+
+
+def _resolve(
+    plan: BuildPlan,
+    folder: Path,
+    backend: isolation.Backend,
+    entries: tuple[str, ...],
+    held: dict[str, str],
+) -> str:
+    """uv's resolution of ``entries`` for the environment's Python, every package the
+    environment holds constrained to its version (``uv pip compile``, in the build's
+    isolation): the text of the ``pylock.toml`` it writes (PEP 751: each package's files
+    with their hashes)."""
+    inputs = folder / "inputs"
+    write_atomic(inputs / "extra.in", "".join(f"{e}\n" for e in entries))
+    write_atomic(inputs / "installed.txt", "".join(f"{n}=={v}\n" for n, v in sorted(held.items())))
+    _run_steps(plan, folder, backend, _compile_steps(plan))
+    try:
+        raw = read_regular(folder / "out", "pylock.toml", MAX_RESOLUTION)
+    except NotRegular as exc:
+        raise EnvironmentBuildFailed(f"uv pip compile left no resolution ({exc.message})") from None
+    return raw.decode("utf-8", errors="replace")
 
 
 def _source_hosts(plan: BuildPlan) -> frozenset[tuple[str, int]]:
@@ -129,6 +196,7 @@ def _steps(plan: BuildPlan) -> list[dict[str, object]]:
                     "--no-install-workspace",
                     "--no-config",
                     "--compile-bytecode",
+                    *(plan.selection.flags if plan.selection is not None else ()),
                     *index,
                     "--project",
                     isolation.TREE,
@@ -161,13 +229,83 @@ def _steps(plan: BuildPlan) -> list[dict[str, object]]:
     return steps
 
 
-def _run(plan: BuildPlan, folder: Path, scratch: Path, backend: isolation.Backend) -> Run:
+def sync_command(plan: BuildPlan) -> str:
+    """The ``uv sync`` a lock is installed with, as a reader would type it (the paths
+    those of the build's sandbox)."""
+    for step in _steps(plan):
+        if step["what"] == "uv sync --frozen":
+            argv = [str(a) for a in step["argv"]]  # type: ignore[attr-defined]
+            return shlex.join(["uv", *argv[1:]])
+    return ""
+
+
+def _compile_steps(plan: BuildPlan) -> list[dict[str, object]]:
+    """uv's resolution of the harness's extra against what the environment holds."""
+    return [
+        {
+            "what": "uv pip compile of extra",
+            "argv": [
+                UV,
+                "pip",
+                "compile",
+                "--no-config",
+                "--format",
+                "pylock.toml",
+                "--no-header",
+                "--quiet",
+                "--default-index",
+                plan.registry.index,
+                "--python",
+                plan.interpreter.path,
+                "--constraints",
+                f"{INPUTS}/installed.txt",
+                "--output-file",
+                f"{OUT}/pylock.toml",
+                f"{INPUTS}/extra.in",
+            ],
+        }
+    ]
+
+
+def _extra_lock_steps(plan: BuildPlan) -> list[dict[str, object]]:
+    """``captures/NAME.lock`` installed as written: every file checked against its
+    hashes, nothing else resolved (what it relies on is already there)."""
+    return [
+        {
+            "what": "uv pip install of the extra lock",
+            "argv": [
+                UV,
+                "pip",
+                "install",
+                "--no-config",
+                "--require-hashes",
+                "--no-deps",
+                "--compile-bytecode",
+                "--default-index",
+                plan.registry.index,
+                "--python",
+                f"{isolation.ENV}/bin/python",
+                "-r",
+                f"{INPUTS}/extra.lock",
+            ],
+        }
+    ]
+
+
+def _run(
+    plan: BuildPlan,
+    folder: Path,
+    scratch: Path,
+    backend: isolation.Backend,
+    steps: list[dict[str, object]],
+) -> Run:
     """One run of ``tracework_build.py`` in the build's sandbox."""
     extra = [
         isolation.Bind(plan.tree, isolation.TREE),
         isolation.Bind(folder / "venv", isolation.ENV, writable=True),
         isolation.Bind(folder / "uv-cache", CACHE, writable=True),
         isolation.Bind(folder / "inputs", INPUTS),
+        isolation.Bind(folder / "out", OUT, writable=True),
         isolation.Bind(Path(uv_bin()), UV),
         isolation.Bind(isolation.HARNESS_LIB, isolation.LIB),
         isolation.Bind(scratch / "registry.sock", SOCKET),
@@ -190,7 +328,7 @@ def _run(plan: BuildPlan, folder: Path, scratch: Path, backend: isolation.Backen
     ]
     binds, links = isolation.system_view(extra, scratch)
     env = _uv_env() | certificates
-    instructions = json.dumps({"steps": _steps(plan), "env": env}, sort_keys=True)
+    instructions = json.dumps({"steps": steps, "env": env}, sort_keys=True)
 
     def launch_for(fd: int) -> isolation.Launch:
         view = isolation.View(

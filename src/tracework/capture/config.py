@@ -6,6 +6,9 @@
     python = "3.11"
     requirements = []         # or: lock = "uv" (the subject's own uv.lock)
     # allow_sources = ["x"]   # with the lock: x may come from its path, git or URL source
+    # groups = ["lint"]       # with the lock: groups besides its default ones (dev)
+    # extras = ["cli"]        # with the lock: the project's optional dependencies
+    # extra = ["pytest==8.3.3"]  # the harness's own packages: capture env locks them
     timeout = 120             # seconds, wall clock (and CPU time)
 
     [limits]
@@ -54,8 +57,17 @@ PINNED = re.compile(
 #: ``captures/env.toml`` would be shadowed by the ``capture env`` command.
 RESERVED = ("env", "run")
 
+#: An exact version without a hash: ``name==1.2.3`` (``capture env`` finds the hashes).
+EXACT = re.compile(
+    r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9._,-]+\])?==[A-Za-z0-9.+!_-]+"
+)
+NAME = r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$"
+
 Requirement = Annotated[str, Field(pattern=PINNED.pattern)]
-PackageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")]
+ExtraRequirement = Annotated[str, Field(pattern=f"^(?:{EXACT.pattern}|{PINNED.pattern})$")]
+PackageName = Annotated[str, Field(pattern=NAME)]
+#: A dependency group (PEP 735) or an extra (PEP 685): compared normalised.
+GroupName = Annotated[str, Field(pattern=NAME)]
 
 
 class Frozen(BaseModel):
@@ -212,8 +224,32 @@ class CaptureConfig(Frozen):
     requirements: tuple[Requirement, ...] | None = Field(
         None, description="for a subject without a lock: exact pins with hashes"
     )
-    extra: tuple[Requirement, ...] = Field(
-        (), description="packages the harness adds (exact pins with hashes)"
+    extra: tuple[ExtraRequirement, ...] = Field(
+        (),
+        description="packages the harness adds: exact versions ('name==1.2.3'), which "
+        "`capture env` resolves against the environment and locks in captures/NAME.lock; or "
+        "every one pinned with its hashes ('name==1.2.3 --hash=sha256:…'), installed as given",
+    )
+    groups: tuple[GroupName, ...] = Field(
+        (),
+        description='with lock = "uv": dependency groups to install besides the default '
+        "ones (uv sync --group)",
+    )
+    no_default_groups: bool = Field(
+        False,
+        description='with lock = "uv": leave out the project\'s default groups '
+        "(uv sync --no-default-groups; by default, uv installs them, dev among them)",
+    )
+    all_groups: bool = Field(
+        False, description='with lock = "uv": install every dependency group (--all-groups)'
+    )
+    extras: tuple[GroupName, ...] = Field(
+        (),
+        description='with lock = "uv": optional dependencies of the project to install '
+        "(uv sync --extra)",
+    )
+    all_extras: bool = Field(
+        False, description='with lock = "uv": install every extra of the project (--all-extras)'
     )
     allow_sources: tuple[PackageName, ...] = Field(
         (),
@@ -230,10 +266,39 @@ class CaptureConfig(Frozen):
         None, description="the model-driven arm's one local endpoint; none without it"
     )
 
+    @property
+    def extra_resolved(self) -> bool:
+        """Whether ``extra`` lists exact versions that ``capture env`` resolves and locks
+        in ``captures/NAME.lock`` (rather than pins given with their hashes)."""
+        return bool(self.extra) and not PINNED.fullmatch(self.extra[0])
+
     @model_validator(mode="after")
     def _one_environment(self) -> CaptureConfig:
         if self.allow_sources and self.lock is None:
             raise ValueError('allow_sources names packages of a lock: it needs lock = "uv"')
+        chosen = [
+            key
+            for key in ("groups", "no_default_groups", "all_groups", "extras", "all_extras")
+            if getattr(self, key)
+        ]
+        if chosen and self.lock is None:
+            raise ValueError(f'{chosen[0]} chooses what a lock installs: it needs lock = "uv"')
+        if self.all_groups and (self.groups or self.no_default_groups):
+            raise ValueError(
+                "all_groups installs every group: give it without groups or no_default_groups"
+            )
+        if self.all_extras and self.extras:
+            raise ValueError("all_extras installs every extra: give it without extras")
+        hashed = [bool(PINNED.fullmatch(entry)) for entry in self.extra]
+        if any(hashed) and not all(hashed):
+            raise ValueError(
+                "extra: give every entry with its hashes, or none (capture env then resolves "
+                "them all and writes the hashes into captures/NAME.lock)"
+            )
+        names = [_package_name(entry) for entry in self.extra]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"extra: {twice[0]} is listed twice")
         if (self.lock is None) == (self.requirements is None):
             raise ValueError(
                 'give exactly one of lock = "uv" (the subject\'s uv.lock) or '
@@ -244,6 +309,12 @@ class CaptureConfig(Frozen):
             if path.startswith("/") or ".." in parts or "" in parts[:-1] or "\\" in path:
                 raise ValueError(f"paths: {path!r} must be a folder inside the tree, like 'src'")
         return self
+
+
+def _package_name(requirement: str) -> str:
+    """The package a requirement names, normalised (PEP 503)."""
+    name = re.split(r"[\[=\s]", requirement, maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def config_path(name: str) -> str:
@@ -299,8 +370,15 @@ def _explained(problem: str) -> str:
     if "should match pattern" not in problem:
         return problem.replace("Extra inputs are not permitted", "unknown key")
     where = problem.split(":", 1)[0]
-    if where.startswith(("requirements", "extra")):
+    if where.startswith("requirements"):
         return f"{where}: pin exactly, with a hash: 'name==1.2.3 --hash=sha256:<64 hex>'"
+    if where.startswith("extra."):
+        return (
+            f"{where}: give an exact version, 'name==1.2.3' (capture env resolves it), or "
+            "'name==1.2.3 --hash=sha256:<64 hex>'"
+        )
+    if where.startswith(("groups", "extras")):
+        return f"{where}: give the name of a group or extra, such as 'dev'"
     if where == "commit":
         return "commit: give the full 40-hex commit id"
     if where == "python":

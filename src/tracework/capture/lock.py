@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from tracework.capture.errors import CaptureConfigError, NotRegular
 from tracework.capture.hostfiles import read_regular
@@ -227,3 +228,186 @@ def _urls(package: dict[str, Any]) -> list[str]:
 def _normal(name: str) -> str:
     """A package name as PEP 503 compares them."""
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+# -- what the lock installs: groups and extras -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What ``uv sync --frozen`` installs of the lock, named: the dependency groups
+    (the project's defaults resolved to their names, then those declared) and the
+    extras, with the flags that ask uv for exactly that."""
+
+    groups: tuple[str, ...]
+    default_groups: tuple[str, ...]
+    no_default_groups: bool
+    extras: tuple[str, ...]
+    flags: tuple[str, ...]
+
+
+def select(
+    files: LockFiles,
+    groups: tuple[str, ...],
+    extras: tuple[str, ...],
+    *,
+    no_default_groups: bool = False,
+    all_groups: bool = False,
+    all_extras: bool = False,
+) -> Selection:
+    """The groups and extras a declaration asks of the lock, each checked against the
+    project (its ``pyproject.toml`` and the lock's entry for it): one
+    :class:`CaptureConfigError` naming every one it does not have, with those it has.
+
+    The default groups are uv's: ``[tool.uv] default-groups`` (a list, or ``"all"``),
+    else ``dev`` when the project has that group."""
+    project = _toml(files.project, "pyproject.toml")
+    root = _root_package(_toml(files.lock, "uv.lock"), _project_name(files.project))
+    have_groups = _group_names(project, root)
+    have_extras = _extra_names(project, root)
+    problems = []
+    for kind, asked, have in (("group", groups, have_groups), ("extra", extras, have_extras)):
+        missing = sorted({_normal(n) for n in asked} - set(have))
+        if missing:
+            problems.append(
+                f"{'dependency group' if kind == 'group' else 'extra'}"
+                f"{'s' if len(missing) > 1 else ''} {', '.join(missing)} (its "
+                f"{'groups' if kind == 'group' else 'extras'}: {', '.join(have) or 'none'})"
+            )
+    if problems:
+        raise CaptureConfigError(
+            "the subject's project at this commit has no " + "; and no ".join(problems),
+            hint="groups name its [dependency-groups], extras its "
+            "[project.optional-dependencies] (see docs/manual/captures.md)",
+        )
+    defaults = _default_groups(project, have_groups)
+    if all_groups:
+        chosen = set(have_groups)
+    else:
+        chosen = set() if no_default_groups else set(defaults)
+        chosen |= {_normal(n) for n in groups}
+    flags = ["--all-groups"] if all_groups else []
+    flags += ["--no-default-groups"] if no_default_groups else []
+    flags += [arg for name in sorted({_normal(n) for n in groups}) for arg in ("--group", name)]
+    flags += ["--all-extras"] if all_extras else []
+    wanted_extras = set(have_extras) if all_extras else {_normal(n) for n in extras}
+    flags += [arg for name in sorted({_normal(n) for n in extras}) for arg in ("--extra", name)]
+    return Selection(
+        groups=tuple(sorted(chosen)),
+        default_groups=defaults,
+        no_default_groups=no_default_groups,
+        extras=tuple(sorted(wanted_extras)),
+        flags=tuple(flags),
+    )
+
+
+#: A group's or an extra's name as tracework shows it: anything else a subject wrote
+#: there is left out of messages (uv refuses it too).
+_SHOWN = re.compile(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?")
+
+
+def _names(*tables: object) -> tuple[str, ...]:
+    found = set()
+    for table in tables:
+        if isinstance(table, dict):
+            found |= {_normal(str(key)) for key in table}
+        elif isinstance(table, list):
+            found |= {_normal(str(key)) for key in table if isinstance(key, str)}
+    return tuple(sorted(n for n in found if _SHOWN.fullmatch(n)))
+
+
+def _group_names(project: dict[str, Any], root: dict[str, Any]) -> tuple[str, ...]:
+    """The project's dependency groups: ``[dependency-groups]``, uv's older
+    ``dev-dependencies`` (the group ``dev``), and those the lock records for it."""
+    uv = _table(_table(project, "tool"), "uv")
+    legacy = ["dev"] if "dev-dependencies" in uv else []
+    metadata = _table(root, "metadata")
+    return _names(
+        _table(project, "dependency-groups"),
+        legacy,
+        _table(root, "dev-dependencies"),
+        _table(metadata, "requires-dev"),
+    )
+
+
+def _extra_names(project: dict[str, Any], root: dict[str, Any]) -> tuple[str, ...]:
+    """The project's extras: ``[project.optional-dependencies]`` and the lock's record."""
+    metadata = _table(root, "metadata")
+    provided = metadata.get("provides-extras")
+    return _names(
+        _table(_table(project, "project"), "optional-dependencies"),
+        _table(root, "optional-dependencies"),
+        provided if isinstance(provided, list) else [],
+    )
+
+
+def _default_groups(project: dict[str, Any], have: tuple[str, ...]) -> tuple[str, ...]:
+    setting = _table(_table(project, "tool"), "uv").get("default-groups")
+    if setting == "all":
+        return have
+    if isinstance(setting, list):
+        return tuple(sorted({_normal(str(n)) for n in setting} & set(have)))
+    return ("dev",) if "dev" in have else ()
+
+
+def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _root_package(lock: dict[str, Any], name: str | None) -> dict[str, Any]:
+    """The lock's entry for the project itself (at the tree's root), or an empty one."""
+    for package in lock.get("package", []) if isinstance(lock.get("package"), list) else []:
+        if not isinstance(package, dict) or _normal(str(package.get("name", ""))) != name:
+            continue
+        source = package.get("source")
+        if isinstance(source, dict) and any(
+            _within(str(source.get(kind, ""))) == "." for kind in ("virtual", "editable")
+        ):
+            return package
+    return {}
+
+
+# -- the files the lock names, for the environment's provenance ------------------------
+
+
+_FILENAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!~-]{0,250}")
+
+
+@dataclass(frozen=True)
+class LockedFile:
+    """One distribution file a lock names for a package at a version."""
+
+    filename: str
+    sha256: str
+    kind: str  # "wheel" or "sdist"
+
+
+def locked_files(files: LockFiles) -> dict[tuple[str, str], tuple[LockedFile, ...]]:
+    """Every file the lock names, by package (normalised) and version: its wheels and
+    its sdist, each with the SHA-256 the lock gives (uv installs none whose bytes differ)."""
+    lock = _toml(files.lock, "uv.lock")
+    found: dict[tuple[str, str], tuple[LockedFile, ...]] = {}
+    for package in lock.get("package", []) if isinstance(lock.get("package"), list) else []:
+        if not isinstance(package, dict):
+            continue
+        key = (_normal(str(package.get("name", ""))), str(package.get("version", "")))
+        entries: list[tuple[dict[str, Any], str]] = []
+        sdist = package.get("sdist")
+        if isinstance(sdist, dict):
+            entries.append((sdist, "sdist"))
+        wheels = package.get("wheels")
+        if isinstance(wheels, list):
+            entries += [(w, "wheel") for w in wheels if isinstance(w, dict)]
+        listed = []
+        for entry, kind in entries:
+            digest = str(entry.get("hash", ""))
+            if not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+                continue
+            where = str(entry.get("filename") or entry.get("url") or entry.get("path") or "")
+            filename = unquote(where.split("?")[0].split("#")[0].rstrip("/").rsplit("/", 1)[-1])
+            if not _FILENAME.fullmatch(filename):
+                continue  # no distribution file is named so: never shown, never matched
+            listed.append(LockedFile(filename, digest.removeprefix("sha256:"), kind))
+        found[key] = found.get(key, ()) + tuple(listed)
+    return found

@@ -34,6 +34,7 @@ from tracework.capture.cgroup import run_group
 from tracework.capture.config import CaptureConfig, capture_name, load_config
 from tracework.capture.environment import Environment, build_environment, cached_environment
 from tracework.capture.errors import CaptureConfigError, HarnessFailed, NotDeterministic
+from tracework.capture.extralock import lock_path
 from tracework.capture.interpreter import prefix_to_show
 from tracework.capture.model import Carried, Label, Relay, fetch_info
 from tracework.capture.normalise import BUILT_IN, HarnessRule, NormaliseProblem, Normaliser
@@ -48,6 +49,7 @@ from tracework.capture.store import (
     CaseCheck,
     CaseResult,
     EnvironmentInfo,
+    EnvironmentProvenance,
     LimitsInForce,
     ModelArm,
     ResultTable,
@@ -114,6 +116,8 @@ def environment(
         timeout=build_timeout(settings),
         memory_mib=build_memory(settings),
         rebuild=rebuild,
+        extra_lock_at=ws.root / lock_path(name),
+        commit=full,
     )
     return EnvOutcome(name, full, env, backend)
 
@@ -172,7 +176,9 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
     # 2.-5. the tree, the evidence, the environment, the isolation
     tree = export_tree(mirror, full, config.limits)
     preflight = verify_registered(ws, config, mirror, full, tree)
-    env = cached_environment(config, tree, name, registry_setting(ws.settings()))
+    env = cached_environment(
+        config, tree, name, registry_setting(ws.settings()), extra_lock_at=ws.root / lock_path(name)
+    )
     backend = isolation.choose(isolation_setting(ws))
     info = fetch_info(config.model, name) if config.model is not None else None
 
@@ -220,6 +226,7 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
                         sha256=env.sha256,
                         python=env.interpreter.version,
                         lock=config.lock,
+                        provenance=_provenance(env, name),
                     ),
                     isolation=backend,
                     limits=_limits_in_force(config, backend, group_used),
@@ -256,6 +263,7 @@ class _RunFailed(Exception):
 #: anything else is not one tracework kept, and is never replaced or removed.
 CAPTURE_FILES = frozenset(
     {"results.json", "model-arm.json", "model-arm", "transcripts", "environment.txt"}
+    | {"extra.lock"}
     | {"harness.py"}
     | {"log.txt", "manifest.json", "error.txt"}
     | {f"run-{n}" for n in range(1, MAX_REPEAT + 1)}
@@ -491,8 +499,22 @@ def _files(
     if carried is not None:
         files[EXCHANGES] = b"".join(lines)
     files["environment.txt"] = env.frozen.encode("utf-8")
+    if env.extra_lock is not None:
+        files["extra.lock"] = env.extra_lock.data
     files["harness.py"] = harness
     return files
+
+
+def _provenance(env: Environment, name: str) -> EnvironmentProvenance:
+    """The environment's provenance as this capture states it: ``captures/NAME.lock``
+    named as this capture's (an environment may be shared by captures whose locks are
+    the same bytes)."""
+    recorded = env.provenance.extra_lock
+    if recorded is None:
+        return env.provenance
+    return env.provenance.model_copy(
+        update={"extra_lock": recorded.model_copy(update={"path": lock_path(name)})}
+    )
 
 
 def _raised(raw: RawCapture, name: str, config: CaptureConfig) -> str:

@@ -4,7 +4,9 @@
     model-arm.json          the model-driven cases and tables, when there are any
     model-arm/exchanges.jsonl  with [model]: every request to the endpoint and its reply
     transcripts/CASE.json   what each case recorded, in order
-    environment.txt         the frozen package list (and the Python version)
+    environment.txt         the hashed freeze: the Python version, each distribution
+                            with the SHA-256 of its file
+    extra.lock              a copy of captures/NAME.lock, when the harness's extra uses one
     harness.py              the exact harness that ran
     log.txt                 the harness's stdout and stderr (normalised)
     manifest.json           provenance and the SHA-256 of every file above
@@ -114,26 +116,142 @@ class CaptureResults(Frozen):
 
 
 class ManifestFile(Frozen):
-    path: str
-    sha256: Sha256
-    size: int
+    """One file of the capture folder."""
+
+    path: str = Field(description="its path in the capture folder")
+    sha256: Sha256 = Field(description="SHA-256 of its bytes")
+    size: int = Field(description="its size in bytes")
+
+
+class PythonProvenance(Frozen):
+    """The base Python the environment was made from (the host's, found by uv)."""
+
+    version: str = Field(description="its exact version, e.g. 3.11.7")
+    path: str = Field(description="its path on the machine that built the environment")
+    sha256: Sha256 = Field(
+        description="SHA-256 of the interpreter's executable: the file its path resolves "
+        'to, links followed (`sha256sum "$(realpath PATH)"`)'
+    )
+    library: str | None = Field(
+        None,
+        description="a shared build's libpython (the executable names it; it holds most of "
+        "the interpreter's code), as found on that machine; None for a static build",
+    )
+    library_sha256: Sha256 | None = Field(
+        None, description="SHA-256 of that library (the file its path resolves to)"
+    )
+
+
+class LockProvenance(Frozen):
+    """The subject's own uv.lock, and what of it the environment installs."""
+
+    sha256: Sha256 = Field(
+        description="SHA-256 of uv.lock at the commit (`git show COMMIT:uv.lock | sha256sum`)"
+    )
+    project_sha256: Sha256 = Field(description="SHA-256 of pyproject.toml at the commit")
+    groups: tuple[str, ...] = Field(
+        description="the dependency groups installed, by name: the project's default ones "
+        "(unless no_default_groups) and those the declaration names"
+    )
+    default_groups: tuple[str, ...] = Field(
+        description="the project's default groups: [tool.uv] default-groups, else dev when "
+        "the project has that group"
+    )
+    no_default_groups: bool = Field(description="the declaration left the default groups out")
+    extras: tuple[str, ...] = Field(description="the project's extras installed, by name")
+    command: str = Field(
+        description="the uv command that installed it, as run in the build's sandbox (the "
+        "tree at /capture/tree, the environment at /capture/env)"
+    )
+
+
+class ExtraLockProvenance(Frozen):
+    """captures/NAME.lock: the harness's own packages, as `capture env` resolved them."""
+
+    path: str = Field(description="where it is in the workspace: captures/NAME.lock")
+    sha256: Sha256 = Field(
+        description="SHA-256 of the file (its copy in the capture folder is extra.lock)"
+    )
+    resolved_from: tuple[str, ...] = Field(
+        description="the declaration's extra entries it was resolved from"
+    )
+
+
+class Distribution(Frozen):
+    """One distribution installed in the environment, and the file it came from."""
+
+    name: str = Field(description="its name, normalised (PEP 503)")
+    version: str = Field(description="its version, as its metadata gives it")
+    installed_by: Literal["lock", "requirements", "extra"] | None = Field(
+        description="what installed it: the subject's lock, the declaration's requirements, "
+        "or the harness's extra (pinned with hashes, or captures/NAME.lock); None when none "
+        "of them names it at this version"
+    )
+    built_from_source: bool = Field(
+        description="uv built it in the build's sandbox from an sdist (or a folder or "
+        "repository the lock names) instead of installing a wheel"
+    )
+    file: str | None = Field(
+        description="the name of the distribution file installed, when the lock tells it: "
+        "its sdist when uv built it, else the one wheel whose tags and build number are "
+        "those of the installed WHEEL file"
+    )
+    sha256: Sha256 | None = Field(
+        description="SHA-256 of that file, as the lock gives it (or as a pin gives it, when "
+        "the pin gives one hash); uv refuses a file whose bytes do not hash to it. None "
+        "when the file cannot be told exactly (a pin giving several hashes, a source tree)"
+    )
+    hashes: tuple[Sha256, ...] = Field(
+        description="every SHA-256 the lock or the pin accepts for this version (one per "
+        "file: uv checked the file it installed against these)"
+    )
+
+
+class EnvironmentProvenance(Frozen):
+    """How the environment was made and what it holds, recorded on the host when it was
+    built (its Python never started there)."""
+
+    uv: str = Field(description="uv's version (the uv that came with tracework)")
+    python: PythonProvenance = Field(description="the base Python the environment was made from")
+    lock: LockProvenance | None = Field(
+        description='the subject\'s lock (lock = "uv"), or None for requirements pins'
+    )
+    extra_lock: ExtraLockProvenance | None = Field(
+        None, description="captures/NAME.lock, when the harness's extra is resolved there"
+    )
+    distributions: tuple[Distribution, ...] = Field(
+        description="every distribution installed, sorted by name; environment.txt is the "
+        "same list as a requirements file with hashes"
+    )
 
 
 class EnvironmentInfo(Frozen):
+    """The environment the harness ran in: its key, its hashed freeze, its provenance."""
+
     key: Sha256 = Field(description="the cached environment's key (what it was built from)")
-    sha256: Sha256 = Field(description="SHA-256 of environment.txt")
-    python: str
-    lock: Literal["uv"] | None
+    sha256: Sha256 = Field(
+        description="SHA-256 of environment.txt, the hashed freeze: `# python X.Y.Z`, then "
+        "`name==version --hash=sha256:…` of each distribution installed"
+    )
+    python: str = Field(description="the base Python's exact version")
+    lock: Literal["uv"] | None = Field(
+        description="\"uv\": the subject's own uv.lock; None: the declaration's requirements"
+    )
+    provenance: EnvironmentProvenance | None = Field(
+        None,
+        description="uv, the Python, the lock and every distribution (None in a capture "
+        "made before tracework kept them)",
+    )
 
 
 class LimitsInForce(Frozen):
     """The limits the harness ran under, and how each was enforced on this machine."""
 
     memory_mib: int = Field(description="address space of each process, MiB")
-    processes: int
-    cpu_seconds: int
-    output_mib: int
-    tmp_mib: int
+    processes: int = Field(description="processes and threads the harness could run at once")
+    cpu_seconds: int = Field(description="CPU time of each process, and the wall-clock timeout")
+    output_mib: int = Field(description="the log and the results, each, MiB")
+    tmp_mib: int = Field(description="the private /tmp and /dev/shm, each, MiB")
     tmp_files: int | None = Field(
         description="files the private /tmp could hold; None where the backend could not "
         "bound them (bubblewrap run by a user who is not root)"
@@ -169,12 +287,14 @@ class ModelArm(Frozen):
 class CaptureManifest(Frozen):
     """``manifest.json``: what ran, against what, how isolated, and every file's hash."""
 
-    format: Literal[1] = 1
-    capture: str
-    subject: str
-    commit: str
-    commit_date: str
-    register_name: str = Field(alias="register")
+    format: Literal[1] = Field(1, description="the manifest's format")
+    capture: str = Field(description="the capture's name (captures/NAME.toml)")
+    subject: str = Field(description="the subject's name (sources/NAME.toml)")
+    commit: str = Field(description="the subject's commit the harness ran against, full 40-hex")
+    commit_date: str = Field(description="that commit's committer date (ISO 8601)")
+    register_name: str = Field(
+        alias="register", description="the register whose files were hash-checked first"
+    )
     verified_files: dict[str, Sha256] = Field(
         description="the register's files of this subject, hashed in the exported tree "
         "before the harness ran (at the register's pin, each identical to the register)"
@@ -184,10 +304,10 @@ class CaptureManifest(Frozen):
         description="at another commit than the register's pin: the registered files that "
         "differ there (the code the capture ran is not the code quoted)",
     )
-    harness_sha256: Sha256
-    config_sha256: Sha256
-    environment: EnvironmentInfo
-    isolation: Literal["bwrap", "unshare"]
+    harness_sha256: Sha256 = Field(description="SHA-256 of the harness (harness.py)")
+    config_sha256: Sha256 = Field(description="SHA-256 of the declaration, captures/NAME.toml")
+    environment: EnvironmentInfo = Field(description="the environment the harness ran in")
+    isolation: Literal["bwrap", "unshare"] = Field(description="the sandbox that isolated it")
     limits: LimitsInForce | None = Field(
         None, description="the limits in force (None in a capture made before they were kept)"
     )
@@ -195,8 +315,8 @@ class CaptureManifest(Frozen):
     model: ModelArm | None = Field(
         None, description="the model-driven arm's endpoint, with [model]; else None"
     )
-    tracework: str
-    files: tuple[ManifestFile, ...]
+    tracework: str = Field(description="the version of tracework that made the capture")
+    files: tuple[ManifestFile, ...] = Field(description="every file of the folder but this one")
 
 
 class Capture(Frozen):

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tracework.capture.store import CaptureManifest
 from tracework.drift.first_change import STATES
 from tracework.fsio import write_atomic
 from tracework.readers import load_json
@@ -594,4 +595,6 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "manifest": (RenderManifest, "tracework manifest.json"),
     "batch-outcome": (BatchOutcome, "tracework rerender --json outcome"),
     "check-summary": (CheckSummary, "tracework check summary (records.json checks)"),
+    # a capture's manifest.json, its environment's provenance among it (capture.store)
+    "capture-manifest": (CaptureManifest, "tracework capture manifest.json"),
 }
