@@ -266,8 +266,8 @@ class LimitsInForce(Frozen):
 class ModelReply(Frozen):
     """What the endpoint replied to one ``[model] info`` request, before the runs."""
 
-    path: str
-    status: int
+    path: str = Field(description="the path requested with GET, as declared")
+    status: int = Field(description="the reply's HTTP status")
     text: str | None = Field(description="the reply's body, when it is UTF-8")
     base64: str | None = Field(description="the reply's body otherwise")
     sha256: Sha256 = Field(description="SHA-256 of the body's bytes")
@@ -276,7 +276,9 @@ class ModelReply(Frozen):
 class ModelArm(Frozen):
     """The model-driven arm's endpoint: what it was, what it said, what reached it."""
 
-    arm: Literal["model-driven"] = "model-driven"
+    arm: Literal["model-driven"] = Field(
+        "model-driven", description="always model-driven: never graded, never byte-compared"
+    )
     endpoint: str = Field(description="the one endpoint the sandbox could reach, as declared")
     trials: int = Field(description="trials of each condition")
     connections: int = Field(description="connections it could have open at once")
