@@ -372,9 +372,9 @@ def _provenance(
         uv=uv_version(),
         python=PythonProvenance(
             version=plan.interpreter.version,
-            path=plan.interpreter.path,
+            path=_shown_path(plan.interpreter.path),
             sha256=interpreter_sha256(plan.interpreter.path),
-            library=library[0] if library else None,
+            library=_shown_path(library[0]) if library else None,
             library_sha256=library[1] if library else None,
         ),
         lock=lock,
@@ -389,6 +389,15 @@ def _provenance(
         ),
         distributions=dists,
     )
+
+
+def _shown_path(path: str) -> str:
+    """A path as the manifest keeps it: under the home folder as ``~/…``, so that no
+    capture names the user who built it (the interpreter's hash says which one it was)."""
+    home = str(Path.home())
+    if home not in ("", "/") and (path == home or path.startswith(home + "/")):
+        return "~" + path[len(home) :]
+    return path
 
 
 def _write_record(

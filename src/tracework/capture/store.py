@@ -127,7 +127,10 @@ class PythonProvenance(Frozen):
     """The base Python the environment was made from (the host's, found by uv)."""
 
     version: str = Field(description="its exact version, e.g. 3.11.7")
-    path: str = Field(description="its path on the machine that built the environment")
+    path: str = Field(
+        description="its path on the machine that built the environment, a path under the "
+        "home folder written ~/…"
+    )
     sha256: Sha256 = Field(
         description="SHA-256 of the interpreter's executable: the file its path resolves "
         'to, links followed (`sha256sum "$(realpath PATH)"`)'
