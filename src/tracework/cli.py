@@ -1172,6 +1172,8 @@ def capture_env(name: str, commit: str | None, rebuild: bool, as_json: bool) -> 
                 "isolation": outcome.isolation,
                 "key": env.key,
                 "python": env.interpreter.version,
+                "python_path": env.interpreter.path,
+                "python_sha256": env.interpreter.sha256,
                 "packages": env.packages,
                 "environment_sha256": env.sha256,
             }
@@ -1184,6 +1186,8 @@ def capture_env(name: str, commit: str | None, rebuild: bool, as_json: bool) -> 
     )
     click.echo(f"environment of capture {name} at {outcome.commit[:12]}: {state}")
     click.echo(f"  key {env.key[:16]}…  python {env.interpreter.version}  {env.folder}")
+    python = env.interpreter
+    click.echo(f"  python {python.version}: {python.path} (sha256 {python.sha256})")
     click.echo(f"  {len(env.packages)} packages; environment.txt sha256 {env.sha256}")
     for line in env.packages:
         click.echo(f"    {line}")
