@@ -208,3 +208,14 @@ def test_a_capture_made_again_since_it_was_registered_is_one_answer_with_its_fix
     new, old = (hashlib.sha256(h).hexdigest() for h in (new_harness, old_harness))
     assert new in page and old not in page
     assert "not as registered" not in page
+    # a file of it gone: the fix is to capture again (byte-identical, it holds as registered)
+    (captured.folder("cap") / "transcripts" / "T-01.json").unlink()
+    again = f"tracework capture cap --commit {captured.commit[:12]}"
+    gone = tw("check", "demo")
+    assert gone.exit_code == 1
+    assert (
+        f"transcripts/T-01.json: missing: the capture is not in the workspace; fix: `{again}`"
+        in (gone.stdout)
+    )
+    assert captured.capture("cap", "--commit", captured.commit[:12]).exit_code == 0
+    assert tw("check", "demo").exit_code == 0

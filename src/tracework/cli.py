@@ -323,7 +323,11 @@ def register_add_file(
 @click.argument("sha256", metavar="SHA256")
 @click.option("--by", "by", required=True, metavar="SRC-ID", help="The document asserting it.")
 @click.option(
-    "--at-commit", default=None, metavar="COMMIT", help="The commit it is about (default: any)."
+    "--at-commit",
+    default=None,
+    metavar="COMMIT",
+    help="The commit it is about (default: any); one this mirror lacks, by its full id, is "
+    "kept as asserted and compared at the pin.",
 )
 @click.option("--required", is_flag=True, help="A differing hash fails the checks.")
 def register_assert(
@@ -564,7 +568,8 @@ def _print_check(report: Any) -> None:
         kept = [d for d in report.documents if kinds[d.source] == kind]
         held = sum(d.state == "verified" for d in kept)
         if kept:
-            console.print(Text(f"{what}: {held} of {len(kept)} verified"))
+            of = "" if held == len(kept) else f" of {len(kept)}"
+            console.print(Text(f"{what}: {held}{of} verified"))
     for sid in report.unchecked:
         console.print(Text(f"document {sid}: a URL, not checked (tracework never fetches it)"))
     for a in report.assertions:

@@ -34,7 +34,7 @@ from functools import cache
 from pathlib import Path
 
 from tracework.capture.cache import cache_folder
-from tracework.capture.errors import EnvironmentBuildFailed
+from tracework.capture.errors import EnvironmentBuildFailed, InterpreterNotFound
 from tracework.fsio import write_atomic
 from tracework.hashing import sha256_file
 
@@ -69,10 +69,6 @@ class Candidate:
     version: str | None  #: exact, when it ran and said
     skipped: str | None = None  #: why it is not used, in words
     prefix: str = ""
-
-
-class InterpreterNotFound(EnvironmentBuildFailed):
-    """No installed Python of the declared version runs here as a plain interpreter."""
 
 
 @cache

@@ -360,7 +360,7 @@ def check_captures(
                 hint = add_capture_command(register, src)
             elif state == "missing":
                 detail = "missing: the capture is not in the workspace"
-                hint = capture_command(register, src)
+                hint = capture_command(src)
             report.documents.append(
                 CheckItem(
                     "file",
@@ -384,12 +384,10 @@ def add_capture_command(register: RegisterData, src: CaptureSourceData) -> str:
     return f"tracework register add-capture {register.name} {src.capture}{at}"
 
 
-def capture_command(register: RegisterData, src: CaptureSourceData) -> str:
-    """The commands that make capture ``src`` again and register what they made."""
-    return (
-        f"tracework capture {src.capture} --commit {src.commit[:12]}, then "
-        f"{add_capture_command(register, src)}"
-    )
+def capture_command(src: CaptureSourceData) -> str:
+    """The command that makes capture ``src`` again at its commit (byte-identical, it
+    holds as registered; if not, the check then names ``register add-capture``)."""
+    return f"tracework capture {src.capture} --commit {src.commit[:12]}"
 
 
 def problem_text(item: CheckItem, kind: str) -> str:

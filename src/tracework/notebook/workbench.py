@@ -604,8 +604,7 @@ class Workbench(RecordDeclarations):
         """A marked block, at the capture's place, when its files are not those the
         register holds (captured again since it was registered): the same lines, and the
         same fix, as the check summary and ``tracework check`` give."""
-        report = CheckReport(self.register.name, None, [])
-        check_workspace_sources(self.ws, reg.data_of(self.register), report, [sid])
+        report = self._workspace_check([sid])
         bad = [problem_text(i, "capture") for i in report.items if i.state != "verified"]
         if not bad:
             return ""
@@ -1179,9 +1178,15 @@ class Workbench(RecordDeclarations):
         hashed again as ``tracework check`` hashes them."""
         if all(isinstance(s, GitSource) for s in self.register.sources.values()):
             return []  # nothing to hash, and no copy of the register's data to make
+        return self._workspace_check().items
+
+    def _workspace_check(self, ids: list[str] | None = None) -> CheckReport:
+        """:func:`check_workspace_sources` of this register (its sources alone: the quotes
+        are not what it reads, and a copy of 10,000 of them is not free)."""
+        sources = self.register.model_copy(update={"quotes": {}, "checks": [], "assertions": []})
         report = CheckReport(self.register.name, None, [])
-        check_workspace_sources(self.ws, reg.data_of(self.register), report)
-        return report.items
+        check_workspace_sources(self.ws, reg.data_of(sources), report, ids)
+        return report
 
     def records_json(self) -> dict[str, Any]:
         """Everything the report declares and checked, as records.json holds it.
