@@ -128,6 +128,8 @@ def test_json_output(setup):
         "isolation",
         "key",
         "python",
+        "python_path",
+        "python_sha256",
         "packages",
         "environment_sha256",
         "extra_lock",

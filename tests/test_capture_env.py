@@ -3,9 +3,14 @@ the network), reused without installing anything, keyed by what it is built from
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import platform
 import socket
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +140,116 @@ def test_a_locked_environment_from_the_registry(pinned, tw, tmp_path):
     assert transcript["records"][0]["value"].startswith("<env>/lib/python")
     assert "iniconfig==2.0.0" in (made.folder("locked") / "environment.txt").read_text()
     assert json.loads(tw("capture", "env", "locked", "--json").output)["built"] is False
+
+
+# -- choosing the interpreter ------------------------------------------------------------
+
+#: What a pyenv shim says when the version it stands for is not pyenv's global one.
+PYENV_SHIM = """#!/bin/sh
+name=${0##*/}
+echo "pyenv: $name: command not found" >&2
+echo >&2
+echo "The \\`$name' command exists in these Python versions:" >&2
+echo "  3.13.0" >&2
+echo >&2
+echo "Note: See 'pyenv help global' for tips on allowing multiple" >&2
+echo "      Python versions to be found at the same time." >&2
+exit 1
+"""
+
+
+@pytest.fixture
+def searching(tmp_path, monkeypatch):
+    """Nothing recorded: each find searches the machine (the session's record is kept)."""
+    monkeypatch.setattr(interpreter, "_record_path", lambda v: tmp_path / "found" / f"{v}.json")
+
+
+@pytest.fixture
+def shim_first(tmp_path, monkeypatch) -> Path:
+    """A fake pyenv shim for every name a Python goes by, first on PATH."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    for name in (f"python{PYTHON}", "python3", "python"):
+        (shims / name).write_text(PYENV_SHIM)
+        (shims / name).chmod(0o755)
+    said = subprocess.run([shims / "python3", "-V"], capture_output=True, text=True, env={})
+    assert said.returncode == 1 and "pyenv help global" in said.stderr
+    monkeypatch.setenv("PATH", f"{shims}{os.pathsep}{os.environ['PATH']}")
+    return shims
+
+
+@pytest.fixture
+def pyenv_only(shim_first, tmp_path, monkeypatch) -> Path:
+    """As the issue met it: on PATH only the shims, the real Python only among pyenv's
+    versions (``$(pyenv root)/versions/X.Y.Z/bin/python3``, here this test's own base
+    interpreter).  Returns that version's python3."""
+    version = platform.python_version()
+    bin_folder = tmp_path / "pyenv" / "versions" / version / "bin"
+    bin_folder.mkdir(parents=True)
+    (bin_folder / "python3").symlink_to(os.path.realpath(sys._base_executable))
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    monkeypatch.setenv("PATH", str(shim_first))
+    return bin_folder / "python3"
+
+
+def test_a_pyenv_shim_first_on_path_is_skipped_for_a_real_interpreter(
+    pyenv_only, shim_first, searching
+):
+    found = interpreter.find_interpreter(PYTHON)  # uv alone stops at the shim
+    assert shim_first not in Path(found.path).parents
+    assert found.version.startswith(PYTHON + ".") and found.version.count(".") == 2  # exact
+    real = Path(os.path.realpath(found.path))
+    assert found.sha256 == hashlib.sha256(real.read_bytes()).hexdigest()
+    probe = "import sys; print(sys.version.split()[0], sys.prefix == sys.base_prefix)"
+    said = subprocess.run([found.path, "-I", "-S", "-c", probe], capture_output=True, text=True)
+    assert said.stdout.split() == [found.version, "True"]  # a base interpreter, as recorded
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a recorded interpreter is not searched for again")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(interpreter, "_host_uv", refuse)
+        assert interpreter.recorded_interpreter(PYTHON) == found
+
+
+def test_a_version_not_installed_lists_every_candidate_found(
+    pyenv_only, shim_first, searching, tmp_path, monkeypatch
+):
+    venv = tmp_path / "venv"  # a virtual environment's interpreter: never a base
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {pyenv_only.parent}\n")
+    (venv / "bin" / "python3").symlink_to(pyenv_only)
+    monkeypatch.setenv("PATH", f"{shim_first}{os.pathsep}{venv / 'bin'}")
+    with pytest.raises(interpreter.InterpreterNotFound) as caught:
+        interpreter.find_interpreter("3.99")
+    assert caught.value.exit_code == 2
+    message = str(caught.value)
+    lines = message.splitlines()
+    assert lines[0] == "no installed Python 3.99 runs here as a plain interpreter; found:"
+    assert f"    {platform.python_version():<10} {pyenv_only}" in lines, message
+    for name in (f"python{PYTHON}", "python3", "python"):
+        shim = f"    skipped    {shim_first / name}: a script (a shim or a wrapper), not an "
+        assert any(line.startswith(shim) for line in lines), message
+    assert (
+        f"    skipped    {venv / 'bin' / 'python3'}: a virtual environment's interpreter" in lines
+    )
+    assert "uv python install 3.99" in message and "pyenv install 3.99" in message
+
+
+def test_capture_env_as_a_new_user_with_a_pyenv_shim_first(setup, shim_first, searching):
+    setup.write("cap", PLAIN_HARNESS, python="3.99")
+    refused = setup.tw("capture", "env", "cap")
+    assert refused.exit_code == 2
+    message = one_error(refused)
+    assert "no installed Python 3.99 runs here as a plain interpreter; found:" in message
+    assert f"skipped    {shim_first / f'python{PYTHON}'}: a script" in message
+    assert "pyenv help global" not in message  # pyenv's words are not tracework's
+    assert "hint: install one (`uv python install 3.99`" in message
+    setup.write("cap", PLAIN_HARNESS)  # python = the version this machine has
+    built = setup.tw("capture", "env", "cap", "--json")
+    assert built.exit_code == 0, built.output
+    out = json.loads(built.stdout)
+    assert shim_first not in Path(out["python_path"]).parents
+    assert out["python"].startswith(PYTHON + ".")
+    binary = Path(os.path.realpath(out["python_path"])).read_bytes()
+    assert out["python_sha256"] == hashlib.sha256(binary).hexdigest()

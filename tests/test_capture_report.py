@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -109,7 +110,8 @@ wb.route("RT-RTE-put", label="Putting", progression="text to items",
 cap"""
 
 
-def test_rerender_runs_captures_only_when_asked(captured, tw, workspace):
+def write_notebook(workspace) -> None:
+    """notebooks/demo.ipynb: opens the register, cites the capture (:data:`CELL`), done."""
     import nbformat
 
     path = workspace.notebooks / "demo.ipynb"
@@ -131,6 +133,10 @@ def test_rerender_runs_captures_only_when_asked(captured, tw, workspace):
         nbformat.v4.new_code_cell("wb.done()"),
     ]
     nbformat.write(nb, path)
+
+
+def test_rerender_runs_captures_only_when_asked(captured, tw, workspace):
+    write_notebook(workspace)
     exec_author = tracework.open("demo")  # author mode: the quote and the capture registered
     src = exec_author.source("SRC-1")
     src.quote("toy/store.py", symbol="Store.put")
@@ -157,3 +163,59 @@ def test_rerender_runs_captures_only_when_asked(captured, tw, workspace):
     assert route["needs_review"] == []
     skipped = json.loads(tw("rerender", "demo", "--commit", newer, "--json").output)
     assert skipped["reports"][0]["status"] == "skipped"
+
+
+def test_a_capture_made_again_since_it_was_registered_is_one_answer_with_its_fix(
+    captured, tw, workspace
+):
+    """The harness changed and the capture was made again at the pin: `check`, the
+    report's check summary and the capture's section on the page all say the register
+    holds another capture — a capture source, not a document — and name the one fix."""
+    write_notebook(workspace)
+    author = tracework.open("demo")
+    author.source("SRC-1").quote("toy/store.py", symbol="Store.put")
+    author.capture("cap")  # registered as SRC-2
+    assert tw("render", "demo").exit_code == 0
+    old_harness = (captured.folder("cap") / "harness.py").read_bytes()
+    captured.write("cap", PLAIN_HARNESS + "# the harness, changed\n")
+    assert captured.capture("cap").exit_code == 0
+    new_harness = (captured.folder("cap") / "harness.py").read_bytes()
+    fix = "tracework register add-capture demo cap"
+    line = (
+        f"capture source SRC-2 file captures/cap/{captured.commit[:12]}/harness.py: changed "
+        f"since the capture was registered; fix: `{fix}`"
+    )
+    checked = tw("check", "demo")
+    assert checked.exit_code == 1
+    assert line in checked.stdout and "document" not in checked.stdout
+    data = json.loads(tw("check", "demo", "--json").stdout)
+    [changed] = [i for i in data["items"] if i["state"] != "verified"]
+    assert (changed["source"], changed["hint"]) == ("SRC-2", fix)
+    rendered = tw("render", "demo")  # at the pin: the same answer, so no page
+    assert rendered.exit_code == 1 and line in rendered.output
+    wb = tracework.open("demo", mode="render")
+    cap = wb.capture("cap")
+    declare(wb, cap)
+    assert line in wb.summary()["problems"] and not wb.summary()["ok"]
+    section = shown_html(cap)  # where the capture is shown, marked, with the fix
+    assert "not as registered" in section and f"fix: `{fix}`" in section
+
+    assert tw(*fix.split()[1:]).exit_code == 0  # registered again: all hold, everywhere
+    assert tw("check", "demo").exit_code == 0
+    rendered = tw("render", "demo")
+    assert rendered.exit_code == 0, rendered.output
+    page = (workspace.reports / "demo" / captured.commit[:12] / "report.html").read_text()
+    new, old = (hashlib.sha256(h).hexdigest() for h in (new_harness, old_harness))
+    assert new in page and old not in page
+    assert "not as registered" not in page
+    # a file of it gone: the fix is to capture again (byte-identical, it holds as registered)
+    (captured.folder("cap") / "transcripts" / "T-01.json").unlink()
+    again = f"tracework capture cap --commit {captured.commit[:12]}"
+    gone = tw("check", "demo")
+    assert gone.exit_code == 1
+    assert (
+        f"transcripts/T-01.json: missing: the capture is not in the workspace; fix: `{again}`"
+        in (gone.stdout)
+    )
+    assert captured.capture("cap", "--commit", captured.commit[:12]).exit_code == 0
+    assert tw("check", "demo").exit_code == 0

@@ -598,6 +598,81 @@ def test_a_document_asserts_a_hash_and_check_says_whether_it_holds(pinned, tw, w
     assert bad.exit_code == 2 and "is not a document source" in bad.stderr
 
 
+#: a commit a dossier names that this mirror never had (the public history lost it)
+LOST = "ab56de9" + "4" * 33
+
+
+@pytest.mark.slow
+def test_an_assertion_about_a_commit_the_mirror_lacks_is_kept_and_compared_at_the_pin(
+    pinned, tw, workspace
+):
+    """A dossier's hashes are about a commit the public mirror no longer has: the
+    assertion keeps that commit, says it is absent here, and is compared at the pin — on
+    the command line, in --json and on the page."""
+    import tracework
+    from conftest import refused
+    from tracework.register import store as reg
+    from tracework.render.artefacts import RenderManifest
+    from tracework.render.export import appendix_html
+
+    repo = pinned({"graph.py": "NODES = 3\n", "tools.py": "TOOLS = []\n"})
+    pin = repo.commits[0]
+    (workspace.root / "dossier.md").write_text(f"at {LOST}: graph.py 844d…\n")
+    assert tw("register", "add-document", "demo", "SRC-2", "dossier.md").exit_code == 0
+    right = hashlib.sha256(b"NODES = 3\n").hexdigest()
+    graph = ("register", "assert", "demo", "SRC-1", "graph.py", right, "--by", "SRC-2")
+    # a short id of a commit nobody here has names nothing: the full id is asked for
+    refused(tw(*graph, "--at-commit", LOST[:7]), f"no commit {LOST[:7]}", "full id")
+    held = tw(*graph, "--at-commit", LOST)
+    assert held.exit_code == 0, held.output
+    where = f"asserted about {LOST[:12]} (not in this mirror); compared at the pin {pin[:12]}"
+    assert f"{where}: holds" in held.stdout
+    wrong = "ab" * 32
+    tools = ("register", "assert", "demo", "SRC-1", "tools.py", wrong, "--by", "SRC-2")
+    differs = tw(*tools, "--at-commit", LOST)
+    assert differs.exit_code == 0 and f"{where}: differs" in differs.stderr
+    assert f"at_commit: {LOST}" in workspace.register_file("demo").read_text()  # as asserted
+
+    text = tw("check", "demo")
+    assert text.exit_code == 0, text.output  # a differing assertion is a finding
+    assert f"assertion by SRC-2: graph.py {where}: holds" in text.stdout
+    assert f"assertion by SRC-2: tools.py {where}: differs" in text.stdout
+    data = json.loads(tw("check", "demo", "--json").stdout)
+    found = {
+        a["path"]: (a["about"], a["absent"], a["commit"], a["state"]) for a in data["assertions"]
+    }
+    assert found == {
+        "graph.py": (LOST, True, pin, "holds"),
+        "tools.py": (LOST, True, pin, "differs"),
+    }
+
+    # at a newer commit it is still compared at the pin, not at the commit checked
+    repo.write("graph.py", "NODES = 4\n")
+    head = repo.commit("more nodes")
+    assert tw("fetch", "toy").exit_code == 0
+    at_head = json.loads(tw("check", "demo", "--at", head, "--json").stdout)["assertions"]
+    assert {(a["path"], a["commit"], a["state"]) for a in at_head} == {
+        ("graph.py", pin, "holds"),
+        ("tools.py", pin, "differs"),
+    }
+
+    # the page says the same, and a required one that differs fails, saying where
+    assert tw(*tools, "--at-commit", LOST, "--required").exit_code == 0
+    wb = tracework.open("demo")
+    q = wb.source("SRC-1").quote("graph.py", lines=(1, 1))
+    wb.component("RT-CMP-g", label="G", identity="The graph.", evidence=[q])
+    summary = wb.summary()
+    assert not summary["ok"]
+    assert f"assertion by SRC-2: tools.py {where}: differs (required)" in summary["problems"]
+    register = reg.load(workspace.register_file("demo"))
+    page = appendix_html(register, wb._kernel_records(), RenderManifest.model_construct(), "", [])
+    shown = (
+        f"asserted about <code>{LOST[:12]}</code> (not in this mirror); compared at the pin "
+        f"<code>{pin[:12]}</code>"
+    )
+    assert page.count(shown) == 2, page
+
+
 # -- found in review: each once made tracework hang, crash or lie --------------
 
 

@@ -95,7 +95,9 @@ def contract(data: dict) -> dict[str, dict]:
         assert set(entry) == {
             *CONTRACT,
             *("diff", "detail", "format_only", "candidate_paths", "sha256", "sha256_at_commit"),
+            "hint",  # the fix, when one command is it (a capture source's files)
         }
+        assert entry["hint"] is None  # a git source's item: drift is the analyst's to judge
         # hashes in full, never cut: the registered one, and the one at the commit
         assert re.fullmatch(r"[0-9a-f]{64}", entry["sha256"])
         at_commit = entry["sha256_at_commit"]

@@ -380,6 +380,52 @@ def test_asserted_hashes_reach_the_report_and_fail_it_only_when_required(pinned,
     assert not strict.summary()["ok"]
 
 
+@pytest.mark.slow
+def test_the_check_summary_badge_agrees_with_its_words_about_findings(pinned, tw, workspace):
+    """ "1 of 4 asserted hashes hold; 3 differ" is never shown beside a green "holds": the
+    row's badge counts the findings (a warning), the verdict says checks hold with them;
+    a required one that differs fails, as before."""
+    import hashlib
+    import re
+
+    from tracework.notebook.views import summary_html
+    from tracework.render.artefacts import CheckSummary
+
+    files = {f"pkg/m{n}.py": f"N = {n}\n" for n in range(4)}
+    pinned(files)
+    (workspace.root / "dossier.md").write_text("four hashes\n")
+    assert tw("register", "add-document", "demo", "SRC-2", "dossier.md").exit_code == 0
+    for n, path in enumerate(files):
+        right = hashlib.sha256(files[path].encode()).hexdigest()
+        claimed = right if n == 0 else f"{n}" * 64  # one holds, three differ
+        args = ("register", "assert", "demo", "SRC-1", path, claimed, "--by", "SRC-2")
+        assert tw(*args).exit_code == 0
+
+    def summary() -> CheckSummary:
+        wb = tracework.open("demo")
+        q = wb.source("SRC-1").quote("pkg/m0.py", lines=(1, 1))
+        wb.component("RT-CMP-m", label="M", identity="The module.", evidence=[q])
+        return wb._check_summary()
+
+    def row(page: str, family: str) -> str:
+        return re.search(rf"<tr><th>{family}</th>.*?</tr>", page)[0]
+
+    found = summary()
+    page = summary_html(found)
+    assertions = row(page, "assertions")
+    assert "1 of 4 asserted hashes hold; 3 differ" in assertions
+    assert "tw-holds" not in assertions and ">holds<" not in assertions
+    assert '<span class="tw-badge tw-findings">3 findings</span>' in assertions
+    assert found.ok and found.checks.assertions.verdict == "findings"
+    assert "tw-badge tw-findings" in page.split("<table")[0]  # the verdict: not green either
+    assert "checks hold, with 3 findings" in page
+    assert "tw-holds" in row(page, "register")  # the families without findings: green
+    args = ("register", "assert", "demo", "SRC-1", "pkg/m1.py", "1" * 64, "--by", "SRC-2")
+    assert tw(*args, "--required").exit_code == 0
+    failing = summary_html(summary())
+    assert '<span class="tw-badge tw-fails">fails</span>' in row(failing, "assertions")
+
+
 def test_hints_in_a_notebook_speak_the_notebook_s_idiom(wb):
     """A hint names the fix where the user is: ``lines=`` in a cell (``--lines`` is the
     command line's), in author and render mode alike."""

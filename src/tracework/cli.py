@@ -323,7 +323,11 @@ def register_add_file(
 @click.argument("sha256", metavar="SHA256")
 @click.option("--by", "by", required=True, metavar="SRC-ID", help="The document asserting it.")
 @click.option(
-    "--at-commit", default=None, metavar="COMMIT", help="The commit it is about (default: any)."
+    "--at-commit",
+    default=None,
+    metavar="COMMIT",
+    help="The commit it is about (default: any); one this mirror lacks, by its full id, is "
+    "kept as asserted and compared at the pin.",
 )
 @click.option("--required", is_flag=True, help="A differing hash fails the checks.")
 def register_assert(
@@ -337,23 +341,25 @@ def register_assert(
 ) -> None:
     """Record that a document (--by) asserts PATH of SRC-ID has SHA256; check says whether
     it holds (a differing assertion is a finding, and fails only with --required)."""
+    from tracework.drift.check import where_compared
     from tracework.register.evidence import add_assertion
     from tracework.text import visible_name
 
     ws = _workspace()
     register_path = ws.register_file(register_name)
     with _naming(ws, register_path, source_id):
-        made, found = add_assertion(
-            ws, register_path, source_id, path, sha256, by, at_commit, required
-        )
-    where = made.at_commit or "the pin"
+        added = add_assertion(ws, register_path, source_id, path, sha256, by, at_commit, required)
+    made, found = added.assertion, added.found
+    where = where_compared(added.compared_at, made.at_commit, added.absent)
+    if made.at_commit is None:
+        where = "at the pin"
     state = "holds" if found == made.sha256 else "is missing" if found is None else "differs"
     click.echo(f"{by} asserts {visible_name(path)} has sha256 {made.sha256}")
     if state == "holds":
-        click.echo(f"at {where[:12]}: holds")
+        click.echo(f"{where}: holds")
     else:
         has = f": the file has {found}" if found else ": no such file there"
-        click.echo(f"at {where[:12]}: {state}{has}", err=True)
+        click.echo(f"{where}: {state}{has}", err=True)
 
 
 # -- quotes -----------------------------------------------------------------------------
@@ -512,6 +518,7 @@ def _print_check(report: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from tracework.drift.check import problem_text
     from tracework.text import visible, visible_name
 
     console = _console()
@@ -552,12 +559,17 @@ def _print_check(report: Any) -> None:
     def fmt(c: dict[str, int]) -> str:
         return ", ".join(f"{n} {state}" for state, n in sorted(c.items())) or "none"
 
-    if report.documents:
-        docs = [d for d in report.documents if d.state != "verified"]
-        for item in docs:
-            console.print(Text(f"document {item.source} {visible_name(item.path)}: {item.state}"))
-        if not docs:
-            console.print(Text(f"documents: {len(report.documents)} verified"))
+    kinds = dict.fromkeys(report.document_sources, "document")
+    kinds.update(dict.fromkeys(report.capture_sources, "capture"))
+    for item in report.documents:  # documents and capture files, as a report's summary says
+        if item.state != "verified":
+            console.print(Text(visible(problem_text(item, kinds[item.source])), style="red"))
+    for kind, what in (("document", "documents"), ("capture", "capture files")):
+        kept = [d for d in report.documents if kinds[d.source] == kind]
+        held = sum(d.state == "verified" for d in kept)
+        if kept:
+            of = "" if held == len(kept) else f" of {len(kept)}"
+            console.print(Text(f"{what}: {held}{of} verified"))
     for sid in report.unchecked:
         console.print(Text(f"document {sid}: a URL, not checked (tracework never fetches it)"))
     for a in report.assertions:
@@ -565,12 +577,16 @@ def _print_check(report: Any) -> None:
         told = f"asserted {a.sha256[:12]}…"
         if a.state == "differs":
             told += f", the file has {a.sha256_at_commit and a.sha256_at_commit[:12]}…"
-        line = f"assertion {who}: {visible_name(a.path)} at {a.commit[:12]}: {a.state} ({told})"
+        line = f"assertion {who}: {visible_name(a.path)} {a.where()}: {a.state} ({told})"
         style = "red" if a.fails else "yellow" if a.state != "holds" else ""
         console.print(Text(line + (" — required" if a.required else ""), style=style))
     console.print(Text(f"files: {fmt(files)}; quotes: {fmt(quotes)}"))
     if not report.items:
         console.print(Text("nothing to check: the register has no files or quotes", style="red"))
+    findings = sum(1 for a in report.assertions if a.state != "holds" and not a.fails)
+    if findings:  # said before the verdict, which stays the last line
+        noun = "finding" if findings == 1 else "findings"
+        console.print(Text(f"{findings} {noun}: asserted hashes that do not hold, not --required"))
     console.print(Text("ok" if report.ok else "NOT OK", style="green" if report.ok else "red"))
 
 
@@ -660,7 +676,7 @@ def author(name: str, commit: str | None, as_json: bool) -> None:
         for line in records_text(result):
             click.echo(f"  {visible(line)}")
         for check_name_, check in summary.checks.families(by_name=True):
-            mark = "holds" if check.ok else "FAILS"
+            mark = "FAILS" if check.verdict == "fails" else check.verdict_words
             click.echo(f"  {check_name_:<9} {mark:<6} {check.detail}")
         for problem in summary.problems[:20]:
             click.echo(f"  - {visible(problem)}")
@@ -705,7 +721,7 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
         return
     click.echo(f"rendered {result.directory.relative_to(ws.root)}/report.html")
     for check_name_, check in summary.checks.families(by_name=True):
-        mark = "holds" if check.ok else "FAILS"
+        mark = "FAILS" if check.verdict == "fails" else check.verdict_words
         click.echo(f"  {check_name_:<9} {mark:<6} {check.detail}")
     for problem in summary.problems[:20]:
         from tracework.text import visible
@@ -1177,6 +1193,8 @@ def capture_env(name: str, commit: str | None, rebuild: bool, as_json: bool) -> 
                 "isolation": outcome.isolation,
                 "key": env.key,
                 "python": env.interpreter.version,
+                "python_path": env.interpreter.path,
+                "python_sha256": env.interpreter.sha256,
                 "packages": env.packages,
                 "environment_sha256": env.sha256,
                 "extra_lock": env.extra_note,

@@ -57,6 +57,11 @@ class CommitNotFound(TraceworkError):
     """A commit id or prefix that does not name exactly one commit in the mirror."""
 
 
+class CommitAbsent(CommitNotFound):
+    """A commit id or prefix that names no object of the mirror at all (not a tree or a
+    blob given by mistake, not an ambiguous prefix): a commit this mirror lacks."""
+
+
 class PathNotFound(TraceworkError):
     """A path that is not in the tree at the commit."""
 

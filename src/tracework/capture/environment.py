@@ -373,7 +373,7 @@ def _provenance(
         python=PythonProvenance(
             version=plan.interpreter.version,
             path=_shown_path(plan.interpreter.path),
-            sha256=interpreter_sha256(plan.interpreter.path),
+            sha256=plan.interpreter.sha256 or interpreter_sha256(plan.interpreter.path),
             library=_shown_path(library[0]) if library else None,
             library_sha256=library[1] if library else None,
         ),

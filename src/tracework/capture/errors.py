@@ -31,6 +31,11 @@ class EnvironmentBuildFailed(CaptureError):
     """uv could not build the environment (no lock, a bad pin, the registry unreachable)."""
 
 
+class InterpreterNotFound(EnvironmentBuildFailed):
+    """No installed Python of the declared version runs here as a plain interpreter (a
+    shim, a virtual environment's, none at all): the message lists what was found."""
+
+
 class EvidenceMismatch(CaptureError):
     """A file the register holds does not hash the same in the exported tree."""
 

@@ -238,9 +238,15 @@ def excerpt_html(info: ExcerptInfo, *, anchor: bool = False) -> str:
 
 
 def capture_html(
-    at: CapturedAt, cases: list[CaseInfo], excerpts: list[ExcerptInfo], transcripts: str
+    at: CapturedAt,
+    cases: list[CaseInfo],
+    excerpts: list[ExcerptInfo],
+    transcripts: str,
+    *,
+    notice: str = "",
 ) -> str:
-    """The "Runtime capture" section: method, cases, tables, cited evidence, transcripts."""
+    """The "Runtime capture" section: method, cases, tables, cited evidence, transcripts;
+    ``notice``, HTML made by the caller, goes first (files not as the register holds them)."""
     cap = at.shown
     m = cap.manifest
     stale = (
@@ -285,7 +291,7 @@ def capture_html(
     )
     return (
         f'<section class="tw-capture"><h2 id="capture-{esc(cap.name)}">Runtime capture: '
-        f"{esc(cap.name)}</h2>{stale}"
+        f"{esc(cap.name)}</h2>{notice}{stale}"
         f'<dl class="tw-meta">{"".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in method)}</dl>'
         '<div class="tw-scroll"><table><thead><tr><th>case</th><th>question</th>'
         f"<th>status</th><th>observed</th></tr></thead><tbody>{rows}</tbody></table></div>"

@@ -61,6 +61,7 @@ class CheckItem(NamedTuple):
     candidate_paths: tuple[str, ...] | None = None  # the file of each candidate
     sha256: str | None = None  # what the register holds, in full
     sha256_at_commit: str | None = None  # what the checked commit holds, None if nothing
+    hint: str | None = None  # the fix, a command, when one command is it
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +80,7 @@ class CheckItem(NamedTuple):
             "detail": self.detail,
             "sha256": self.sha256,
             "sha256_at_commit": self.sha256_at_commit,
+            "hint": self.hint,
         }
 
 
@@ -88,16 +90,23 @@ class AssertionCheck(NamedTuple):
     source: str
     path: str
     by: str | None  # a document source; None: the analyst's own --expect-sha256
-    commit: str  # the commit the hash was taken at: the assertion's own, or the checked
+    commit: str  # where the hash was compared: the assertion's own, the checked, or the pin
     state: Literal["holds", "differs", "missing"]
     sha256: str  # asserted
     sha256_at_commit: str | None  # the file's hash there; None when the file is not there
     required: bool = False
+    about: str | None = None  # the commit asserted about, as asserted; None: any commit
+    absent: bool = False  # ``about`` is not in this mirror: compared at the pin instead
 
     @property
     def fails(self) -> bool:
         """A required assertion that does not hold fails the check; others are findings."""
         return self.required and self.state != "holds"
+
+    def where(self) -> str:
+        """Where it was compared, in words: ``at <commit>``, or for a commit this mirror
+        lacks, that it is about that commit and was compared at the pin."""
+        return where_compared(self.commit, self.about, self.absent)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -109,7 +118,19 @@ class AssertionCheck(NamedTuple):
             "sha256": self.sha256,
             "sha256_at_commit": self.sha256_at_commit,
             "required": self.required,
+            "about": self.about,
+            "absent": self.absent,
         }
+
+
+def where_compared(commit: str, about: str | None, absent: bool) -> str:
+    """``at <commit>``; for an assertion about a commit this mirror lacks, ``asserted
+    about <it> (not in this mirror); compared at the pin <commit>`` (abbreviated)."""
+    if absent and about is not None:
+        return (
+            f"asserted about {about[:12]} (not in this mirror); compared at the pin {commit[:12]}"
+        )
+    return f"at {commit[:12]}"
 
 
 @dataclass
@@ -275,8 +296,7 @@ def check_register(
     if only is not None:
         if only in documents or only in captures:
             report = CheckReport(register.name, at, [])
-            check_documents(ws, register, report, [only] if only in documents else [])
-            check_captures(ws, register, report, [only] if only in captures else [])
+            check_workspace_sources(ws, register, report, [only])
             return report
         sources = {only: _git_source(register, only)}
     if not sources and not documents and not captures:
@@ -297,17 +317,31 @@ def check_register(
         results.append(_check_source(mirror, register, sid, source, commit))
     report = CheckReport(register.name, at, results)
     if only is None:
-        check_documents(ws, register, report, documents)
-        check_captures(ws, register, report, captures)
+        check_workspace_sources(ws, register, report)
     return report
+
+
+def check_workspace_sources(
+    ws: Workspace, register: RegisterData, report: CheckReport, ids: list[str] | None = None
+) -> None:
+    """The sources kept as files in the workspace — documents and captures — hashed again
+    (all of them, or ``ids``), into ``report``.  ``tracework check`` and a report's check
+    summary both check them here, so the two never disagree about a capture captured
+    again since it was registered."""
+    kinds = {sid: s.kind for sid, s in register.sources.items()}
+    chosen = list(kinds) if ids is None else ids
+    check_documents(ws, register, report, [s for s in chosen if kinds.get(s) == "document"])
+    check_captures(ws, register, report, [s for s in chosen if kinds.get(s) == "capture"])
 
 
 def check_captures(
     ws: Workspace, register: RegisterData, report: CheckReport, ids: list[str]
 ) -> None:
     """Hash the files of each capture source again: a transcript edited by hand, a file
-    gone or added, is caught (a capture is not bound to the commit checked: it is what
-    ran at its own commit)."""
+    gone, a capture made again since it was registered (a changed harness) is caught (a
+    capture is not bound to the commit checked: it is what ran at its own commit).  Each
+    item that does not hold names its fix: register the capture as it is now, or make it
+    again."""
     from tracework.hashing import sha256_file
 
     for sid in ids:
@@ -320,7 +354,13 @@ def check_captures(
             shown = f"captures/{src.capture}/{src.commit[:12]}/{rel}"
             found = sha256_file(path) if path.is_file() and not path.is_symlink() else None
             state = "missing" if found is None else "verified" if found == expected else "changed"
-            detail = "capture" if state == "verified" else f"capture: {state}"
+            detail, hint = "capture", None
+            if state == "changed":
+                detail = "changed since the capture was registered"
+                hint = add_capture_command(register, src)
+            elif state == "missing":
+                detail = "missing: the capture is not in the workspace"
+                hint = capture_command(src)
             report.documents.append(
                 CheckItem(
                     "file",
@@ -331,8 +371,37 @@ def check_captures(
                     detail=detail,
                     sha256=expected,
                     sha256_at_commit=found,
+                    hint=hint,
                 )
             )
+
+
+def add_capture_command(register: RegisterData, src: CaptureSourceData) -> str:
+    """The command that registers capture ``src`` as it is now (``register add-capture``,
+    whose ``--commit`` defaults to the register's first pin)."""
+    pins = [s.commit for s in register.sources.values() if isinstance(s, GitSourceData)]
+    at = "" if pins and pins[0] == src.commit else f" --commit {src.commit[:12]}"
+    return f"tracework register add-capture {register.name} {src.capture}{at}"
+
+
+def capture_command(src: CaptureSourceData) -> str:
+    """The command that makes capture ``src`` again at its commit (byte-identical, it
+    holds as registered; if not, the check then names ``register add-capture``)."""
+    return f"tracework capture {src.capture} --commit {src.commit[:12]}"
+
+
+def problem_text(item: CheckItem, kind: str) -> str:
+    """An item that does not hold, in one line, as ``tracework check`` and a report's check
+    summary both say it: what it is (a git file or quote, a document source, a capture
+    source's file), its state, and the fix when one command is it.  ``kind`` is its
+    source's kind in the register."""
+    if kind == "capture":  # its detail says its state
+        line = f"capture source {item.source} file {item.id}: {item.detail}"
+    elif kind == "document":
+        line = f"document source {item.source} {item.id}: {item.state} ({item.detail})"
+    else:
+        line = f"{item.kind} {item.id}: {item.state} ({item.detail})"
+    return f"{line}; fix: `{item.hint}`" if item.hint else line
 
 
 def check_documents(
@@ -606,7 +675,9 @@ def _check_assertions(
 ) -> list[AssertionCheck]:
     """The hashes others assert of this source's files (and the analyst's own
     ``--expect-sha256``), each at its own commit or at the commit checked (where a
-    renamed file is followed to its new name, as the file check follows it)."""
+    renamed file is followed to its new name, as the file check follows it).  One about a
+    commit this mirror lacks (a dossier's commit the public history has since lost) is
+    compared at the pin, and says so."""
     asserted = [
         (path, None, entry.expect_sha256, None, False)
         for path, entry in source.files.items()
@@ -616,9 +687,12 @@ def _check_assertions(
         for a in register.assertions
         if a.source == sid
     ]
+    about_commits = {about for *_, about, _ in asserted if about is not None and about != commit}
+    kinds = mirror.object_types(sorted(about_commits)) if about_commits else {}
     out = []
-    for path, by, sha256, at_commit, required in asserted:
-        where = at_commit or commit
+    for path, by, sha256, about, required in asserted:
+        absent = about is not None and about != commit and kinds.get(about) != "commit"
+        where = source.commit if absent else about or commit
         found = None
         try:
             if where == commit:
@@ -626,16 +700,18 @@ def _check_assertions(
                 entry = cache.tree.get(now)
                 blob = cache.blob(now) if entry is not None else None
             else:
-                entry = mirror.tree(mirror.resolve_commit(where)).get(path)
+                entry = mirror.tree(where).get(path)
                 blob = mirror.read_blob(entry.oid) if entry is not None else None
-        except TraceworkError:  # the assertion's commit is not in the mirror
+        except TraceworkError:  # a tree git cannot read
             entry = None
         if entry is not None:
             found = registered_kind(entry, blob)[1]
         state: Literal["holds", "differs", "missing"] = (
             "missing" if found is None else "holds" if found == sha256 else "differs"
         )
-        out.append(AssertionCheck(sid, path, by, where, state, sha256, found, required))
+        out.append(
+            AssertionCheck(sid, path, by, where, state, sha256, found, required, about, absent)
+        )
     return out
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Literal, NamedTuple
 
 from tracework.errors import (
+    CommitAbsent,
     CommitNotFound,
     GitError,
     PathNotFound,
@@ -199,7 +200,7 @@ class Mirror:
             others = {o: t for o, t in types.items() if t != "missing"}
             if others:
                 raise self._not_a_commit(text, others)
-            raise CommitNotFound(
+            raise CommitAbsent(
                 f"no commit {text} in {self.git_dir.name}",
                 hint=f"run {_fetch_command(self.git_dir)} if the subject has new commits",
             )

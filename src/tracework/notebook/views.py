@@ -512,15 +512,20 @@ def summary_html(summary: CheckSummary, *, by_name: bool = False) -> str:
     sorted) holds them.
     """
     rows = []
+    findings = 0
     for name, check in summary.checks.families(by_name=by_name):
-        state = "holds" if check.ok else "fails"
-        rows.append(
-            f"<tr><th>{esc(name)}</th><td>{badge(state)}</td><td>{esc(check.detail)}</td></tr>"
-        )
+        findings += check.findings or 0
+        shown = badge(check.verdict, check.verdict_words)
+        rows.append(f"<tr><th>{esc(name)}</th><td>{shown}</td><td>{esc(check.detail)}</td></tr>")
     problems = "".join(f"<li>{esc(p)}</li>" for p in summary.problems)
-    verdict = "all checks hold" if summary.ok else "checks do not all hold"
+    state = "fails" if not summary.ok else "findings" if findings else "holds"
+    verdict = {
+        "fails": "checks do not all hold",
+        "findings": f"checks hold, with {findings} finding{'' if findings == 1 else 's'}",
+        "holds": "all checks hold",
+    }[state]
     return (
-        f'<section class="tw-summary"><p>{badge("holds" if summary.ok else "fails", verdict)} '
+        f'<section class="tw-summary"><p>{badge(state, verdict)} '
         f"at <code>{esc(summary.commit[:12])}</code></p>"
         f'<table class="tw-checks">{"".join(rows)}</table>'
         + (f'<ul class="tw-problems">{problems}</ul>' if problems else "")

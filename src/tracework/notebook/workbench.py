@@ -39,8 +39,9 @@ from tracework.capture.parts import (
 from tracework.drift.check import (
     CheckItem,
     CheckReport,
-    check_documents,
     check_register,
+    check_workspace_sources,
+    problem_text,
     read_at_pin,
 )
 from tracework.errors import (
@@ -97,6 +98,7 @@ from tracework.notebook.views import (
     Diagram,
     FileInfo,
     QuoteInfo,
+    badge,
     diagram_note_html,
     esc,
     file_key,
@@ -106,7 +108,7 @@ from tracework.notebook.views import (
 )
 from tracework.readers import load_json
 from tracework.register.evidence import add_capture_source, add_files
-from tracework.register.models import CaptureSource, DocumentSource, GitSource, Register
+from tracework.register.models import CaptureSource, GitSource, Register
 from tracework.register.quotes import QuoteRequest, make_quote, quotable_lines, same_evidence
 from tracework.render.artefacts import (
     RECORDS_FORMAT,
@@ -670,6 +672,22 @@ class Workbench(RecordDeclarations):
             [e for e in cited if isinstance(e, CaseInfo)],
             [e for e in cited if isinstance(e, ExcerptInfo)],
             transcripts_html(self.ws.root, at),
+            notice=self._unregistered_notice(at.source),
+        )
+
+    def _unregistered_notice(self, sid: str) -> str:
+        """A marked block, at the capture's place, when its files are not those the
+        register holds (captured again since it was registered): the same lines, and the
+        same fix, as the check summary and ``tracework check`` give."""
+        report = self._workspace_check([sid])
+        bad = [problem_text(i, "capture") for i in report.items if i.state != "verified"]
+        if not bad:
+            return ""
+        return (
+            f"<p>{badge('changed', 'not as registered')} these are not the files register "
+            f"{esc(self.register.name)} holds as {esc(sid)}: the checks fail until the "
+            "capture is registered again (or the registered one restored).</p>"
+            '<ul class="tw-problems">' + "".join(f"<li>{esc(line)}</li>" for line in bad) + "</ul>"
         )
 
     def _url(self, sid: str) -> str:
@@ -1128,12 +1146,12 @@ class Workbench(RecordDeclarations):
         reports = [
             self._check(sid) for sid, s in self.register.sources.items() if isinstance(s, GitSource)
         ]
-        items = [i for r in reports for i in r.items] + self._document_items()
+        items = [i for r in reports for i in r.items] + self._workspace_items()
         allowed = {"verified"} if self.at_pin else {"verified", "moved"}
         bad = [
             i for i in items if i.state not in allowed and not (i.format_only and not self.at_pin)
         ]
-        problems += [f"{i.kind} {i.id}: {i.state} ({i.detail})" for i in bad]
+        problems += [problem_text(i, self.register.sources[i.source].kind) for i in bad]
         counts = {
             k: dict(sorted(Counter(i.state for i in items if i.kind == k).items()))
             for k in ("file", "quote")
@@ -1191,8 +1209,7 @@ class Workbench(RecordDeclarations):
         if asserted:
             failing_assertions = [a for a in asserted if a.fails]
             problems += [
-                f"assertion by {a.by or 'the register'}: {a.path} {a.state} at "
-                f"{a.commit[:12]} (required)"
+                f"assertion by {a.by or 'the register'}: {a.path} {a.where()}: {a.state} (required)"
                 for a in failing_assertions
             ]
             findings = sum(1 for a in asserted if a.state != "holds")
@@ -1200,6 +1217,7 @@ class Workbench(RecordDeclarations):
                 ok=not failing_assertions,
                 detail=f"{len(asserted) - findings} of {len(asserted)} asserted hashes hold; "
                 f"{findings} differ or are missing ({len(failing_assertions)} required)",
+                findings=findings - len(failing_assertions),
             )
         if self._marks:
             stale = self._marks_drifted()
@@ -1230,14 +1248,20 @@ class Workbench(RecordDeclarations):
             problems=problems,
         )
 
-    def _document_items(self) -> list[CheckItem]:
-        """The register's document sources kept in the workspace, hashed again."""
-        ids = [sid for sid, s in self.register.sources.items() if isinstance(s, DocumentSource)]
-        if not ids:
-            return []
+    def _workspace_items(self) -> list[CheckItem]:
+        """The register's sources kept as files in the workspace (documents and captures),
+        hashed again as ``tracework check`` hashes them."""
+        if all(isinstance(s, GitSource) for s in self.register.sources.values()):
+            return []  # nothing to hash, and no copy of the register's data to make
+        return self._workspace_check().items
+
+    def _workspace_check(self, ids: list[str] | None = None) -> CheckReport:
+        """:func:`check_workspace_sources` of this register (its sources alone: the quotes
+        are not what it reads, and a copy of 10,000 of them is not free)."""
+        sources = self.register.model_copy(update={"quotes": {}, "checks": [], "assertions": []})
         report = CheckReport(self.register.name, None, [])
-        check_documents(self.ws, reg.data_of(self.register), report, ids)
-        return report.items
+        check_workspace_sources(self.ws, reg.data_of(sources), report, ids)
+        return report
 
     def records_json(self) -> dict[str, Any]:
         """Everything the report declares and checked, as records.json holds it.

@@ -11,15 +11,16 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import tracework.register.edits as regy
 import tracework.register.store as reg
 from tracework.errors import (
+    CommitAbsent,
     PathNotFound,
     RegisterError,
 )
-from tracework.git.mirror import Blob, Mirror, TreeEntry, registered_kind
+from tracework.git.mirror import FULL_OID, Blob, Mirror, TreeEntry, registered_kind
 from tracework.git.subjects import open_mirror
 from tracework.hashing import (
     display_text,
@@ -341,6 +342,15 @@ def add_files(
     return added
 
 
+class AddedAssertion(NamedTuple):
+    """What ``register assert`` recorded, and the file's hash where it was compared."""
+
+    assertion: Assertion
+    found: str | None  #: the file's hash at ``compared_at``; None: no such file there
+    compared_at: str  #: the assertion's own commit, else the pin
+    absent: bool  #: the assertion's commit is not in this mirror: compared at the pin
+
+
 def add_assertion(
     ws: Workspace,
     register_path: Path,
@@ -350,12 +360,16 @@ def add_assertion(
     by: str,
     at_commit: str | None = None,
     required: bool = False,
-) -> tuple[Assertion, str | None]:
+) -> AddedAssertion:
     """Record that document source ``by`` asserts ``path`` of git source ``sid`` has
-    ``sha256`` (at ``at_commit``, or whichever commit is checked).  Returns the
-    assertion and the file's hash now — at ``at_commit``, else at the pin — so the
-    caller can say at once whether it holds.  The same asserter, file and commit again
-    replaces the assertion: one document, one claim per file and commit."""
+    ``sha256`` (at ``at_commit``, or whichever commit is checked), and hash the file at
+    once — at ``at_commit``, else at the pin — so the caller can say whether it holds.
+
+    A dossier may be about a commit the subject's public history no longer has (a
+    force-push, a rebased branch).  Such a commit, given in full, is kept as asserted:
+    the assertion says it is about that commit, and is compared at the pin instead (see
+    :func:`asserted_commit`).  The same asserter, file and commit again replaces the
+    assertion: one document, one claim per file and commit."""
     register = reg.load(register_path)
     source = register.git_source(sid)
     if not isinstance(register.sources.get(by), DocumentSource):
@@ -368,19 +382,15 @@ def add_assertion(
     if not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
         raise RegisterError(f"'{sha256}' is not a 64-hex SHA-256")
     mirror = open_mirror(ws, source.subject)
-    commit = mirror.resolve_commit(at_commit) if at_commit is not None else source.commit
-    if at_commit is not None:
-        mirror.keep(commit)  # as a pin is kept: readable after an upstream force-push
+    about, absent = asserted_commit(mirror, at_commit) if at_commit is not None else (None, False)
+    if about is not None and not absent:
+        mirror.keep(about)  # as a pin is kept: readable after an upstream force-push
+    compared = about if about is not None and not absent else source.commit
     refuse_undecodable([path])
-    entry = mirror.tree(commit).get(path)
+    entry = mirror.tree(compared).get(path)
     found = registered_kind(entry, mirror.read_blob(entry.oid))[1] if entry else None
     made = Assertion(
-        source=sid,
-        path=path,
-        sha256=sha256.lower(),
-        by=by,
-        at_commit=commit if at_commit is not None else None,
-        required=required,
+        source=sid, path=path, sha256=sha256.lower(), by=by, at_commit=about, required=required
     )
     with regy.edit(register_path) as doc:
         kept = regy.section(doc, "assertions", regy.CommentedSeq)
@@ -390,7 +400,29 @@ def add_assertion(
             if (old.get("source"), old.get("path"), old.get("by"), old.get("at_commit")) == same:
                 del kept[i]
         kept.append(regy.assertion_node(made))
-    return made, found
+    return AddedAssertion(made, found, compared, absent)
+
+
+def asserted_commit(mirror: Mirror, text: str) -> tuple[str, bool]:
+    """The full id of the commit an assertion is about, and whether this mirror lacks it.
+
+    A commit the mirror has is given by any unique prefix.  One it lacks can only be
+    kept as the dossier gives it, in full: a prefix of a commit nobody here has names
+    nothing, so it is refused, asking for the full id.  An object that is not a commit
+    (a tree, a blob) is refused as it is everywhere.
+    """
+    try:
+        return mirror.resolve_commit(text), False
+    except CommitAbsent:
+        oid = text.lower()
+        if FULL_OID.fullmatch(oid):
+            return oid, True
+        raise RegisterError(
+            f"no commit {text} in {mirror.git_dir.name}: a commit this mirror lacks is "
+            "asserted about by its full id only",
+            hint="give the commit's full 40-hex id, as the dossier gives it (a short one "
+            "cannot be resolved here); the assertion is then compared at the pin",
+        ) from None
 
 
 def add_capture_source(ws: Workspace, register_path: Path, name: str, commit: str) -> str:

@@ -193,8 +193,9 @@ class Assertion(Frozen):
     by: str = Field(description="who asserts it: a document source of this register (SRC-n)")
     at_commit: CommitId | None = Field(
         None,
-        description="the commit the assertion is about; without it, the commit checked "
-        "(the pin, or --at)",
+        description="the commit the assertion is about, in full, as asserted; without it, "
+        "the commit checked (the pin, or --at).  A commit the subject's mirror lacks is "
+        "kept as asserted, and the assertion is compared at the pin instead",
     )
     required: bool = Field(
         False, description="a differing required assertion fails the checks (else a finding)"

@@ -135,11 +135,20 @@ class AssertionEntry(_Ours):
     source: str = Field(description="The git source of the file.")
     path: str = Field(description="The file.")
     by: str | None = Field(description="The document source asserting it (None: the analyst).")
-    commit: str = Field(description="The commit the assertion is about.")
+    commit: str = Field(
+        description="The commit the file was compared at: the one the assertion is about, "
+        "the one rendered, or the pin (for a commit this mirror lacks)."
+    )
     state: Literal["holds", "differs", "missing"] = Field(description="What the check found.")
     sha256: str = Field(description="The asserted SHA-256.")
     sha256_at_commit: str | None = Field(description="The file's SHA-256 there, if present.")
     required: bool = Field(description="Whether a differing hash fails the check.")
+    about: str | None = Field(
+        None, description="The commit the assertion is about, as asserted (None: any)."
+    )
+    absent: bool = Field(
+        False, description="Whether this mirror lacks `about`, so it was compared at the pin."
+    )
 
 
 class AbsenceMatch(_Ours):
@@ -225,6 +234,27 @@ class Check(_Ours):
 
     ok: bool = Field(description="Whether this family of checks holds.")
     detail: str = Field(description="What was checked and found, in a line.")
+    findings: int | None = Field(
+        None,
+        description="How many of what was checked are findings: they do not hold, but fail "
+        "nothing (an asserted hash that differs, not --required). Only asserted hashes "
+        "have them.",
+    )
+
+    @property
+    def verdict(self) -> Literal["holds", "findings", "fails"]:
+        """``fails``; ``findings`` when it holds with findings (never "holds" beside "3
+        differ"); else ``holds``."""
+        if not self.ok:
+            return "fails"
+        return "findings" if self.findings else "holds"
+
+    @property
+    def verdict_words(self) -> str:
+        """The verdict as its badge says it: ``holds``, ``fails``, ``3 findings``."""
+        if self.verdict == "findings":
+            return f"{self.findings} finding{'' if self.findings == 1 else 's'}"
+        return self.verdict
 
 
 class RegisterCheck(Check):

@@ -250,7 +250,7 @@ def appendix_html(
             for qid, q in register.quotes.items()
         ],
         assertions=[
-            {**to_json(a), "location": documents.get(a.by) if a.by else None}
+            {**a.model_dump(mode="json"), "location": documents.get(a.by) if a.by else None}
             for a in records.assertions
         ],
         checks=register.checks,
