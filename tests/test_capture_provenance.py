@@ -233,10 +233,11 @@ def test_the_manifest_carries_the_environment_s_provenance(locked):
     assert made["uv"] == version("uv")
     python = made["python"]
     assert python["version"] == env["python"]
-    real = Path(os.path.realpath(python["path"]))
+    assert not python["path"].startswith(str(Path.home()) + "/")  # never the user's home
+    real = Path(os.path.realpath(os.path.expanduser(python["path"])))
     assert python["sha256"] == hashlib.sha256(real.read_bytes()).hexdigest()
     if python["library"] is not None:  # a shared build: its libpython holds the code
-        library = Path(os.path.realpath(python["library"]))
+        library = Path(os.path.realpath(os.path.expanduser(python["library"])))
         assert python["library_sha256"] == hashlib.sha256(library.read_bytes()).hexdigest()
         assert library.name.startswith("libpython") and library.name.encode() in real.read_bytes()
     subject = setup.repo.path
