@@ -84,6 +84,9 @@ def test_an_investigation_renders_its_parts_from_the_capture(pinned, tw, workspa
     for entry in manifest["files"]:
         assert entry["sha256"] in page
     assert "2 runs, byte-identical" in page
+    made = manifest["environment"]["provenance"]
+    assert made["python"]["sha256"] in page and f"<dd>{made['uv']}</dd>" in page
+    assert manifest["environment"]["sha256"] in page
     # status conditions, results and limits come from results.json
     assert "the store keeps the text" in page and "a second process reads the text" in page
     assert "1 PASS, 1 UNKNOWN" in page and "items by run" in page

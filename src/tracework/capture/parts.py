@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tracework.capture.evidence import CapturedAt, _observed, _table_html, state_badge
-from tracework.capture.store import CaptureResults, CaseResult
+from tracework.capture.store import CaptureResults, CaseResult, EnvironmentProvenance
 from tracework.notebook.views import badge, esc, esc_name
 
 
@@ -49,9 +49,11 @@ def provenance_html(at: CapturedAt, subject_url: str | None) -> str:
         if env.lock == "uv"
         else "pinned requirements (the subject has no lock of its own in use)"
     )
+    made = env.provenance
     rows = [
         ("Subject", f"{subject} at {_code(m.commit)}, committed {esc(m.commit_date)}"),
         ("Environment", f"Python {esc(env.python)}; {lock}"),
+        *(_environment_rows(made) if made is not None else []),
         ("Frozen list", f"<code>environment.txt</code>, sha256 {_code(env.sha256)}"),
         ("Harness", f"<code>harness.py</code>, sha256 {_code(m.harness_sha256)}"),
         ("Declaration", f"<code>{esc(m.capture)}.toml</code>, sha256 {_code(m.config_sha256)}"),
@@ -73,7 +75,8 @@ def provenance_html(at: CapturedAt, subject_url: str | None) -> str:
     )
     return (
         f'<section class="tw-capture tw-provenance">{_stale(at)}{_meta(rows)}'
-        "<h3>Subject files hashed before the harness ran</h3>"
+        + (_distributions_html(made) if made is not None else "")
+        + "<h3>Subject files hashed before the harness ran</h3>"
         + (
             '<div class="tw-scroll"><table class="tw-hashes"><thead><tr><th>file</th>'
             f"<th>sha256 in the exported tree</th><th></th></tr></thead><tbody>{checked}"
@@ -85,6 +88,69 @@ def provenance_html(at: CapturedAt, subject_url: str | None) -> str:
         '<div class="tw-scroll"><table class="tw-hashes"><thead><tr><th>file</th>'
         f"<th>sha256</th><th>bytes</th></tr></thead><tbody>{kept}</tbody></table></div>"
         "</section>"
+    )
+
+
+def _environment_rows(made: EnvironmentProvenance) -> list[tuple[str, str]]:
+    """uv, the interpreter, the lock and what of it was installed, the harness's own lock."""
+    py = made.python
+    rows = [
+        ("uv", esc(made.uv)),
+        (
+            "Interpreter",
+            f"CPython {esc(py.version)}, {_code(py.path)}, sha256 {_code(py.sha256)}"
+            + (
+                f"; its library {_code(py.library)}, sha256 {_code(py.library_sha256 or '')}"
+                if py.library
+                else ""
+            ),
+        ),
+    ]
+    if made.lock is not None:
+        lock = made.lock
+        groups = [f"{g} (default)" if g in lock.default_groups else g for g in lock.groups]
+        rows += [
+            (
+                "Lock",
+                f"<code>uv.lock</code>, sha256 {_code(lock.sha256)}; <code>pyproject.toml</code>, "
+                f"sha256 {_code(lock.project_sha256)}",
+            ),
+            (
+                "Installed",
+                f"{_code(lock.command)}; groups: {esc(', '.join(groups) or 'none')}"
+                + ("; the default groups left out" if lock.no_default_groups else "")
+                + f"; extras: {esc(', '.join(lock.extras) or 'none')}",
+            ),
+        ]
+    if made.extra_lock is not None:
+        extra = made.extra_lock
+        rows.append(
+            (
+                "Added by the harness",
+                f"{esc(', '.join(extra.resolved_from))}, resolved into "
+                f"{_code(extra.path)}, sha256 {_code(extra.sha256)}",
+            )
+        )
+    return rows
+
+
+def _distributions_html(made: EnvironmentProvenance) -> str:
+    """Every distribution installed, with the file it came from and that file's hash."""
+    rows = "".join(
+        f"<tr><td>{esc(d.name)}</td><td>{esc(d.version)}</td>"
+        f"<td>{esc(d.installed_by or 'none named it')}"
+        f"{' (built from source)' if d.built_from_source else ''}</td>"
+        f"<td>{esc(d.file or '')}</td>"
+        f"<td><code>{esc(d.sha256 or f'one of {len(d.hashes)} accepted')}</code></td></tr>"
+        for d in made.distributions
+    )
+    count = len(made.distributions)
+    return (
+        f"<details><summary>{count} distribution{'s' if count != 1 else ''} installed, each "
+        "with the file it came from</summary>"
+        '<div class="tw-scroll"><table class="tw-hashes"><thead><tr><th>name</th>'
+        "<th>version</th><th>installed by</th><th>file</th><th>sha256</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></div></details>"
     )
 
 
