@@ -93,6 +93,10 @@ with capture.case("F-02", "Where, and framed how, does a stored memory enter the
     assistant.turn("u1", "Where should the incident report go?")
     prompt = model.requests[1]["prompt"]
     c.record("second prompt", model.requests[1])
+    # the same message from a user with nothing stored: what the memory adds to a prompt
+    bare, bare_model, _, _ = fresh("I will send it there.")
+    bare.turn("u2", "Where should the incident report go?")
+    c.record("same message, nothing stored", bare_model.requests[0])
     lines = prompt.split("\n")
     c.check(
         "the stored memory reaches the next prompt",

@@ -79,10 +79,10 @@ def test_an_investigation_renders_its_parts_from_the_capture(pinned, tw, workspa
 
     # provenance: every hash is the manifest's, none typed by hand
     assert manifest["harness_sha256"] in page and manifest["config_sha256"] in page
-    for sha in manifest["verified_files"].values():
-        assert sha in page
+    for sha in manifest["verified_files"].values():  # whole, breakable between groups of 8
+        assert f'title="{sha}">{sha[:8]}<wbr/>' in page
     for entry in manifest["files"]:
-        assert entry["sha256"] in page
+        assert f'title="{entry["sha256"]}"' in page
     assert "2 runs, byte-identical" in page
     made = manifest["environment"]["provenance"]
     assert made["python"]["sha256"] in page and f"<dd>{made['uv']}</dd>" in page

@@ -11,20 +11,33 @@ otherwise the baseline, ``stale (captured at …)``.
 An excerpt is a path into a case's transcript: its first segment names a recorded value
 (``c.record("model requests", …)``), the rest walks into it (``[0].prompt``), so
 ``cap.transcript("F-01", "model requests[0].prompt")``.  Its hash is the SHA-256 of the
-value's canonical JSON.
+value's canonical JSON.  A report shows the value as a reader reads it (a chat request as
+a conversation: :mod:`.readable`), with what it was compared with (:mod:`.compare`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tracework.capture.store import Capture, CaseResult, canonical
+from tracework.capture.compare import Comparison, comparison_html
+from tracework.capture.readable import raw_html, raw_value_html, value_html
+from tracework.capture.store import (
+    Capture,
+    CaptureResults,
+    CaseResult,
+    ResultTable,
+    canonical,
+    captured_commits,
+    load_capture,
+)
 from tracework.errors import TraceworkError
 from tracework.hashing import sha256_hex
-from tracework.notebook.views import badge, code_block, esc
+from tracework.notebook.views import badge, esc
+from tracework.workspace import Workspace
 
 EvidenceState = Literal["verified", "changed", "stale"]
 
@@ -76,6 +89,7 @@ class ExcerptInfo:
     value: Any
     sha256: str
     state: EvidenceState
+    comparisons: tuple[Comparison, ...] = ()  # what the analyst compared it with
 
     @property
     def anchor(self) -> str:
@@ -129,6 +143,24 @@ def excerpt_info(ws_root: Any, at: CapturedAt, case_id: str, path: str) -> Excer
     return ExcerptInfo(
         key, at, case_id, path, value, now, "verified" if now == digest else "changed"
     )
+
+
+def value_at(root: Any, capture: Capture, case_id: str, path: str) -> Any:
+    """The value at ``path`` of a case's transcript in ``capture`` (an error names what
+    is not there)."""
+    from pathlib import Path
+
+    return extract(_transcript(Path(root), capture, case_id), path, capture, case_id)
+
+
+def previous_capture(ws: Workspace, capture: Capture, ancestors: list[str]) -> Capture | None:
+    """The capture of the same name at the nearest of ``ancestors`` (the commits before
+    ``capture``'s, nearest first) that has one, or None."""
+    made = captured_commits(ws, capture.name)
+    for commit in ancestors:
+        if commit[:12] in made:
+            return load_capture(ws, capture.name, commit)
+    return None
 
 
 def _transcript(root: Any, capture: Capture, case_id: str) -> Any:
@@ -214,7 +246,7 @@ def _holds_badge(holds: bool | None) -> str:
     return badge("verified", "holds") if holds else badge("changed", "does not hold")
 
 
-def _observed(case: CaseResult) -> str:
+def observed_line(case: CaseResult) -> str:
     """What a case saw, in a line: its own words, else the checks that failed (or all)."""
     if case.observed:
         return case.observed
@@ -223,17 +255,17 @@ def _observed(case: CaseResult) -> str:
 
 
 def excerpt_html(info: ExcerptInfo, *, anchor: bool = False) -> str:
-    """A cited transcript excerpt: where it is, its hash, its state, the value."""
+    """A cited transcript excerpt: where it is, its hash, its state, the value as a
+    reader reads it, what it was compared with, and its canonical JSON folded."""
     ident = f' id="{esc(info.anchor)}"' if anchor else ""
-    text = json.dumps(info.value, indent=2, ensure_ascii=False, sort_keys=True)
-    if isinstance(info.value, str):
-        text = info.value
+    compared = "".join(comparison_html(c, "This value") for c in info.comparisons)
     return (
         f'<figure class="tw-quote tw-excerpt"{ident}><figcaption>'
         f'<a class="tw-quote-id" href="#{esc(info.anchor)}">{esc(info.key)}</a> '
         f'<span class="tw-hash" title="sha256 {esc(info.sha256)}">sha256 '
         f"{esc(info.sha256[:12])}</span> {state_badge(info.state, info.capture)}"
-        f"</figcaption>{code_block(text, 'excerpt.txt', 1)}</figure>"
+        f"</figcaption>{value_html(info.value, info.path)}{compared}"
+        f"{raw_value_html(info.value)}</figure>"
     )
 
 
@@ -277,15 +309,12 @@ def capture_html(
             ),
         ),
     ]
-    rows = "".join(
-        f"<tr><td>{esc(c.id)}</td><td>{esc(c.question)}</td>"
-        f"<td>{badge(c.status or 'model-driven', c.status or 'not graded')}</td>"
-        f"<td>{esc(_observed(c))}</td></tr>"
+    tables = "".join(
+        table_html(t, arm)
         for arm in (cap.results, cap.model_arm)
         if arm is not None
-        for c in arm.cases
+        for t in arm.tables
     )
-    tables = "".join(_table_html(t) for t in cap.results.tables)
     cited = "".join(case_html(c, anchor=True) for c in cases) + "".join(
         excerpt_html(e, anchor=True) for e in excerpts
     )
@@ -293,29 +322,56 @@ def capture_html(
         f'<section class="tw-capture"><h2 id="capture-{esc(cap.name)}">Runtime capture: '
         f"{esc(cap.name)}</h2>{notice}{stale}"
         f'<dl class="tw-meta">{"".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in method)}</dl>'
-        '<div class="tw-scroll"><table><thead><tr><th>case</th><th>question</th>'
-        f"<th>status</th><th>observed</th></tr></thead><tbody>{rows}</tbody></table></div>"
-        f"{tables}"
+        + cases_table_html(c for arm in (cap.results, cap.model_arm) if arm for c in arm.cases)
+        + tables
         + (f"<h3>Cited from this capture</h3>{cited}" if cited else "")
         + transcripts
         + "</section>"
     )
 
 
-def _table_html(table: Any) -> str:
-    head = "".join(f"<th>{esc(c)}</th>" for c in table.columns)
+def cases_table_html(cases: Iterable[CaseResult], caption: str = "Cases") -> str:
+    """The table of cases: id, question, status (or "not graded"), what was observed; on
+    a narrow screen one card per case (report.css)."""
+    rows = "".join(
+        f"<tr><td>{esc(c.id)}</td><td>{esc(c.question)}</td>"
+        f"<td>{badge(c.status or 'model-driven', c.status or 'not graded')}</td>"
+        f"<td>{esc(observed_line(c))}</td></tr>"
+        for c in cases
+    )
+    return (
+        f'<div class="tw-scroll"><table class="tw-cases"><caption>{esc(caption)}</caption>'
+        "<thead><tr><th>case</th><th>question</th><th>status</th><th>observed</th></tr>"
+        f"</thead><tbody>{rows}</tbody></table></div>"
+    )
+
+
+def table_html(table: ResultTable, arm: CaptureResults) -> str:
+    """A results table: its title as the table's caption (labelled model-driven in that
+    arm), its notes as a footnote below it, set apart from the cells."""
+    head = "".join(f'<th scope="col">{esc(c)}</th>' for c in table.columns)
     body = "".join(
         "<tr>" + "".join(f"<td>{esc(str(v))}</td>" for v in row) + "</tr>" for row in table.rows
     )
-    notes = f"<p>{esc(table.notes)}</p>" if table.notes else ""
+    driven = (
+        " " + badge("model-driven", "model-driven, not graded") if arm.arm == "model-driven" else ""
+    )
+    notes = (
+        f'<p class="tw-table-notes"><span class="tw-table-notes-lead">Note.</span> '
+        f"{esc(table.notes)}</p>"
+        if table.notes
+        else ""
+    )
     return (
-        f'<h3>{esc(table.name)}</h3><div class="tw-scroll"><table><thead><tr>{head}</tr>'
-        f"</thead><tbody>{body}</tbody></table></div>{notes}"
+        f'<div class="tw-results-table"><div class="tw-scroll"><table class="tw-results">'
+        f"<caption>{esc(table.name)}{driven}</caption><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table></div>{notes}</div>"
     )
 
 
 def transcripts_html(root: Any, at: CapturedAt) -> str:
-    """Every case's transcript, folded: what crossed the subject's boundaries."""
+    """Every case's transcript, folded: what crossed the subject's boundaries, each
+    recorded value as a reader reads it, the file itself one click further."""
     from pathlib import Path
 
     cap = at.shown
@@ -326,8 +382,24 @@ def transcripts_html(root: Any, at: CapturedAt) -> str:
                 continue
             text = (Path(root) / cap.folder / case.transcript).read_text(encoding="utf-8")
             out.append(
-                f"<details><summary>{esc(case.id)} transcript "
-                f"(<code>{esc(case.transcript)}</code>)</summary>"
-                f"{code_block(text, 'transcript.json', 1)}</details>"
+                f'<details class="tw-transcript"><summary>{esc(case.id)} transcript '
+                f"(<code>{esc(case.transcript)}</code>)</summary>{_recorded_html(text)}"
+                f"{raw_html(text, 'Raw transcript: ' + case.transcript)}</details>"
             )
     return "<h3>Transcripts</h3>" + "".join(out) if out else ""
+
+
+def _recorded_html(text: str) -> str:
+    """A transcript's recorded values in order, each under its name (the first segment
+    of an excerpt's path)."""
+    data = json.loads(text)
+    records = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(records, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("name"), str) and "value" in r for r in records
+    ):
+        return value_html(data)
+    return "".join(
+        f'<div class="tw-recorded"><p class="tw-recorded-name">{esc(r["name"])}</p>'
+        f"{value_html(r['value'], r['name'])}</div>"
+        for r in records
+    )

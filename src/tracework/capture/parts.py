@@ -13,9 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tracework.capture.evidence import CapturedAt, _observed, _table_html, state_badge
+from tracework.capture.evidence import (
+    CapturedAt,
+    cases_table_html,
+    observed_line,
+    state_badge,
+    table_html,
+)
 from tracework.capture.store import CaptureResults, CaseResult, EnvironmentProvenance
-from tracework.notebook.views import badge, esc, esc_name
+from tracework.notebook.views import badge, esc, esc_name, sha256_html
 
 
 def _meta(rows: Iterable[tuple[str, str]]) -> str:
@@ -63,13 +69,13 @@ def provenance_html(at: CapturedAt, subject_url: str | None) -> str:
         ("Made by", f"tracework {esc(m.tracework)}"),
     ]  # fmt: skip
     checked = "".join(
-        f"<tr><td>{esc_name(path)}</td><td><code>{esc(sha)}</code></td><td>"
+        f"<tr><td>{esc_name(path)}</td><td>{sha256_html(sha)}</td><td>"
         + (badge("changed", "differs from the pin") if path in m.changed_since_pin else "")
         + "</td></tr>"
         for path, sha in sorted(m.verified_files.items())
     )
     kept = "".join(
-        f"<tr><td>{esc_name(f.path)}</td><td><code>{esc(f.sha256)}</code></td>"
+        f"<tr><td>{esc_name(f.path)}</td><td>{sha256_html(f.sha256)}</td>"
         f'<td class="tw-num">{f.size:,}</td></tr>'
         for f in m.files
     )
@@ -141,7 +147,12 @@ def _distributions_html(made: EnvironmentProvenance) -> str:
         f"<td>{esc(d.installed_by or 'none named it')}"
         f"{' (built from source)' if d.built_from_source else ''}</td>"
         f"<td>{esc(d.file or '')}</td>"
-        f"<td><code>{esc(d.sha256 or f'one of {len(d.hashes)} accepted')}</code></td></tr>"
+        + (
+            f"<td>{sha256_html(d.sha256)}</td>"
+            if d.sha256
+            else f"<td>one of {len(d.hashes)} accepted</td>"
+        )
+        + "</tr>"
         for d in made.distributions
     )
     count = len(made.distributions)
@@ -183,19 +194,6 @@ def conditions_html(at: CapturedAt) -> str:
     )
 
 
-def _cases_table(arm: CaptureResults) -> str:
-    rows = "".join(
-        f"<tr><td>{esc(c.id)}</td><td>{esc(c.question)}</td>"
-        f"<td>{badge(c.status or 'model-driven', c.status or 'not graded')}</td>"
-        f"<td>{esc(_observed(c))}</td></tr>"
-        for c in arm.cases
-    )
-    return (
-        '<div class="tw-scroll"><table><thead><tr><th>case</th><th>question</th>'
-        f"<th>status</th><th>observed</th></tr></thead><tbody>{rows}</tbody></table></div>"
-    )
-
-
 def results_html(at: CapturedAt) -> str:
     """ "Results": the scripted cases with their statuses and counts, the harness's
     tables, then the model-driven arm apart, labelled and never counted."""
@@ -204,16 +202,16 @@ def results_html(at: CapturedAt) -> str:
     out = [
         f'<section class="tw-capture tw-results">{_stale(at)}',
         f"<p>Scripted arm: {len(cap.results.cases)} cases ({esc(counts or 'none graded')}).</p>",
-        _cases_table(cap.results),
-        "".join(_table_html(t) for t in cap.results.tables),
+        cases_table_html(cap.results.cases, "Scripted cases"),
+        "".join(table_html(t, cap.results) for t in cap.results.tables),
     ]
     if cap.model_arm is not None:
         out += [
             "<h3>Model-driven arm (not graded)</h3><p>Its replies vary from run to run; "
             "it is kept apart from the statuses above and exempt from the byte-identical "
             "rule.</p>",
-            _cases_table(cap.model_arm),
-            "".join(_table_html(t) for t in cap.model_arm.tables),
+            cases_table_html(cap.model_arm.cases, "Model-driven cases"),
+            "".join(table_html(t, cap.model_arm) for t in cap.model_arm.tables),
         ]
     return "".join(out) + "</section>"
 
@@ -226,7 +224,7 @@ def limits_html(at: CapturedAt) -> str:
     items: list[str] = []
     for case in cap.results.cases:
         if case.status == "UNKNOWN":
-            items.append(f"{esc(case.id)} is UNKNOWN: {esc(_observed(case))}")
+            items.append(f"{esc(case.id)} is UNKNOWN: {esc(observed_line(case))}")
     if cap.model_arm is not None:
         items.append(
             f"{len(cap.model_arm.cases)} model-driven case"

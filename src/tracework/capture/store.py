@@ -378,6 +378,15 @@ def capture_folder(ws: Workspace, name: str, commit: str) -> Path:
     return ws.captures / capture_name(name) / commit[:12]
 
 
+def captured_commits(ws: Workspace, name: str) -> set[str]:
+    """The commits (their first 12 digits, as the folders are named) capture ``name``
+    was made at."""
+    root = ws.captures / capture_name(name)
+    if not root.is_dir():
+        return set()
+    return {p.name for p in root.iterdir() if (p / "manifest.json").is_file()}
+
+
 def verify_capture(folder: Path) -> Verification:
     """Each file of the capture folder against its manifest: ``verified``, ``changed``,
     ``missing``, or ``unlisted`` (in the folder, not in the manifest)."""

@@ -256,6 +256,14 @@ class Mirror:
         full, date, subject = out.rstrip("\n").split("\x00", 2)
         return CommitInfo(full, date, subject)
 
+    def ancestors(self, oid: str) -> list[str]:
+        """The commits before a resolved commit (its ancestors, without it), the nearest
+        first (``git rev-list --topo-order``: no parent before its children)."""
+        out = self._git(
+            "rev-list", "--topo-order", "--end-of-options", oid, reading=f"commit {oid[:12]}"
+        ).stdout.decode("ascii")
+        return [c for c in out.split() if c != oid]
+
     def read_ref(self, name: str) -> RefTarget | None:
         """The ref of exactly this full name (``refs/heads/main``), or None when there is none.
 

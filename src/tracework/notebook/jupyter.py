@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracework.capture.compare import Comparison
 from tracework.capture.evidence import CaseInfo, ExcerptInfo, case_html, excerpt_html
 from tracework.errors import TraceworkError
 from tracework.notebook.views import FileInfo, QuoteInfo, esc, file_html, quote_html, styled
@@ -113,11 +114,21 @@ class CaseView:
         return f"<case {self.id} {self.status or 'model-driven'} {self.state}>"
 
 
-class ExcerptView:
-    """A value from a case's transcript, cited as evidence (hashed: its canonical JSON)."""
+#: How a capture compares an excerpt with a reference: ``(info, quote, case, path,
+#: previous)`` to the excerpt with that comparison (the workbench's).
+Compare = Callable[[ExcerptInfo, Any, str | None, str | None, bool], ExcerptInfo]
 
-    def __init__(self, info: ExcerptInfo) -> None:
+
+class ExcerptView:
+    """A value from a case's transcript, cited as evidence (hashed: its canonical JSON).
+
+    Shown, the value as a reader reads it (a chat request as a conversation), what it
+    was compared with (:meth:`against`), and its canonical JSON one click away.
+    """
+
+    def __init__(self, info: ExcerptInfo, compare: Compare | None = None) -> None:
         self.info = info
+        self._compare = compare
 
     @property
     def id(self) -> str:
@@ -131,11 +142,67 @@ class ExcerptView:
     def sha256(self) -> str:
         return self.info.sha256
 
+    @property
+    def comparisons(self) -> tuple[Comparison, ...]:
+        """What this excerpt was compared with, each with its verdict and sentence."""
+        return self.info.comparisons
+
+    def against(
+        self,
+        quote: Any = None,
+        *,
+        case: str | None = None,
+        path: str | None = None,
+        previous: bool = False,
+    ) -> ExcerptView:
+        """Compare this value with a named reference, by lines; the report says how they
+        differ in a sentence computed here ("equals Q-template with only lines 12–18
+        inserted"), shows the lines that differ and the whole difference one click away,
+        and records the reference and the verdict in records.json.
+
+        Give one reference:
+
+        - `quote`: a quote (or its id) of the register — its text at the commit the value
+          was captured at; a quoted Python string literal (`PROMPT = \"\"\"…\"\"\"`)
+          is compared as the string it is;
+        - `case=` and/or `path=`: another recorded value of this capture (`path`
+          defaults to this excerpt's, `case` to this excerpt's case);
+        - `previous=True`: the same case and path in the capture made at the nearest
+          commit before this one.
+
+        A reference not found at this render (a quote missing at the commit, no earlier
+        capture) is shown and recorded as missing; asking again with the same reference
+        replaces the comparison.
+
+        Returns:
+            This excerpt, with the comparison; cite it as evidence like the excerpt.
+
+        Examples:
+            ```python
+            recalled = cap.transcript("F-02", "second prompt.prompt")
+            recalled.against(case="F-02", path="same message, nothing stored.prompt")
+            ```
+        """
+        if self._compare is None:
+            raise TraceworkError(
+                f"{self.id} cannot be compared here",
+                hint='take it from the capture: cap.transcript("CASE", "PATH").against(...)',
+            )
+        given = [quote is not None, case is not None or path is not None, bool(previous)]
+        if sum(given) != 1:
+            raise TraceworkError(
+                f"against() takes one reference, {sum(given)} given",
+                hint="a quote, case=/path= (another recorded value) or previous=True",
+            )
+        info = self._compare(self.info, quote, case, path, bool(previous))
+        return ExcerptView(info, self._compare)
+
     def _repr_html_(self) -> str:
         return styled(excerpt_html(self.info))
 
     def __repr__(self) -> str:
-        return f"<excerpt {self.id} sha256 {self.sha256[:12]} {self.info.state}>"
+        compared = "".join(f"; {c.sentence}" for c in self.info.comparisons)
+        return f"<excerpt {self.id} sha256 {self.sha256[:12]} {self.info.state}{compared}>"
 
 
 def display(obj: Any, metadata: dict[str, Any] | None = None, raw: bool = False) -> None:

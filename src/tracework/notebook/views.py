@@ -76,6 +76,14 @@ def esc(text: object) -> str:
     return html.escape(visible(str(text)), quote=True)
 
 
+def sha256_html(value: str) -> str:
+    """A SHA-256 in full, breakable only between groups of 8 digits, as the register
+    tables write it (``sha256`` in ``register_tables.html.j2``): a narrow column wraps it
+    without hiding a digit, and a copy takes it whole."""
+    groups = "<wbr/>".join(esc(value[i : i + 8]) for i in range(0, len(value), 8))
+    return f'<code class="tw-sha256" title="{esc(value)}">{groups}</code>'
+
+
 def esc_name(path: str) -> str:
     """Escape a file name for HTML, one line and told apart from its look-alikes."""
     return html.escape(visible_name(path), quote=True)

@@ -15,11 +15,13 @@ import re
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 import tracework.register.store as reg
 from tracework import __version__
+from tracework.capture.compare import Comparison, Reference, compare, compared_text, quoted_text
 from tracework.capture.errors import CaptureMissing
 from tracework.capture.evidence import (
     CapturedAt,
@@ -28,7 +30,9 @@ from tracework.capture.evidence import (
     capture_html,
     case_info,
     excerpt_info,
+    previous_capture,
     transcripts_html,
+    value_at,
 )
 from tracework.capture.parts import (
     conditions_html,
@@ -120,9 +124,12 @@ from tracework.render.artefacts import (
     Check,
     Checks,
     CheckSummary,
+    ComparedWith,
+    ComparisonEntry,
     DiagramEntry,
     FileEntry,
     KernelRecords,
+    LineChange,
     QuoteEntry,
     RecordEntry,
     RecordsCheck,
@@ -263,7 +270,9 @@ class CaptureView:
             path: A recorded name, then `.key`, `[n]` or `["key"]` steps into it.
 
         Returns:
-            The excerpt as evidence (`SRC-n/F-01/PATH`); shown, the value.
+            The excerpt as evidence (`SRC-n/F-01/PATH`); shown, the value as a reader
+            reads it (a chat request as a conversation), its canonical JSON folded.
+            `.against(...)` compares it with a named reference.
 
         Examples:
             ```python
@@ -271,7 +280,12 @@ class CaptureView:
             stored = cap.transcript("F-01", "store after the turn.rows[0].text")
             ```
         """
-        return ExcerptView(self.wb._cite_excerpt(self.at, case_id, path))
+        return ExcerptView(self.wb._cite_excerpt(self.at, case_id, path), self._against)
+
+    def _against(
+        self, info: ExcerptInfo, quote: Any, case: str | None, path: str | None, previous: bool
+    ) -> ExcerptInfo:
+        return self.wb._compare_excerpt(self.at, info, quote, case, path, previous)
 
     # -- the parts of an investigation record (``tracework new --kind investigation``) --
     # Each is computed from the capture's files and the register alone; showing any of
@@ -412,6 +426,10 @@ class Workbench(RecordDeclarations):
         self._captures: dict[str, CapturedAt] = {}  # captures cited, by source id
         self._captures_shown: set[str] = set()
         self._capture_evidence: dict[str, CaseInfo | ExcerptInfo] = {}
+        #: excerpts compared with references: excerpt key → reference key → comparison,
+        #: and the cell that asked for each
+        self._comparisons: dict[str, dict[str, Comparison]] = {}
+        self._comparison_cells: dict[tuple[str, str], str | None] = {}
         self._absences: dict[str, AbsenceResult] = {}
         self._marks: dict[str, Mark] = {}
         self._rubrics: dict[str, tuple[Rubric, str]] = {}
@@ -663,14 +681,128 @@ class Workbench(RecordDeclarations):
     def _cite_excerpt(self, at: CapturedAt, case_id: str, path: str) -> ExcerptInfo:
         info = excerpt_info(self.ws.root, at, case_id, path)
         self._capture_evidence[info.key] = info
-        return info
+        return self._with_comparisons(info)
+
+    def _compare_excerpt(
+        self,
+        at: CapturedAt,
+        info: ExcerptInfo,
+        quote: Any,
+        case: str | None,
+        path: str | None,
+        previous: bool,
+    ) -> ExcerptInfo:
+        """Compare a cited excerpt with one reference (see `ExcerptView.against`)."""
+        if previous:
+            reference = self._previous_reference(at, info)
+        elif quote is not None:
+            reference = self._quote_reference(at, quote)
+        else:
+            reference = self._case_reference(at, info, case or info.case, path or info.path)
+        self._capture_evidence.setdefault(info.key, info)
+        self._comparisons.setdefault(info.key, {})[reference.key] = compare(info.value, reference)
+        self._comparison_cells[(info.key, reference.key)] = cell_id()
+        return self._with_comparisons(info)
+
+    def _with_comparisons(self, info: ExcerptInfo) -> ExcerptInfo:
+        found = self._comparisons.get(info.key, {})
+        return replace(info, comparisons=tuple(found.values()))  # in the order asked
+
+    def _quote_reference(self, at: CapturedAt, quote: Any) -> Reference:
+        """A quote as a reference: its text at the commit the compared value was captured
+        at (the register's text at the pin; at the commit rendered, the quote's text
+        there, so a quote that changed is compared as it is now)."""
+        qid = quote.id if isinstance(quote, QuoteView) else quote
+        if not isinstance(qid, str) or qid not in self.register.quotes:
+            raise QuoteNotInRegister(
+                f"{qid!r} is not a quote of register {self.register.name}",
+                hint="compare with a quote (q = src.quote(...)) or the id of one in the register",
+            )
+        info = self._quotes.get(qid) or self._info(qid)
+        q = info.quote
+        pinned = info.commit == info.pin or at.shown.commit != self.commit
+        commit = info.pin if pinned else info.commit
+        text: str | None = q.text
+        missing: str | None = None
+        drift = None if pinned else info.drift
+        if q.raw_b64 is not None:
+            text, missing = None, f"the text {qid} quotes is not UTF-8"
+        elif drift is not None and drift.state in ("missing", "ambiguous"):
+            text, missing = None, f"{qid} is {drift.state} at {commit[:12]}"
+        elif drift is not None and drift.state == "changed":
+            text = self._text_at(q.source, drift.new_path or q.path, drift.new_lines, commit)
+            if text is None:
+                missing = f"{qid} changed at {commit[:12]} and its lines there cannot be read"
+        path = (drift.new_path or q.path) if drift is not None else q.path
+        lines = (drift.new_lines or q.lines) if drift is not None else q.lines
+        form, first = None, 1
+        if text is not None:
+            text, form = quoted_text(text, path)
+            first = lines[0] if form == "lines" else 1
+        label = f"the string {qid} quotes" if form == "string literal" else qid
+        return Reference("quote", label, text, form, first, missing, quote=qid, commit=commit)
+
+    def _text_at(
+        self, sid: str, path: str, lines: tuple[int, int] | None, commit: str
+    ) -> str | None:
+        """The text of ``lines`` of ``path`` at ``commit``, or None when they cannot be
+        read there (no lines, no such file, not a text file, not UTF-8)."""
+        if lines is None:
+            return None
+        mirror = open_mirror(self.ws, self.register.git_source(sid).subject)
+        try:
+            data = quotable_lines(mirror, mirror.entry(commit, path), path, "notebook")
+            return data.span(*lines).decode("utf-8")
+        except (TraceworkError, UnicodeDecodeError) as exc:
+            log.debug("cannot read %s:%s at %s: %s", path, lines, commit[:12], exc)
+            return None
+
+    def _case_reference(self, at: CapturedAt, info: ExcerptInfo, case: str, path: str) -> Reference:
+        """Another value of the capture shown.  In the register's capture a value not
+        there is an error (a mistyped case or path); in a later one, a finding."""
+        if (case, path) == (info.case, info.path):
+            raise TraceworkError(
+                f"{info.key} compared with itself",
+                hint="name another case= or path= to compare it with",
+            )
+        label = f'{case}\'s value at "{path}"'
+        commit = at.shown.commit
+        try:
+            value = value_at(self.ws.root, at.shown, case, path)
+        except TraceworkError as exc:
+            if at.current is None:
+                raise
+            return Reference("case", label, None, missing=str(exc), case=case, path=path,
+                             commit=commit)  # fmt: skip
+        text, form = compared_text(value)
+        return Reference("case", label, text, form, case=case, path=path, commit=commit)
+
+    def _previous_reference(self, at: CapturedAt, info: ExcerptInfo) -> Reference:
+        """The same case and path in the capture at the nearest commit before the one
+        shown that has a capture of this name."""
+        shown = at.shown
+        mirror = open_mirror(self.ws, shown.manifest.subject)
+        before = previous_capture(self.ws, shown, mirror.ancestors(shown.commit))
+        case, path = info.case, info.path
+        if before is None:
+            missing = f"no capture of {shown.name} at a commit before {shown.commit[:12]}"
+            return Reference("previous", "the previous capture", None, missing=missing,
+                             case=case, path=path)  # fmt: skip
+        label = f"its value in the capture at {before.commit[:12]}"
+        try:
+            value = value_at(self.ws.root, before, case, path)
+        except TraceworkError as exc:
+            return Reference("previous", label, None, missing=str(exc), case=case, path=path,
+                             commit=before.commit)  # fmt: skip
+        text, form = compared_text(value)
+        return Reference("previous", label, text, form, case=case, path=path, commit=before.commit)
 
     def _capture_section(self, at: CapturedAt) -> str:
         cited = [e for e in self._capture_evidence.values() if e.capture.source == at.source]
         return capture_html(
             at,
             [e for e in cited if isinstance(e, CaseInfo)],
-            [e for e in cited if isinstance(e, ExcerptInfo)],
+            [self._with_comparisons(e) for e in cited if isinstance(e, ExcerptInfo)],
             transcripts_html(self.ws.root, at),
             notice=self._unregistered_notice(at.source),
         )
@@ -758,6 +890,9 @@ class Workbench(RecordDeclarations):
         drawn = sorted(name for name, d in self._diagrams.items() if d.cell == cell)
         for name in drawn:
             del self._diagrams[name]
+        for key, ref in [k for k, c in self._comparison_cells.items() if c == cell]:
+            del self._comparison_cells[(key, ref)]
+            self._comparisons[key].pop(ref, None)
         return gone + [f"diagram {name}" for name in drawn]
 
     def _forget_deleted_cells(self) -> None:
@@ -1322,7 +1457,9 @@ class Workbench(RecordDeclarations):
                 for sid, at in sorted(self._captures.items())
             },
             capture_evidence={
-                key: _capture_evidence_entry(info)
+                key: _capture_evidence_entry(
+                    self._with_comparisons(info) if isinstance(info, ExcerptInfo) else info
+                )
                 for key, info in sorted(self._capture_evidence.items())
             },
             assertions=[
@@ -1449,6 +1586,11 @@ def _capture_evidence_entry(info: CaseInfo | ExcerptInfo) -> CaptureEvidenceEntr
             sha256=None,
             state=info.state,
         )
+    compared = (
+        {"compared_with": [_comparison_entry(c) for c in info.comparisons]}
+        if info.comparisons
+        else {}
+    )
     return CaptureEvidenceEntry(
         kind="excerpt",
         source=info.capture.source,
@@ -1457,6 +1599,31 @@ def _capture_evidence_entry(info: CaseInfo | ExcerptInfo) -> CaptureEvidenceEntr
         status=None,
         sha256=info.sha256,
         state=info.state,
+        **compared,
+    )
+
+
+def _comparison_entry(comparison: Comparison) -> ComparisonEntry:
+    """A comparison as records.json holds it: the reference (with the SHA-256 of the text
+    compared with) and the verdict, so a check can compare again and get the same."""
+    ref = comparison.reference
+    return ComparisonEntry(
+        reference=ComparedWith(
+            kind=ref.kind,
+            quote=ref.quote,
+            case=ref.case,
+            path=ref.path,
+            commit=ref.commit,
+            form=ref.form,
+            sha256=ref.sha256,
+        ),
+        form=comparison.form,
+        verdict=comparison.verdict,
+        sentence=comparison.sentence,
+        changes=[
+            LineChange(op=c.op, lines=c.lines, reference_lines=c.reference_lines)
+            for c in comparison.changes
+        ],
     )
 
 

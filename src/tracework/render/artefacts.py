@@ -117,6 +117,59 @@ class CaptureEntry(_Ours):
     isolation: str = Field(description="The isolation backend that ran it.")
 
 
+class ComparedWith(_Ours):
+    """What an excerpt was compared with, as read for this render."""
+
+    kind: Literal["quote", "case", "previous"] = Field(
+        description="A quote of the register, another case's value (`case`, `path`), or "
+        "the same case and path in the capture at the commit before (`previous`)."
+    )
+    quote: str | None = Field(None, description="The quote id (for a quote).")
+    case: str | None = Field(None, description="The case whose value it is.")
+    path: str | None = Field(None, description="The value's place in that case's transcript.")
+    commit: str | None = Field(
+        None,
+        description="Where the text was read: the commit of the quote's text, or of the "
+        "capture the value is from (None when there is none).",
+    )
+    form: Literal["lines", "string literal", "string", "canonical JSON"] | None = Field(
+        None,
+        description="How its text was taken: a quote's lines (the last one's terminator "
+        "off), the value of the Python string literal a quote is, a recorded string, or "
+        "canonical JSON.",
+    )
+    sha256: str | None = Field(
+        description="SHA-256 of the text compared with (UTF-8); None when missing here."
+    )
+
+
+class LineChange(_Ours):
+    """A block of lines that differs between an excerpt and its reference."""
+
+    op: Literal["inserted", "removed", "replaced"] = Field(description="What the block is.")
+    lines: tuple[int, int] | None = Field(
+        description="The excerpt's lines (1-based, inclusive); None for removed lines."
+    )
+    reference_lines: tuple[int, int] | None = Field(
+        description="The reference's lines, numbered as it is shown (a quote's from its "
+        "first line); None for inserted lines."
+    )
+
+
+class ComparisonEntry(_Ours):
+    """An excerpt compared by lines with a named reference (difflib, no autojunk)."""
+
+    reference: ComparedWith = Field(description="What it was compared with.")
+    form: Literal["string", "canonical JSON"] = Field(
+        description="How the excerpt's text was taken."
+    )
+    verdict: Literal["equal", "inserted", "removed", "changed", "missing"] = Field(
+        description="Equal, lines inserted only, lines removed only, changed, or no reference here."
+    )
+    sentence: str = Field(description="The verdict as the page says it, of the excerpt.")
+    changes: list[LineChange] = Field(description="Every block that differs, in order.")
+
+
 class CaptureEvidenceEntry(_Ours):
     """A case or an excerpt of a capture, cited as evidence."""
 
@@ -127,6 +180,11 @@ class CaptureEvidenceEntry(_Ours):
     status: str | None = Field(description="The case's status (for a case).")
     sha256: str | None = Field(description="SHA-256 of the excerpt (for an excerpt).")
     state: str = Field(description="Whether the cited capture evidence holds.")
+    compared_with: list[ComparisonEntry] = Field(
+        default_factory=list,
+        description="What an excerpt was compared with, and how it differs (computed at "
+        "this render).",
+    )
 
 
 class AssertionEntry(_Ours):

@@ -1,0 +1,309 @@
+"""A transcript value compared with a named reference, by lines, and the sentence that
+says how they differ ("equals Q-template with only lines 12–18 inserted").
+
+The reference is another case's value at a path, a quote of the register, or the same
+case and path in the capture made at the commit before; the workbench resolves it
+(:class:`Reference`) and :func:`compare` does the rest, so the sentence is computed,
+never written by the analyst, and recomputed at every render: a reference that drifted
+at the commit rendered is compared as it is there.
+
+Both sides are split into lines with ``str.split("\\n")`` (exact: joined again they give
+the text back, a final newline included) and compared with the standard library's
+:class:`difflib.SequenceMatcher`, its junk heuristic off (``autojunk=False``: on texts
+over 200 lines it would otherwise skip frequent lines, blank ones among them, and report
+odd blocks).  Why lines: a prompt is assembled from lines and blocks — a template, a
+memories block, the user's message — so what a reader asks is which lines were inserted
+or changed, and each is found by its number in the block shown; a character diff names
+fragments no reader can place.  Why difflib: deterministic (the same two texts give the
+same blocks on every machine and Python), with no dependency, and its blocks are the
+longest matching runs, as a person would pair the lines.  A value that is not a string is
+compared as its canonical JSON, and the sentence says so.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import warnings
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tracework.capture.readable import line_html
+from tracework.capture.store import canonical
+from tracework.hashing import sha256_hex
+from tracework.notebook.views import badge, esc
+from tracework.register.quotes import PYTHON_SUFFIXES
+
+Verdict = Literal["equal", "inserted", "removed", "changed", "missing"]
+ReferenceKind = Literal["quote", "case", "previous"]
+#: How a side's text was taken: a quote's lines (their last terminator off), the value of
+#: the Python string literal a quote is, a recorded string, or canonical JSON.
+Form = Literal["lines", "string literal", "string", "canonical JSON"]
+Op = Literal["inserted", "removed", "replaced"]
+_OPS: dict[str, Op] = {"insert": "inserted", "delete": "removed", "replace": "replaced"}
+#: The places a sentence lists before it counts the rest.
+PLACES = 6
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What a value is compared with, as resolved for this render."""
+
+    kind: ReferenceKind
+    label: str  # how the sentence names it: "Q-template", "F-01's value at …"
+    text: str | None  # the text compared with; None when there is none here
+    form: Form | None = None
+    first_line: int = 1  # the number of its first line as a reader finds it (a quote's)
+    missing: str | None = None  # why there is nothing to compare with
+    quote: str | None = None
+    case: str | None = None
+    path: str | None = None
+    commit: str | None = None  # where the text was read: the quote's commit, the capture's
+
+    @property
+    def key(self) -> str:
+        """One comparison per reference and excerpt: asking again replaces it."""
+        if self.kind == "quote":
+            return f"quote {self.quote}"
+        if self.kind == "case":
+            return f"case {self.case} {self.path}"
+        return "previous"
+
+    @property
+    def sha256(self) -> str | None:
+        """SHA-256 of the text compared with (UTF-8), for a check to re-derive."""
+        return None if self.text is None else sha256_hex(self.text.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class Change:
+    """One block that differs: lines of the value, of the reference, or both."""
+
+    op: Op
+    lines: tuple[int, int] | None  # the value's, 1-based, inclusive
+    reference_lines: tuple[int, int] | None  # the reference's, numbered as it is shown
+
+    def phrase(self) -> str:
+        if self.op == "inserted":
+            assert self.lines is not None
+            return f"{_span(self.lines)} inserted"
+        assert self.reference_lines is not None
+        if self.op == "removed":
+            return f"its {_span(self.reference_lines)} removed"
+        assert self.lines is not None
+        verb = "replaces" if self.lines[0] == self.lines[1] else "replace"
+        return f"{_span(self.lines)} {verb} its {_span(self.reference_lines)}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A value compared with a reference: the verdict, its sentence and the blocks."""
+
+    reference: Reference
+    verdict: Verdict
+    sentence: str  # a predicate of the value: "equals Q-template with only line 2 inserted"
+    changes: tuple[Change, ...]
+    form: Form  # how the value's text was taken
+    value_lines: tuple[str, ...]
+    reference_lines: tuple[str, ...]
+    opcodes: tuple[tuple[str, int, int, int, int], ...]  # difflib's, every block
+
+
+def compared_text(value: Any) -> tuple[str, Form]:
+    """The text a value is compared as: a string as it is, anything else as its
+    canonical JSON (without the final newline every capture file ends with)."""
+    if isinstance(value, str):
+        return value, "string"
+    return canonical(value).decode("utf-8").removesuffix("\n"), "canonical JSON"
+
+
+def quoted_text(text: str, path: str) -> tuple[str, Form]:
+    """A quote's text as a reference: the value of the Python string literal the quote
+    is, alone or assigned (``PROMPT = \"\"\"…\"\"\"``: a template, backslash line
+    continuations and all, as the program holds it), else its lines, the last one's
+    terminator off.  The quoted text is parsed, never run."""
+    if path.endswith(PYTHON_SUFFIXES):
+        literal = _string_literal(text)
+        if literal is not None:
+            return literal, "string literal"
+    return text.removesuffix("\n"), "lines"
+
+
+def _string_literal(text: str) -> str | None:
+    indented = text[:1] in (" ", "\t")  # a class attribute: parsed as a block's body
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an invalid escape's SyntaxWarning
+            tree = ast.parse(f"if 1:\n{text}" if indented else text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    body = tree.body
+    if indented and len(body) == 1 and isinstance(body[0], ast.If):
+        body = body[0].body
+    if len(body) != 1 or not isinstance(body[0], ast.Assign | ast.AnnAssign | ast.Expr):
+        return None
+    value = body[0].value
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return value.value
+    return None
+
+
+def compare(value: Any, reference: Reference) -> Comparison:
+    """``value`` compared with ``reference`` by lines (see the module docstring)."""
+    text, form = compared_text(value)
+    mine = tuple(text.split("\n"))
+    if reference.text is None:
+        sentence = f"cannot be compared with {reference.label}: {reference.missing}"
+        return Comparison(reference, "missing", sentence, (), form, mine, (), ())
+    theirs = tuple(reference.text.split("\n"))
+    matcher = difflib.SequenceMatcher(None, theirs, mine, autojunk=False)
+    opcodes = tuple(matcher.get_opcodes())
+    first = reference.first_line
+    changes = tuple(
+        Change(
+            _OPS[op],
+            (j1 + 1, j2) if j2 > j1 else None,
+            (first + i1, first + i2 - 1) if i2 > i1 else None,
+        )
+        for op, i1, i2, j1, j2 in opcodes
+        if op != "equal"
+    )
+    verdict = _verdict(changes)
+    return Comparison(
+        reference,
+        verdict,
+        _sentence(verdict, changes, reference, form),
+        changes,
+        form,
+        mine,
+        theirs,
+        opcodes,
+    )
+
+
+def _verdict(changes: tuple[Change, ...]) -> Verdict:
+    ops = {c.op for c in changes}
+    if not ops:
+        return "equal"
+    if ops == {"inserted"}:
+        return "inserted"
+    if ops == {"removed"}:
+        return "removed"
+    return "changed"
+
+
+def _sentence(verdict: Verdict, changes: tuple[Change, ...], ref: Reference, form: Form) -> str:
+    json_note = (
+        " (compared as canonical JSON)"
+        if "canonical JSON" in (form, ref.form) and verdict != "equal"
+        else ""
+    )
+    if verdict == "equal":
+        return f"equals {ref.label}"
+    if verdict == "inserted":
+        spans = [c.lines for c in changes if c.lines is not None]
+        return f"equals {ref.label} with only {_spans(spans)} inserted{json_note}"
+    if verdict == "removed":
+        spans = [c.reference_lines for c in changes if c.reference_lines is not None]
+        return f"equals {ref.label} with only its {_spans(spans)} removed{json_note}"
+    places = "1 place" if len(changes) == 1 else f"{len(changes)} places"
+    listed = [c.phrase() for c in changes[:PLACES]]
+    if len(changes) > PLACES:
+        listed.append(f"and {len(changes) - PLACES} more")
+    return f"differs from {ref.label} in {places}{json_note}: " + "; ".join(listed)
+
+
+def _span(span: tuple[int, int]) -> str:
+    a, b = span
+    return f"line {a}" if a == b else f"lines {a}–{b}"
+
+
+def _spans(spans: list[tuple[int, int]]) -> str:
+    """``line 2``, ``lines 2–4``, ``lines 2, 5–7 and 9``."""
+    if len(spans) == 1:
+        return _span(spans[0])
+    each = [str(a) if a == b else f"{a}–{b}" for a, b in spans]
+    return "lines " + ", ".join(each[:-1]) + " and " + each[-1]
+
+
+# -- HTML -------------------------------------------------------------------------------
+
+_BADGES: dict[Verdict, tuple[str, str]] = {
+    "equal": ("verified", "equal"),
+    "inserted": ("moved", "inserted only"),
+    "removed": ("moved", "removed only"),
+    "changed": ("changed", "differs"),
+    "missing": ("missing", "no reference here"),
+}
+
+
+def comparison_html(comparison: Comparison, what: str) -> str:
+    """The sentence, where the reference was read, the blocks that differ (each with
+    its lines, escaped) and the whole difference one click away."""
+    ref = comparison.reference
+    state, word = _BADGES[comparison.verdict]
+    sentence = f"{what} {comparison.sentence}."
+    source = f"Compared line by line (difflib) with {_where(ref)}"
+    if ref.sha256 is not None:
+        source += f"; its text's sha256 {ref.sha256[:12]}"
+    out = [
+        f'<div class="tw-compare tw-compare-{comparison.verdict}">'
+        f'<p class="tw-verdict">{badge(state, word)} {esc(sentence)}</p>'
+        f'<p class="tw-note">{esc(source)}.</p>'
+    ]
+    blocks = [op for op in comparison.opcodes if op[0] != "equal"]
+    for (_op, i1, i2, j1, j2), change in zip(blocks, comparison.changes, strict=True):
+        lines = _removed(comparison, i1, i2) + _inserted(comparison, j1, j2)
+        out.append(
+            f'<div class="tw-change"><p class="tw-change-what">{esc(change.phrase())}</p>'
+            f'<div class="tw-text">{lines}</div></div>'
+        )
+    if blocks:
+        whole = "".join(
+            _removed(comparison, i1, i2) + _inserted(comparison, j1, j2)
+            if op != "equal"
+            else "".join(line_html(j + 1, comparison.value_lines[j]) for j in range(j1, j2))
+            for op, i1, i2, j1, j2 in comparison.opcodes
+        )
+        numbered = (
+            f" (removed lines numbered as in {ref.label})"
+            if any(c.reference_lines for c in comparison.changes)
+            else ""
+        )
+        out.append(
+            '<details class="tw-whole-diff"><summary>The whole difference, line by line'
+            f"{esc(numbered)}</summary>"
+            f'<div class="tw-text">{whole}</div></details>'
+        )
+    out.append("</div>")
+    return "".join(out)
+
+
+_FORM_WORDS: dict[Form, str] = {
+    "lines": "its lines",
+    "string literal": "the value of the string literal it quotes",
+    "string": "the string recorded",
+    "canonical JSON": "as canonical JSON",
+}
+
+
+def _where(ref: Reference) -> str:
+    """Where the reference's text was read, in words."""
+    what = str(ref.quote) if ref.kind == "quote" else f'{ref.case} at "{ref.path}"'
+    if ref.form is not None and (ref.kind == "quote" or ref.form == "canonical JSON"):
+        what += f" ({_FORM_WORDS[ref.form]})"
+    if ref.commit is not None:
+        where = "at" if ref.kind == "quote" else "in the capture at"
+        what += f" {where} {ref.commit[:12]}"
+    return what
+
+
+def _removed(comparison: Comparison, i1: int, i2: int) -> str:
+    first = comparison.reference.first_line
+    return "".join(
+        line_html(first + i, comparison.reference_lines[i], "del") for i in range(i1, i2)
+    )
+
+
+def _inserted(comparison: Comparison, j1: int, j2: int) -> str:
+    return "".join(line_html(j + 1, comparison.value_lines[j], "ins") for j in range(j1, j2))
