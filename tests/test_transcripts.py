@@ -268,3 +268,41 @@ def test_a_quoted_python_string_literal_is_compared_as_the_string_it_is():
         ("def f(:\n", "a.py"),
     ):
         assert quoted_text(text, path) == (text.removesuffix("\n"), "lines")
+
+
+PROMPT = "Be helpful.\n{user_info}\n\nTime: {time}"
+
+
+def test_a_template_s_fields_filled_are_named_with_what_fills_them():
+    value = "Be helpful.\n\n<memories>\n[k1]: tea\n</memories>\n\nTime: <time>"
+    result = compare(value, ref(PROMPT, form="string literal"))
+    assert result.verdict == "filled"
+    assert result.sentence == (
+        "equals Q-template with only its fields filled: {user_info} by lines 2–5, "
+        '{time} by "<time>"'
+    )
+    assert [(f.field, f.lines, f.text) for f in result.fills] == [
+        ("{user_info}", (2, 5), "\n<memories>\n[k1]: tea\n</memories>"),
+        ("{time}", (7, 7), "<time>"),
+    ]
+    page = comparison_html(result, "This value")
+    assert "fields filled" in page and "{user_info} by lines 2–5" in page
+    empty = compare("Be helpful.\n\n\nTime: now", ref(PROMPT, form="string literal"))
+    assert empty.sentence.endswith('{user_info} by nothing, {time} by "now"')
+
+
+def test_a_text_that_is_not_the_template_filled_is_compared_by_lines():
+    # the fixed text changed, so no filling of the fields gives it
+    changed = compare("Be curt.\n\nTime: now", ref(PROMPT, form="string literal"))
+    assert changed.verdict == "changed" and changed.fills == ()
+    # a field named twice must be filled the same way both times
+    twice = ref("{a} and {a}", form="string literal")
+    assert compare("x and y", twice).verdict == "changed"
+    assert compare("x and x", twice).sentence.endswith('{a} by "x", {a} by "x"')
+    # a string with braces that str.format refuses is only lines
+    assert compare("a } b", ref("a } c", form="string literal")).verdict == "changed"
+    # a pathological filling is one linear pass: a long text of the literal's own shape
+    long = compare(
+        "Be helpful.\n" + "\n" * 200_000 + "\nTime: x", ref(PROMPT, form="string literal")
+    )
+    assert long.verdict == "filled"

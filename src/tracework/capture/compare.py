@@ -18,15 +18,26 @@ fragments no reader can place.  Why difflib: deterministic (the same two texts g
 same blocks on every machine and Python), with no dependency, and its blocks are the
 longest matching runs, as a person would pair the lines.  A value that is not a string is
 compared as its canonical JSON, and the sentence says so.
+
+A reference that is a template — a string with ``str.format`` fields (``{user_info}``), as
+a prompt template is — is read as one before lines are paired: when the value is the
+template with each field replaced by some text (the same text for a field named twice),
+the verdict is ``filled`` and the sentence names each field and what filled it ("equals
+Q-template with only its fields filled: {user_info} by lines 3–9, {time} by "<time>""),
+since that, not a list of replaced lines, is what a reader asks of a prompt built from a
+template.  The match is one RE2 pass (linear in the text, whatever it holds).
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
+import string
 import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import re2
 
 from tracework.capture.readable import line_html
 from tracework.capture.store import canonical
@@ -34,7 +45,7 @@ from tracework.hashing import sha256_hex
 from tracework.notebook.views import badge, esc
 from tracework.register.quotes import PYTHON_SUFFIXES
 
-Verdict = Literal["equal", "inserted", "removed", "changed", "missing"]
+Verdict = Literal["equal", "filled", "inserted", "removed", "changed", "missing"]
 ReferenceKind = Literal["quote", "case", "previous"]
 #: How a side's text was taken: a quote's lines (their last terminator off), the value of
 #: the Python string literal a quote is, a recorded string, or canonical JSON.
@@ -96,6 +107,33 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Fill:
+    """A field of a template reference, and the text of the value that fills it."""
+
+    field: str  # as the template writes it: "{user_info}"
+    lines: tuple[int, int]  # the value's lines the filling text spans, 1-based
+    text: str
+
+    def phrase(self) -> str:
+        if not self.text:
+            return f"{self.field} by nothing"
+        if "\n" not in self.text and len(self.text) <= INLINE_FILL:
+            return f'{self.field} by "{self.text}"'
+        return f"{self.field} by {_span(self.lines)}"
+
+
+#: The longest one-line filling a sentence quotes rather than points to by its line.
+INLINE_FILL = 40
+#: A field name as ``str.format`` reads one: a name or a number, then attributes and
+#: indexes (so braces of JSON or code in a string are not taken for fields).
+_FIELD = re2.compile(
+    r"^(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+)?(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[^\]]+\])*$"
+)
+#: The most fields a template may have for it to be read as one.
+MAX_FIELDS = 32
+
+
+@dataclass(frozen=True)
 class Comparison:
     """A value compared with a reference: the verdict, its sentence and the blocks."""
 
@@ -107,6 +145,7 @@ class Comparison:
     value_lines: tuple[str, ...]
     reference_lines: tuple[str, ...]
     opcodes: tuple[tuple[str, int, int, int, int], ...]  # difflib's, every block
+    fills: tuple[Fill, ...] = ()  # the template's fields and what fills them ("filled")
 
 
 def compared_text(value: Any) -> tuple[str, Form]:
@@ -169,6 +208,14 @@ def compare(value: Any, reference: Reference) -> Comparison:
         if op != "equal"
     )
     verdict = _verdict(changes)
+    template = verdict != "equal" and reference.form in ("string literal", "string")
+    fills = _fills(reference.text, text) if template else None
+    if fills is not None:
+        listed = ", ".join(f.phrase() for f in fills)
+        sentence = f"equals {reference.label} with only its fields filled: {listed}"
+        return Comparison(
+            reference, "filled", sentence, changes, form, mine, theirs, opcodes, fills
+        )
     return Comparison(
         reference,
         verdict,
@@ -179,6 +226,44 @@ def compare(value: Any, reference: Reference) -> Comparison:
         theirs,
         opcodes,
     )
+
+
+def _fills(template: str, text: str) -> tuple[Fill, ...] | None:
+    """Each ``str.format`` field of ``template`` and what fills it in ``text``, when
+    ``text`` is the template with its fields filled; None otherwise (no field, a
+    template ``str.format`` would refuse, or a text that is not such a filling)."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError:
+        return None
+    fields = [
+        "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+        for _, name, spec, conv in parsed
+        if name is not None
+    ]
+    names = [name for _, name, _, _ in parsed if name is not None]
+    if not fields or len(fields) > MAX_FIELDS or not all(_FIELD.match(n) for n in names):
+        return None
+    pattern = "(?s)" + "".join(
+        re2.escape(literal) + ("(.*?)" if name is not None else "")
+        for literal, name, _, _ in parsed
+    )
+    try:
+        found = re2.fullmatch(pattern, text)
+    except re2.error:
+        return None
+    if found is None:
+        return None
+    fills: list[Fill] = []
+    seen: dict[str, str] = {}
+    for number, field in enumerate(fields, 1):
+        start, end = found.span(number)
+        filled = text[start:end]
+        if seen.setdefault(field, filled) != filled:
+            return None  # a field named twice, filled two ways: not str.format's doing
+        first = text.count("\n", 0, start) + 1
+        fills.append(Fill(field, (first, first + filled.count("\n")), filled))
+    return tuple(fills)
 
 
 def _verdict(changes: tuple[Change, ...]) -> Verdict:
@@ -230,6 +315,7 @@ def _spans(spans: list[tuple[int, int]]) -> str:
 
 _BADGES: dict[Verdict, tuple[str, str]] = {
     "equal": ("verified", "equal"),
+    "filled": ("moved", "fields filled"),
     "inserted": ("moved", "inserted only"),
     "removed": ("moved", "removed only"),
     "changed": ("changed", "differs"),
@@ -252,7 +338,18 @@ def comparison_html(comparison: Comparison, what: str) -> str:
         f'<p class="tw-note">{esc(source)}.</p>'
     ]
     blocks = [op for op in comparison.opcodes if op[0] != "equal"]
-    for (_op, i1, i2, j1, j2), change in zip(blocks, comparison.changes, strict=True):
+    for fill in comparison.fills:
+        lines = "".join(
+            line_html(fill.lines[0] + k, comparison.value_lines[fill.lines[0] - 1 + k], "ins")
+            for k in range(fill.lines[1] - fill.lines[0] + 1)
+        )
+        out.append(
+            f'<div class="tw-change"><p class="tw-change-what">{esc(fill.phrase())}</p>'
+            f'<div class="tw-text">{lines}</div></div>'
+        )
+    for (_op, i1, i2, j1, j2), change in zip(
+        blocks if not comparison.fills else [], comparison.changes, strict=False
+    ):
         lines = _removed(comparison, i1, i2) + _inserted(comparison, j1, j2)
         out.append(
             f'<div class="tw-change"><p class="tw-change-what">{esc(change.phrase())}</p>'

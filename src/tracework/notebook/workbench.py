@@ -127,6 +127,7 @@ from tracework.render.artefacts import (
     ComparedWith,
     ComparisonEntry,
     DiagramEntry,
+    FieldFill,
     FileEntry,
     KernelRecords,
     LineChange,
@@ -1624,6 +1625,7 @@ def _comparison_entry(comparison: Comparison) -> ComparisonEntry:
             LineChange(op=c.op, lines=c.lines, reference_lines=c.reference_lines)
             for c in comparison.changes
         ],
+        fills=[FieldFill(field=f.field, lines=f.lines, text=f.text) for f in comparison.fills],
     )
 
 

@@ -156,6 +156,14 @@ class LineChange(_Ours):
     )
 
 
+class FieldFill(_Ours):
+    """A ``str.format`` field of a template reference and what fills it in the excerpt."""
+
+    field: str = Field(description="The field as the template writes it: {user_info}.")
+    lines: tuple[int, int] = Field(description="The excerpt's lines the filling spans.")
+    text: str = Field(description="The text that fills it.")
+
+
 class ComparisonEntry(_Ours):
     """An excerpt compared by lines with a named reference (difflib, no autojunk)."""
 
@@ -163,11 +171,17 @@ class ComparisonEntry(_Ours):
     form: Literal["string", "canonical JSON"] = Field(
         description="How the excerpt's text was taken."
     )
-    verdict: Literal["equal", "inserted", "removed", "changed", "missing"] = Field(
-        description="Equal, lines inserted only, lines removed only, changed, or no reference here."
+    verdict: Literal["equal", "filled", "inserted", "removed", "changed", "missing"] = Field(
+        description="Equal, a template's fields filled only, lines inserted only, lines "
+        "removed only, changed, or no reference here."
     )
     sentence: str = Field(description="The verdict as the page says it, of the excerpt.")
     changes: list[LineChange] = Field(description="Every block that differs, in order.")
+    fills: list[FieldFill] = Field(
+        default_factory=list,
+        description="With verdict filled: each field of the template reference, in order, "
+        "and the text that fills it.",
+    )
 
 
 class CaptureEvidenceEntry(_Ours):
