@@ -16,6 +16,7 @@ import threading
 
 import pytest
 
+import tracework
 from capture_setup import capture_workspace, one_error
 from tracework.capture.config import ModelConfig
 from tracework.capture.exchanges import records, split
@@ -269,6 +270,11 @@ def test_the_arm_reaches_the_endpoint_and_nothing_else(pinned, tw, stand_in, dec
     assert len(posts) == 12 and len(stand_in.seen) == 15
     log = (folder / "log.txt").read_text()
     assert "the model endpoint answers only inside one" in log
+
+    # the report's "Data and provenance" names the endpoint and what the server said
+    provenance = tracework.open("demo").capture("arm").provenance()._repr_html_()
+    assert f"<code>{stand_in.endpoint}</code>" in provenance and "GET /v1/models" in provenance
+    assert info["sha256"] in provenance and "7 exchanges kept" in provenance
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ from tracework.capture.evidence import (
     state_badge,
     table_html,
 )
-from tracework.capture.store import CaptureResults, CaseResult, EnvironmentProvenance
+from tracework.capture.store import CaptureResults, CaseResult, EnvironmentProvenance, ModelArm
 from tracework.notebook.views import badge, esc, esc_name, sha256_html
 
 
@@ -64,6 +64,7 @@ def provenance_html(at: CapturedAt, subject_url: str | None) -> str:
         ("Harness", f"<code>harness.py</code>, sha256 {_code(m.harness_sha256)}"),
         ("Declaration", f"<code>{esc(m.capture)}.toml</code>, sha256 {_code(m.config_sha256)}"),
         ("Isolation", f"{esc(m.isolation)}: its own network (loopback only), no host files"),
+        *(_model_rows(m.model) if m.model is not None else []),
         ("Runs", f"{m.identical_runs} run{'s' if m.identical_runs != 1 else ''}, "
          "byte-identical in every scripted file"),
         ("Made by", f"tracework {esc(m.tracework)}"),
@@ -140,6 +141,29 @@ def _environment_rows(made: EnvironmentProvenance) -> list[tuple[str, str]]:
     return rows
 
 
+def _model_rows(model: ModelArm) -> list[tuple[str, str]]:
+    """The model-driven arm's one endpoint, and what the server said of itself."""
+    rows = [
+        (
+            "Model endpoint",
+            f"{_code(model.endpoint)}, the one address the sandbox could reach (model-driven "
+            f"arm only); {model.trials} trial{'s' if model.trials != 1 else ''} of each "
+            f"condition; {model.exchanges} exchange{'s' if model.exchanges != 1 else ''} kept "
+            "in <code>model-arm/exchanges.jsonl</code>",
+        )
+    ]
+    for reply in model.info:
+        body = reply.text if reply.text is not None else f"({len(reply.base64 or '')} base64)"
+        shown = body if len(body) <= 300 else body[:300] + "…"
+        rows.append(
+            (
+                f"GET {esc(reply.path)}",
+                f"{reply.status}, sha256 {_code(reply.sha256)}: {_code(shown)}",
+            )
+        )
+    return rows
+
+
 def _distributions_html(made: EnvironmentProvenance) -> str:
     """Every distribution installed, with the file it came from and that file's hash."""
     rows = "".join(
@@ -198,7 +222,11 @@ def results_html(at: CapturedAt) -> str:
     """ "Results": the scripted cases with their statuses and counts, the harness's
     tables, then the model-driven arm apart, labelled and never counted."""
     cap = at.shown
-    counts = ", ".join(f"{n} {status}" for status, n in sorted(cap.results.counts.items()))
+    order = {"PASS": 0, "FAIL": 1, "UNKNOWN": 2}
+    counts = ", ".join(
+        f"{n} {status}"
+        for status, n in sorted(cap.results.counts.items(), key=lambda kv: order.get(kv[0], 3))
+    )
     out = [
         f'<section class="tw-capture tw-results">{_stale(at)}',
         f"<p>Scripted arm: {len(cap.results.cases)} cases ({esc(counts or 'none graded')}).</p>",
