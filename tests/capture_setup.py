@@ -164,9 +164,6 @@ def make_wheel(
     """A pure-Python wheel of ``files`` (paths inside it, e.g. ``x/__init__.py`` or a
     ``x.pth`` at its root) with its metadata (``requires``: its Requires-Dist) and
     RECORD: its file name and bytes."""
-    import base64
-    import io
-    import zipfile
 
     info = f"{name}-{version}.dist-info"
     members = dict(files)
@@ -177,11 +174,22 @@ def make_wheel(
     members[f"{info}/WHEEL"] = (
         "Wheel-Version: 1.0\nGenerator: tracework-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     )
+    encoded = {path: text.encode("utf-8") for path, text in members.items()}
+    return f"{name}-{version}-py3-none-any.whl", _zipped(encoded, info, stored=True)
+
+
+def _zipped(members: dict[str, bytes], info: str, *, stored: bool) -> bytes:
+    """A wheel's bytes: ``members`` in order, then a RECORD hashing each, every entry
+    dated the same (so the same members give the same bytes)."""
+    import base64
+    import io
+    import zipfile
+
     record = []
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as wheel:
-        for path, text in sorted(members.items()):
-            data = text.encode("utf-8")
+    how = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(buffer, "w", how) as wheel:
+        for path, data in sorted(members.items()):
             wheel.writestr(zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0)), data)
             digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
             record.append(f"{path},sha256={digest.decode()},{len(data)}")
@@ -190,7 +198,7 @@ def make_wheel(
             zipfile.ZipInfo(f"{info}/RECORD", date_time=(2026, 1, 1, 0, 0, 0)),
             "\n".join(record) + "\n",
         )
-    return f"{name}-{version}-py3-none-any.whl", buffer.getvalue()
+    return buffer.getvalue()
 
 
 def uv_lock(project: str, packages: list[str]) -> str:
@@ -211,10 +219,7 @@ def wheel_of(name: str) -> tuple[str, bytes]:
     """A wheel of the distribution ``name`` installed in this test environment, rebuilt
     from its files (its RECORD, less the scripts and the byte code): a pure-Python
     package the capture environment can install from a loopback index, offline."""
-    import base64
     import importlib.metadata
-    import io
-    import zipfile
 
     dist = importlib.metadata.distribution(name)
     wheel_file = dist.read_text("WHEEL") or ""
@@ -230,20 +235,8 @@ def wheel_of(name: str) -> tuple[str, bytes]:
         if path.startswith(info + "/") and path.split("/", 1)[1] in left_out:
             continue
         members[path] = file.locate().read_bytes()
-    record = []
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as wheel:
-        for path, data in sorted(members.items()):
-            wheel.writestr(zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0)), data)
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-            record.append(f"{path},sha256={digest.decode()},{len(data)}")
-        record.append(f"{info}/RECORD,,")
-        wheel.writestr(
-            zipfile.ZipInfo(f"{info}/RECORD", date_time=(2026, 1, 1, 0, 0, 0)),
-            "\n".join(record) + "\n",
-        )
     filename = f"{info.removesuffix('.dist-info')}-py3-none-any.whl"
-    return filename, buffer.getvalue()
+    return filename, _zipped(members, info, stored=False)
 
 
 #: The build backend of :func:`make_sdist`, inside the sdist itself: it needs nothing
