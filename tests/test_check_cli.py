@@ -667,8 +667,8 @@ def test_an_assertion_about_a_commit_the_mirror_lacks_is_kept_and_compared_at_th
     register = reg.load(workspace.register_file("demo"))
     page = appendix_html(register, wb._kernel_records(), RenderManifest.model_construct(), "", [])
     shown = (
-        f"asserted about <code>{LOST[:12]}</code> (not in this mirror); compared at the pin "
-        f"<code>{pin[:12]}</code>"
+        f'asserted about <code title="{LOST}">{LOST[:12]}</code> (not in this mirror); '
+        f'compared at the pin <code title="{pin}">{pin[:12]}</code>'
     )
     assert page.count(shown) == 2, page
 

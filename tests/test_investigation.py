@@ -89,7 +89,7 @@ def test_an_investigation_renders_its_parts_from_the_capture(pinned, tw, workspa
     assert manifest["environment"]["sha256"] in page
     # status conditions, results and limits come from results.json
     assert "the store keeps the text" in page and "a second process reads the text" in page
-    assert "(1 PASS, 1 UNKNOWN)" in page and "items by run" in page
+    assert "(1 PASS, 0 FAIL, 1 UNKNOWN)" in page and "items by run" in page
     assert "T-02 is UNKNOWN: the fixture runs one process" in page
     # the parts in the order of the notebook, and the capture is not shown again whole
     found = [page.index(f">{part}<") for part in PARTS]
