@@ -37,7 +37,7 @@ test: setup docs
 	$(VENV)/bin/ruff check src tests benchmarks examples docs
 	$(VENV)/bin/ruff format --check src tests benchmarks examples docs
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n 2
 
 # the quick loop while editing: lint, types and every test not marked slow
 test-fast: setup

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 from click.testing import CliRunner, Result
@@ -36,6 +39,92 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+#: What only a test marked slow may start, as its command line names it (a starter's
+#: arguments included): a sandbox, a browser, a kernel, JupyterLab, a kernel host.
+SLOW_PROGRAMS = frozenset({"bwrap", "unshare", "setpriv", "chromium", "ipykernel_launcher"})
+SLOW_PROGRAMS |= {"jupyterlab", "kernel_host import host_main"}
+_running: list[str] = []  # the test running now, while `make test-fast` watches
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``-m "not slow"`` (``make test-fast``), a test that starts one of
+    :data:`SLOW_PROGRAMS` fails, naming the mark it lacks: the split stays by test."""
+    if "not slow" not in (config.option.markexpr or ""):
+        return
+    started = subprocess.Popen.__init__
+
+    def watched(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        words = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+        for word in map(os.fsdecode, words):  # a program by its name, code by its text
+            name = word.rsplit("/", 1)[-1]
+            found = [p for p in SLOW_PROGRAMS if name == p or (" " in p and p in word)]
+            if _running and found:
+                pytest.fail(f"{_running[0]} starts {found[0]}: mark it @pytest.mark.slow")
+        started(self, args, *rest, **kwargs)
+
+    subprocess.Popen.__init__ = watched  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    _running[:] = [item.nodeid]
+    try:
+        return (yield)
+    finally:
+        _running.clear()
+
+
+@pytest.fixture(autouse=True)
+def _backends(request: pytest.FixtureRequest) -> None:
+    """A test that needs an isolation backend — a parameter naming one, or a ``backend``
+    mark naming them — skips where it is missing (:func:`needs_backend`), before any
+    other fixture of its own runs."""
+    callspec = getattr(request.node, "callspec", None)
+    params = callspec.params.values() if callspec else ()
+    named = [v for v in params if isinstance(v, str) and v in BACKEND_TOOLS]
+    for mark in request.node.iter_markers("backend"):
+        named += mark.args
+    for backend in dict.fromkeys(named):
+        needs_backend(backend)
+
+
+def in_ci() -> bool:
+    """Whether the suite runs in CI (``CI`` set, as CI services set it: ``CI=true``)."""
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def missing(message: str) -> NoReturn:
+    """Skip a test for want of a program the machine lacks, saying which and how to
+    install it; in CI, fail it instead: CI installs what the tests need (``.ci/run``),
+    so there a missing program is a broken machine, never a reason to test less."""
+    if in_ci():
+        pytest.fail(f"{message} (required in CI)", pytrace=False)
+    pytest.skip(message)
+
+
+#: The isolation backends a capture test may force, each with what provides it.
+BACKEND_TOOLS = {
+    "bwrap": "bubblewrap: apt-get install -y bubblewrap",
+    "unshare": "util-linux: apt-get install -y util-linux",
+}
+
+
+def needs_backend(backend: str) -> None:
+    """Skip (in CI: fail) a test that forces isolation backend ``backend`` where its
+    program is not on PATH, where tracework looks for it: a capture there is refused,
+    and a machine without bubblewrap still runs every test the unshare backend can."""
+    if shutil.which(backend) is None:
+        missing(f"needs isolation backend `{backend}`, from {BACKEND_TOOLS[backend]}")
+
+
+def sigint_default() -> None:
+    """For ``preexec_fn``: Ctrl-C's default disposition in a child the test interrupts.
+    A shell that ignores SIGINT (a background job, ``nohup``, some CI agents) hands the
+    ignoring on through fork and exec, and a Python started so never raises
+    KeyboardInterrupt; a test that sends SIGINT sets what it relies on."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def git(
@@ -232,14 +321,10 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def needs_chromium() -> None:
-    """Skip without Debian's chromium, with the command that installs it; in CI (``CI``
-    set) a missing browser fails the test instead."""
-    if Path(CHROMIUM).is_file():
-        return
-    message = "browser tests need Debian's chromium: apt-get install -y chromium"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    """Skip without Debian's chromium, with the command that installs it; in CI a
+    missing browser fails the test instead (:func:`missing`)."""
+    if not Path(CHROMIUM).is_file():
+        missing("browser tests need Debian's chromium: apt-get install -y chromium")
 
 
 @pytest.fixture(scope="session")
@@ -331,6 +416,51 @@ def pids_in(folder: Path) -> list[int]:
             except OSError:
                 continue  # gone meanwhile, or not ours to read
     return pids
+
+
+#: Seconds a tracework run in a subprocess may take before the test calls it hung: only
+#: a run stuck for good comes near it.
+HANG_GUARD = 300
+
+
+def run_tracework(folder: Path, *args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
+    """``tracework ARGS`` in ``folder``, in a subprocess and a session of its own (its
+    kernels are not this test's children), after ``prelude`` (Python run first: a
+    setting patched); killed whole, with whatever else runs in ``folder``, if it hangs,
+    so a regression fails the test instead of hanging the suite."""
+    code = f"{prelude}\nfrom tracework.cli import main\nmain({list(args)!r})"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=HANG_GUARD)
+    except subprocess.TimeoutExpired:
+        with suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in pids_in(folder):  # a kernel that outlived it would hold its pipes open
+            with suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"`tracework {' '.join(args)}` hung")
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def running_in(folder: Path, *marks: str) -> dict[int, str]:
+    """Processes still running in ``folder`` (zombies aside) whose command line holds
+    one of ``marks`` (``ipykernel``: kernels), with their command lines."""
+    found = {}
+    for pid in pids_in(folder):
+        with suppress(OSError):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1]
+            if not state.startswith("Z") and any(mark in cmdline for mark in marks):
+                found[pid] = cmdline
+    return found
 
 
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"

@@ -20,6 +20,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from click.testing import CliRunner
+from playwright.sync_api import expect
 
 from conftest import needs_chromium, page_fits, render_store_report
 from tracework.cli import main
@@ -313,10 +315,14 @@ def test_a_diagram_opens_full_screen_and_closes_by_keyboard(browser, report, wid
             break
     else:
         pytest.fail("the full-screen button is not reachable with Tab")
+    # each step waits (Playwright's expect) for the state it asserts: the page answers
+    # a key in its own time (a dialog's close event comes a task later)
+    opened = page.locator("dialog.tw-diagram-dialog[open]")
     page.keyboard.press("Enter")
-    assert page.evaluate("document.querySelector('dialog.tw-diagram-dialog').open")
-    assert page.locator("#diagram-wide svg").count() == 0
-    assert page.locator("dialog[open] .tw-diagram-dialog-title").text_content() == (
+    expect(opened).to_have_count(1)
+    expect(page.locator("#diagram-wide svg")).to_have_count(0)
+    expect(page.locator("dialog[open] svg")).to_have_count(1)
+    expect(page.locator("dialog[open] .tw-diagram-dialog-title")).to_have_text(
         "A chain wider than any column"
     )
     shown = page.evaluate(MEASURE)["dialog"]
@@ -329,16 +335,16 @@ def test_a_diagram_opens_full_screen_and_closes_by_keyboard(browser, report, wid
             "!!document.activeElement.closest('dialog[open]')"
         )
     page.keyboard.press("Escape")
-    assert not page.evaluate("document.querySelector('dialog.tw-diagram-dialog').open")
-    assert page.locator("#diagram-wide .tw-diagram-view svg").count() == 1
-    assert page.evaluate(f"document.activeElement.matches({button!r})")
+    expect(opened).to_have_count(0)
+    expect(page.locator("#diagram-wide .tw-diagram-view svg")).to_have_count(1)
+    expect(page.locator(button)).to_be_focused()
     # by pointer: a click on the drawing opens it; a node's link closes it and navigates
     page.locator("#diagram-wide .tw-diagram-view").click(position={"x": 5, "y": 5})
-    assert page.locator("dialog[open] svg").count() == 1
+    expect(page.locator("dialog[open] svg")).to_have_count(1)
     page.locator('dialog[open] a.tw-node-link[href="#RT-CMP-store"]').click()
-    assert page.locator("dialog[open]").count() == 0
-    assert page.evaluate("location.hash") == "#RT-CMP-store"
-    assert page.locator("#diagram-wide .tw-diagram-view svg").count() == 1
+    expect(page.locator("dialog[open]")).to_have_count(0)
+    expect(page).to_have_url(re.compile("#RT-CMP-store$"))
+    expect(page.locator("#diagram-wide .tw-diagram-view svg")).to_have_count(1)
     assert errors == [] and dialogs == []
     assert all(u.startswith("file://") for u in requests), requests
     page.close()

@@ -32,8 +32,6 @@ from capture_setup import (
     uv_lock,
 )
 
-pytestmark = pytest.mark.slow  # sandboxes: not in `make test-fast`
-
 BACKENDS = ["bwrap", "unshare"]
 SECRET = "tw-secret-4c0ffee"
 
@@ -128,6 +126,7 @@ def _env_folder(setup: Setup, name: str) -> Path:
     return Path(os.environ["XDG_CACHE_HOME"]) / "tracework" / "captures" / "envs" / key
 
 
+@pytest.mark.slow
 def test_a_lock_source_from_the_subject_s_tree_is_refused_by_default(pinned, tw, caller, tmp_path):
     marker = tmp_path / "ran-on-the-host"
     pth = f"HOST_MARKER = {str(marker)!r}\nopen(HOST_MARKER, 'w').close()\n"
@@ -141,6 +140,7 @@ def test_a_lock_source_from_the_subject_s_tree_is_refused_by_default(pinned, tw,
     assert not marker.exists()  # nothing of it ran, or was built
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_opted_in_wheel_runs_only_inside_the_build_s_isolation(
     pinned, tw, caller, tmp_path, backend
@@ -195,6 +195,7 @@ def test_an_opted_in_wheel_runs_only_inside_the_build_s_isolation(
     assert plain.capture("plain").exit_code == 0
 
 
+@pytest.mark.slow
 def test_a_cached_environment_changed_after_its_build_refuses_the_capture(pinned, tw):
     setup = capture_workspace(pinned, tw)
     setup.write("sealed", PLAIN_HARNESS, extra=[])
@@ -263,6 +264,7 @@ def _use_registry(setup: Setup, url: str) -> None:
     marker.write_text(text.replace("\n[capture]\n", f'\n[capture]\nindex = "{url}/simple"\n'))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_build_reaches_the_registry_through_its_proxy(pinned, tw, registry, backend):
     url, pin, _name, _digest = registry
@@ -287,6 +289,7 @@ def test_the_build_reaches_the_registry_through_its_proxy(pinned, tw, registry, 
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.slow
 def test_a_lock_naming_a_file_off_the_registry_is_refused(pinned, tw, registry):
     url, _pin, name, digest = registry
     stray = socket.create_server(("127.0.0.1", 0))
@@ -314,6 +317,7 @@ def test_a_lock_naming_a_file_off_the_registry_is_refused(pinned, tw, registry):
     assert f"tinypkg (a file at {elsewhere}, not on the registry's hosts)" in message
 
 
+@pytest.mark.slow
 def test_the_build_s_processes_share_one_memory_limit(pinned, tw, caller):
     """The build has no address-space limit (uv reserves much it never uses), so where
     the machine delegates a control group, one bounds the build's memory as a whole."""

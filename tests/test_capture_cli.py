@@ -10,8 +10,6 @@ import pytest
 from capture_setup import PLAIN_HARNESS, STORE, capture_workspace, one_error, snapshot
 from tracework.capture.store import load_capture
 
-pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
-
 
 @pytest.fixture
 def setup(pinned, tw):
@@ -57,6 +55,7 @@ def test_missing_files_and_reserved_names(setup):
     assert setup.tw("capture", "run", "../x").exit_code == 2
 
 
+@pytest.mark.slow
 def test_a_file_that_does_not_hash_as_registered_at_the_pin_stops_the_capture(setup):
     setup.write("cap", PLAIN_HARNESS)
     register = setup.ws.register_file("demo")
@@ -74,6 +73,7 @@ def test_a_file_that_does_not_hash_as_registered_at_the_pin_stops_the_capture(se
     assert snapshot(setup.ws.root) == before  # nothing ran, nothing kept
 
 
+@pytest.mark.slow
 def test_at_a_newer_commit_the_capture_runs_and_records_what_differs(setup):
     """Observing the same cases again at a newer commit (rerender --capture): the code
     has moved on from the register's pin, which the manifest and the report say."""
@@ -88,6 +88,7 @@ def test_at_a_newer_commit_the_capture_runs_and_records_what_differs(setup):
     assert cap.manifest.changed_since_pin == ("toy/store.py",)
 
 
+@pytest.mark.slow
 def test_a_register_without_files_of_the_subject_is_refused(setup):
     setup.write("cap", PLAIN_HARNESS, register="empty")
     assert setup.tw("register", "new", "empty").exit_code == 0
@@ -97,6 +98,7 @@ def test_a_register_without_files_of_the_subject_is_refused(setup):
     assert "registers/empty.yaml registers no file of subject toy" in one_error(result)
 
 
+@pytest.mark.slow
 def test_the_case_table_shows_subject_text_safely(setup):
     setup.write(
         "cap",
@@ -115,6 +117,7 @@ def test_the_case_table_shows_subject_text_safely(setup):
     assert f"written to captures/cap/{setup.commit[:12]}/" in result.output
 
 
+@pytest.mark.slow
 def test_json_output(setup):
     setup.write("cap", PLAIN_HARNESS)
     env = setup.tw("capture", "env", "cap", "--json")

@@ -18,8 +18,6 @@ import pytest
 
 from capture_setup import capture_workspace, one_error
 
-pytestmark = pytest.mark.slow  # sandboxes: not in `make test-fast`
-
 BACKENDS = ["bwrap", "unshare"]
 
 #: Start-up files at the tree's root: each marks that it ran and tries to lift the
@@ -71,6 +69,7 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.mark.slow
 def test_start_up_files_in_the_tree_neither_run_nor_lift_limits(pinned, tw, backend):
     setup = capture_workspace(pinned, tw, START_UP_FILES)
     setup.isolation(backend)
@@ -126,6 +125,7 @@ with capture.case("R-01", "What did the subject do?") as c:
 """
 
 
+@pytest.mark.slow
 def test_a_child_process_cannot_forge_results(pinned, tw, backend):
     setup = capture_workspace(pinned, tw, {"toy/forger.py": FORGER})
     setup.isolation(backend)
@@ -138,6 +138,7 @@ def test_a_child_process_cannot_forge_results(pinned, tw, backend):
     assert not setup.folder("forged").exists()  # nothing forged was written
 
 
+@pytest.mark.slow
 def test_threads_of_the_harness_still_send(pinned, tw, backend):
     """The channel accepts the harness's process, not only its main thread."""
     setup = capture_workspace(pinned, tw)
@@ -185,6 +186,7 @@ with capture.case("P-01", "What does the sandbox's first process show?") as c:
 """
 
 
+@pytest.mark.slow
 def test_the_first_process_inside_shows_no_host_path(pinned, tw, backend, tmp_path):
     setup = capture_workspace(pinned, tw)
     setup.isolation(backend)
@@ -209,6 +211,7 @@ def test_the_first_process_inside_shows_no_host_path(pinned, tw, backend, tmp_pa
 SECRET = "tw-secret-70ken"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "link",
     [
@@ -245,6 +248,7 @@ def test_a_lock_file_committed_as_a_link_is_refused_unread(pinned, tw, tmp_path,
         assert said in one_error(result)
 
 
+@pytest.mark.slow
 def test_a_registered_folder_turned_into_a_link_is_never_hashed_through(pinned, tw, tmp_path):
     """At another commit, a folder of registered files is a link to a host folder: the
     manifest's hashes must be of what the commit holds, never of the host's files."""
@@ -298,6 +302,7 @@ with capture.case("M-01", "Can three processes hold more than the limit together
 """
 
 
+@pytest.mark.slow
 def test_the_sandbox_s_processes_share_one_memory_limit(pinned, tw, backend):
     """Three processes of 300 MiB each fit the per-process limit of 512 MiB; together
     they pass it, and where the machine delegates a control group, that stops them."""
@@ -333,6 +338,7 @@ with capture.case("F-01", "How many files does the private /tmp take?") as c:
 """
 
 
+@pytest.mark.slow
 def test_the_private_tmp_holds_only_so_many_files(pinned, tw, backend):
     from tracework.capture.isolation import tmp_files_bounded
 
@@ -363,6 +369,7 @@ with capture.case("N-01", "Can the sandbox make a user namespace of its own?") a
 """
 
 
+@pytest.mark.slow
 def test_no_user_namespace_of_its_own_inside(pinned, tw, backend):
     """As root of a user namespace it made, a process could mount a tmpfs past every
     cap of the private /tmp (bwrap as root has no user namespace to disable them in)."""

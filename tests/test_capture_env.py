@@ -22,9 +22,6 @@ from tracework.capture.tree import export_tree
 from tracework.git.subjects import open_mirror
 from tracework.workspace import Workspace
 
-pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
-
-
 INICONFIG = (
     "iniconfig==2.0.0 "
     "--hash=sha256:b6a85871a79d2e3b22d2d1b94ac2824226a63c6b741c88f7ae975f18b6778374"
@@ -45,6 +42,7 @@ def test_a_capture_needs_its_environment_built_first(setup):
     assert "run `tracework capture env fresh` first" in message
 
 
+@pytest.mark.slow
 def test_the_cached_environment_installs_nothing(setup, monkeypatch):
     setup.write("cap", PLAIN_HARNESS)
     assert setup.tw("capture", "env", "cap").exit_code == 0
@@ -77,6 +75,7 @@ def test_the_key_follows_what_the_environment_is_built_from(setup):
     assert inputs["extra"] == [INICONFIG] and inputs["python"]["version"].startswith(PYTHON)
 
 
+@pytest.mark.slow
 def test_a_lock_the_subject_does_not_have_is_refused(setup):
     setup.write("cap", PLAIN_HARNESS, requirements=None, lock="uv")
     result = setup.tw("capture", "env", "cap")
@@ -93,6 +92,7 @@ def _registry_reachable() -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_a_locked_environment_from_the_registry(pinned, tw, tmp_path):
     """A subject with its own uv.lock (one small pure-Python package): ``capture env``
     installs exactly the lock, the harness imports it from the environment, and the

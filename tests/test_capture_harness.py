@@ -16,8 +16,6 @@ import pytest
 from capture_setup import PLAIN_HARNESS, capture_workspace, one_error, snapshot
 from tracework.capture.protocol import ProtocolProblem, parse
 
-pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
-
 
 @pytest.fixture
 def setup(pinned, tw):
@@ -41,6 +39,7 @@ def _replace_good_capture(setup, harness: str):
 HEAD = "from tracework_harness import capture\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("harness", "words"),
     [
@@ -141,6 +140,7 @@ def test_a_failing_harness_keeps_the_previous_capture(setup, harness, words):
     assert (setup.failed("cap") / "error.txt").read_text().strip() in message
 
 
+@pytest.mark.slow
 def test_a_failed_first_capture_writes_nothing_but_the_failed_folder(setup):
     setup.write("cap", HEAD + "raise RuntimeError('no')\n")
     result = setup.capture("cap")
@@ -152,6 +152,7 @@ def test_a_failed_first_capture_writes_nothing_but_the_failed_folder(setup):
     ]
 
 
+@pytest.mark.slow
 def test_a_success_removes_the_failed_folder(setup):
     setup.write("cap", HEAD + "raise RuntimeError('no')\n")
     assert setup.capture("cap").exit_code == 1
@@ -160,6 +161,7 @@ def test_a_success_removes_the_failed_folder(setup):
     assert not setup.failed("cap").exists()
 
 
+@pytest.mark.slow
 def test_the_subjects_prints_cannot_forge_a_result(setup):
     """stdout is the log, not the protocol: a forged status printed there is only text."""
     forged = json.dumps(
@@ -178,6 +180,7 @@ def test_the_subjects_prints_cannot_forge_a_result(setup):
     assert (setup.folder("cap") / "log.txt").read_text().count('"status": "PASS"') == 2
 
 
+@pytest.mark.slow
 def test_a_forked_child_cannot_send_results(setup):
     setup.write(
         "cap",
@@ -199,6 +202,7 @@ def test_a_forked_child_cannot_send_results(setup):
     assert not transcript.exists()
 
 
+@pytest.mark.slow
 def test_the_model_driven_arm_is_kept_apart_and_never_counted(setup):
     setup.write(
         "cap",

@@ -243,6 +243,7 @@ def test_a_harness_that_prints_a_gigabyte_is_stopped(setup):
     assert (setup.failed("cap") / "log.txt").stat().st_size <= 1 << 20
 
 
+@pytest.mark.backend(*BACKENDS)
 def test_both_backends_give_identical_files(pinned, tw):
     made = capture_workspace(pinned, tw)
     made.write("plain", PLAIN_HARNESS)
@@ -300,6 +301,7 @@ def test_no_isolation_means_no_capture(pinned, tw, tmp_path, monkeypatch, how):
     assert snapshot(made.ws.root) == before  # nothing ran, nothing was written
 
 
+@pytest.mark.backend("bwrap")  # its environment is built under bwrap
 def test_a_forced_backend_that_fails_is_not_replaced(pinned, tw, tmp_path, monkeypatch):
     """``isolation = "bwrap"`` means bwrap: when it fails, the capture is refused rather
     than run under the other backend."""
@@ -363,9 +365,14 @@ def test_an_unprivileged_user_gets_the_same_sandbox(backend, monkeypatch):
         (lib / "probe.py").chmod(0o644)
         scratch = folder / "scratch"
         scratch.mkdir(mode=0o755)
+        # the unshare backend's init, where uid 65534 can read it: tracework's own copy
+        # may be out of its reach (a checkout under /root, or a folder `mktemp -d` made)
+        init = shutil.copy(Path(isolation.__file__).with_name("sandbox_init.py"), folder)
+        Path(init).chmod(0o644)
         with monkeypatch.context() as patch:
             patch.setattr(os, "geteuid", lambda: 1000)
             patch.setattr(sys, "executable", python)  # the init runs without tracework's venv
+            patch.setattr(isolation, "__file__", str(folder / "isolation.py"))  # and from here
             binds, links = isolation.system_view([isolation.Bind(lib, "/capture/lib")], scratch)
             view = isolation.View(
                 binds, links, 1 << 20, {"PATH": "/usr/bin:/bin"}, (python, "/capture/lib/probe.py")

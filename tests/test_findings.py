@@ -18,8 +18,6 @@ from ruamel.yaml import YAML
 
 from tracework.batch.findings import finding_kinds
 
-pytestmark = pytest.mark.slow  # kernels: not in `make test-fast`
-
 ROOT = Path(__file__).resolve().parent.parent
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
 CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
@@ -63,6 +61,7 @@ def broken_in_a_branch(pinned, tw, workspace):
     return pin, culprit, merge
 
 
+@pytest.mark.slow
 def test_a_broken_absence_is_named_with_the_commit_that_broke_it(broken_in_a_branch, tw, workspace):
     _pin, culprit, merge = broken_in_a_branch
     assert tw("render", "rep").exit_code == 0  # at the pin it holds
@@ -106,6 +105,7 @@ def test_a_broken_absence_is_named_with_the_commit_that_broke_it(broken_in_a_bra
     assert f"absence RT-ABS-disk broken at <code>{culprit[:12]}</code>" in index
 
 
+@pytest.mark.slow
 def test_fail_on_names_each_finding_and_fails_only_on_the_kinds_named(broken_in_a_branch, tw):
     _pin, culprit, _merge = broken_in_a_branch
     broken = tw("rerender", "rep", "--latest", "--fail-on", "broken")
@@ -141,6 +141,7 @@ def _ci_rerender_step() -> str:
     return runs[0]
 
 
+@pytest.mark.slow
 def test_the_ci_how_to_s_scheduled_run_fails_when_an_absence_broke(
     broken_in_a_branch, tw, workspace
 ):

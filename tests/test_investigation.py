@@ -11,8 +11,6 @@ import pytest
 
 from capture_setup import PLAIN_HARNESS, capture_workspace
 
-pytestmark = pytest.mark.slow  # kernels and sandboxes: not in `make test-fast`
-
 PARTS = [
     "Question",
     "Data and provenance",
@@ -45,6 +43,7 @@ def _headings(nb: nbformat.NotebookNode) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_an_investigation_renders_its_parts_from_the_capture(pinned, tw, workspace):
     setup = capture_workspace(pinned, tw)
     setup.write("cap", HARNESS)

@@ -11,15 +11,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-from contextlib import suppress
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from conftest import pids_in
+from conftest import HANG_GUARD, run_tracework, running_in
 from tracework.batch import kernel_host, kernels
 
 pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
@@ -28,7 +25,6 @@ pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test
 CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
 wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q]);"""
 DIES = "import os\nos._exit(3)"
-HANG_GUARD = 300  # seconds: only a render stuck for good comes near it
 # the 5th cell run (the count it would show): parameters, injected parameters,
 # tracework.open, CELL, then DIES
 DIED = "the notebook could not be executed: the kernel died in cell 5"
@@ -52,48 +48,17 @@ def reports(pinned, workspace):
     return repo.commits[0]
 
 
-def _run(workspace, *args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
-    """``tracework ARGS`` in the workspace, in a session of its own; killed whole on a hang."""
-    code = f"{prelude}\nfrom tracework.cli import main\nmain({list(args)!r})"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        cwd=workspace.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=HANG_GUARD)
-    except subprocess.TimeoutExpired:
-        with suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        for pid in pids_in(workspace.root):
-            with suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"`tracework {' '.join(args)}` hung")
-    return subprocess.CompletedProcess(args, proc.returncode, out, err)
-
-
 def _left_in(folder: Path) -> list[str]:
     """Kernels, kernel hosts and batch workers still running in ``folder``."""
-    left = []
-    for pid in pids_in(folder):
-        with suppress(OSError):
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1]
-            if not state.startswith("Z") and any(
-                mark in cmdline for mark in ("ipykernel", "host_main", "multiprocessing")
-            ):
-                left.append(cmdline)
-    return left
+    return list(running_in(folder, "ipykernel", "host_main", "multiprocessing").values())
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_batch_with_a_dying_kernel_finishes_and_renders_the_rest(reports, workspace, jobs):
     pin = reports
-    result = _run(workspace, "rerender", "--all", "--commit", pin, "-j", jobs, "--force", "--json")
+    result = run_tracework(
+        workspace.root, "rerender", "--all", "--commit", pin, "-j", jobs, "--force", "--json"
+    )
     assert result.returncode == 1, result.stderr
     by_name = {r["name"]: r for r in json.loads(result.stdout)["reports"]}
     dies, good = by_name["dies"], by_name["good"]
@@ -111,8 +76,8 @@ def test_a_dying_kernel_started_the_usual_way_also_says_how_it_ended(reports, wo
     """Without a kernel host (not Linux), the kernel is jupyter_client's own child."""
     pin = reports
     prelude = "import tracework.batch.kernels as k\nk.HOSTED = False"
-    result = _run(
-        workspace, "rerender", "--all", "--commit", pin, "-j", "1", "--json", prelude=prelude
+    result = run_tracework(
+        workspace.root, "rerender", "--all", "--commit", pin, "-j", "1", "--json", prelude=prelude
     )
     assert result.returncode == 1, result.stderr
     by_name = {r["name"]: r for r in json.loads(result.stdout)["reports"]}
@@ -125,7 +90,7 @@ def test_render_with_a_dying_kernel_gives_one_message(reports, workspace):
     """nbclient's own log line ("Kernel died while waiting for execute reply.") stays off
     stderr: the user reads tracework's one message, exit 2.  The kernel is the render's
     own child, so how it ended is known; what ran is kept, up to the cell that killed it."""
-    result = _run(workspace, "render", "dies")
+    result = run_tracework(workspace.root, "render", "dies")
     assert result.returncode == 2
     failed = f"reports/dies/failed-{reports[:12]}"
     assert result.stderr.splitlines() == [

@@ -18,9 +18,6 @@ from tracework import fsio
 from tracework.render import export as rendering
 from tracework.render.execution import RECORDS_MIME
 
-pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
-
-
 HOSTILE = 'BANNER = "</pre><script>alert(1)</script>"\n'
 SUBJECT = {
     "pkg/store.py": (
@@ -62,6 +59,7 @@ def _render(tw, *args):
     return tw("render", "demo", *args)
 
 
+@pytest.mark.slow
 def test_render_writes_a_readable_escaped_report(report, tw, workspace):
     _, first = report
     result = _render(tw, "--json")
@@ -113,6 +111,7 @@ def test_render_writes_a_readable_escaped_report(report, tw, workspace):
     assert re.findall(row, page) == sorted(ran)
 
 
+@pytest.mark.slow
 def test_render_twice_gives_identical_bytes(report, tw, workspace):
     _, first = report
     assert _render(tw).exit_code == 0
@@ -125,6 +124,7 @@ def test_render_twice_gives_identical_bytes(report, tw, workspace):
     assert before == after
 
 
+@pytest.mark.slow
 def test_a_failing_check_at_the_pin_keeps_the_previous_report(report, tw, workspace):
     _, first = report
     assert _render(tw).exit_code == 0
@@ -157,6 +157,7 @@ def test_bad_parameters_are_refused_before_a_kernel_starts(report, tw, workspace
     assert not (workspace.reports / "demo").exists()
 
 
+@pytest.mark.slow
 def test_a_notebook_saved_with_outputs_renders_from_a_cleared_copy(report, tw, workspace):
     """JupyterLab saves outputs: the render clears them in its own copy, says so once,
     and never writes the analyst's file."""
@@ -212,6 +213,7 @@ def test_new_takes_a_commit_prefix_and_pins_the_full_id(report, tw, workspace):
     assert reg.load(workspace.register_file("other")).git_source("SRC-1").commit == first
 
 
+@pytest.mark.slow
 def test_a_render_killed_outright_leaves_a_folder_the_next_render_sweeps(
     report, tw, workspace, monkeypatch
 ):
@@ -292,6 +294,7 @@ def test_a_broken_history_stops_the_render_and_is_kept(report, tw, workspace, te
     assert not list(history.parent.glob("failed-*"))  # stopped before a kernel started
 
 
+@pytest.mark.slow
 def test_an_interrupted_render_keeps_nothing_and_is_not_called_failed(
     report, tw, workspace, monkeypatch
 ):
@@ -320,6 +323,7 @@ yaml = pathlib.Path("registers/demo.yaml")
 yaml.write_text(yaml.read_text() + "# edited during the render\\n")"""
 
 
+@pytest.mark.slow
 def test_the_manifest_records_the_inputs_that_ran_not_edits_made_meanwhile(report, tw, workspace):
     """An analyst saves the notebook and the register while the render runs (here a cell
     does, after the notebook read the register): the manifest hashes what was executed
@@ -357,6 +361,7 @@ rubric.write_text(rubric.read_text().replace("Items are kept.", "Items are kept 
 wb.mark("care", "kept", present=True, evidence=["RT-CMP-store"])"""
 
 
+@pytest.mark.slow
 def test_an_input_the_notebook_read_after_an_edit_fails_the_render(report, tw, workspace):
     """The register changed between the render's hash and the notebook's ``tw.open``, and
     the rubric before the notebook marked against it: the notebook read other bytes than
@@ -382,6 +387,7 @@ def test_an_input_the_notebook_read_after_an_edit_fails_the_render(report, tw, w
 # -- a failed render's notebook, and what may be in its way -----------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("in_the_way", ["symlink", "file", "folder"])
 def test_a_failed_folder_that_is_not_ours_is_never_written_through(
     report, tw, workspace, tmp_path, in_the_way
@@ -454,6 +460,7 @@ def test_a_bad_render_setting_is_refused_before_a_kernel_starts(
     assert not (workspace.reports / "demo").exists()
 
 
+@pytest.mark.slow
 def test_a_notebook_without_cell_ids_renders_byte_identically(report, tw, workspace):
     """nbformat < 4.5 notebooks (and many generators) carry no cell ids; upgraded on the way
     to the kernel they got random ones, so two renders differed in their cell-id attributes."""
@@ -472,6 +479,7 @@ def test_a_notebook_without_cell_ids_renders_byte_identically(report, tw, worksp
     assert b'"id": "cell-0"' in before["report.ipynb"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shown", ["[1, 2]", "'text'", "{'format': 'x'}"])
 def test_records_a_cell_displays_that_are_not_an_object_are_one_message(
     report, tw, workspace, shown

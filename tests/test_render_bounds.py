@@ -27,18 +27,23 @@ import pytest
 import re2
 from click.testing import CliRunner
 
-from conftest import init_repo, invoke, pids_in, pin_subject
+from conftest import (
+    HANG_GUARD,
+    init_repo,
+    invoke,
+    pids_in,
+    pin_subject,
+    run_tracework,
+    running_in,
+    sigint_default,
+)
 from tracework import fsio
 from tracework.cli import main
 from tracework.errors import RecordError
 from tracework.notebook.absences import compile_pattern
 from tracework.render.execution import capped, cut_html, cut_text
 
-pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
-
-
 ROOT = Path(__file__).resolve().parents[1]
-HANG_GUARD = 300  # seconds: only a render stuck for good comes near it
 #: Python's ``re`` takes exponential time on this against a run of word characters; the
 #: line of forty letters kept a render busy past 90 s (and its kernel after it was killed).
 REDOS = r"^(\w+\s?)+=\s*open\("
@@ -104,39 +109,9 @@ def _settings(ws: Path, **render: int) -> None:
     marker.write_text(text + "[render]\n" + "".join(f"{k} = {v}\n" for k, v in render.items()))
 
 
-def _tracework(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``tracework ARGS`` in ``ws``, in a session of its own; killed whole on a hang."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tracework", *args],
-        cwd=ws,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=HANG_GUARD)
-    except subprocess.TimeoutExpired:
-        with suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        for pid in _kernels(ws):  # a kernel that outlived it would hold its pipes open
-            with suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"`tracework {' '.join(args)}` hung")
-    return subprocess.CompletedProcess(args, proc.returncode, out, err)
-
-
 def _kernels(ws: Path) -> list[int]:
     """Kernels and kernel hosts still running in ``ws`` (zombies aside)."""
-    found = []
-    for pid in pids_in(ws):
-        with suppress(OSError):
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1]
-            if not state.startswith("Z") and "ipykernel" in cmdline:
-                found.append(pid)
-    return found
+    return list(running_in(ws, "ipykernel"))
 
 
 def _gone(ws: Path) -> bool:
@@ -151,6 +126,7 @@ def _gone(ws: Path) -> bool:
 # -- pathological patterns -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_backtracking_pattern_over_a_long_line_renders_at_once(bounds):
     """The reviewer's pattern against a line of 40 letters (and one of 5,000) ran past 90 s
     with no end in sight; RE2 matches it in linear time.  The cell limit is set below
@@ -165,7 +141,7 @@ def test_a_backtracking_pattern_over_a_long_line_renders_at_once(bounds):
             f"patterns=[{REDOS!r}]);",
         ],
     )
-    result = _tracework(bounds, "render", "redos", "--json")
+    result = run_tracework(bounds, "render", "redos", "--json")
     assert result.returncode == 0, result.stderr
     folder = bounds / json.loads(result.stdout)["directory"]
     absence = json.loads((folder / "records.json").read_text())["absences"]["RT-ABS-open"]
@@ -288,13 +264,14 @@ def test_re2_reads_the_supported_syntax_as_documented():
 # -- cells that never end, renders that are killed -------------------------------------
 
 
+@pytest.mark.slow
 def test_a_cell_past_its_limit_is_stopped_and_named_and_its_kernel_dies(bounds):
     """A cell stuck in C (the backtracking ``re``) holds the interpreter: only killing
     its kernel stops it.  Both ``render`` and ``rerender`` name the cell and the setting,
     keep what ran, and leave no kernel."""
     _settings(bounds, cell_timeout=3)
     _notebook(bounds, "loop", [SPIN], bare=True)
-    result = _tracework(bounds, "render", "loop")
+    result = run_tracework(bounds, "render", "loop")
     assert result.returncode == 2, result.stderr
     pin = (bounds / "pin.txt").read_text()
     assert result.stderr.splitlines() == [
@@ -305,17 +282,18 @@ def test_a_cell_past_its_limit_is_stopped_and_named_and_its_kernel_dies(bounds):
     kept = nbformat.read(bounds / "reports" / "loop" / f"failed-{pin[:12]}" / "report.ipynb", 4)
     assert kept.cells[-1].source == SPIN
     assert _gone(bounds)
-    batch = _tracework(bounds, "rerender", "loop", "--commit", pin, "-j", "1", "--json")
+    batch = run_tracework(bounds, "rerender", "loop", "--commit", pin, "-j", "1", "--json")
     assert batch.returncode == 1, batch.stderr
     (outcome,) = json.loads(batch.stdout)["reports"]
     assert outcome["error"] == "cell 3 ran past the limit of 3 s for one cell, and was stopped"
     assert _gone(bounds)
 
 
+@pytest.mark.slow
 def test_a_render_past_its_limit_is_stopped_in_the_cell_that_ran_it_out(bounds):
     _settings(bounds, cell_timeout=600, timeout=5)
     _notebook(bounds, "slow", ["import time\ntime.sleep(600)"], bare=True)
-    result = _tracework(bounds, "render", "slow")
+    result = run_tracework(bounds, "render", "slow")
     assert result.returncode == 2, result.stderr
     first, hint = result.stderr.splitlines()
     assert (
@@ -326,6 +304,7 @@ def test_a_render_past_its_limit_is_stopped_in_the_cell_that_ran_it_out(bounds):
     assert _gone(bounds)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "signum"),
     [
@@ -356,6 +335,7 @@ def test_a_kernel_dies_with_its_render_however_the_render_ends(bounds, command, 
             stdout=subprocess.DEVNULL,
             stderr=sink,
             start_new_session=True,
+            preexec_fn=sigint_default,  # Ctrl-C does what it does, whatever the shell ignores
         )
     try:
         for _ in range(3000):  # the kernel is in the spinning cell: an event
@@ -389,13 +369,14 @@ wb.claim("RT-CLM-big", label="Big", claim="said " * 30000 + "THE END", assessmen
          operation="uninspected", evidence=[q]);"""
 
 
+@pytest.mark.slow
 def test_a_huge_output_keeps_its_head_and_tail_everywhere_it_goes(bounds):
     """2 MB printed, 340 KB of HTML, a 150 KB record field, with a cap of 32 KiB: the page,
     the kept notebook and records.json each keep every output's head and tail and say
     how much was cut."""
     _settings(bounds, output_cap=32768)
     _notebook(bounds, "big", [QUOTE, BIG])
-    result = _tracework(bounds, "render", "big", "--json")
+    result = run_tracework(bounds, "render", "big", "--json")
     assert result.returncode == 0, result.stderr
     folder = bounds / json.loads(result.stdout)["directory"]
     page = (folder / "report.html").read_text()
@@ -484,6 +465,7 @@ def test_a_full_disk_names_the_file(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # no temporary file left
 
 
+@pytest.mark.slow
 def test_a_render_on_a_full_disk_names_the_reports_file_and_keeps_the_good_one(bounds, monkeypatch):
     """The page cannot be written: the message names reports/NAME/<commit12>/report.html
     (not the staging folder's temporary name), and the previous report stays."""

@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import pids_in
+from conftest import pids_in, running_in, sigint_default
 from tracework.batch import kernel_host, kernels
 from tracework.batch.rerender import render_one
 from tracework.drift.first_change import Graph, first_change
@@ -28,9 +28,6 @@ from tracework.register.store import load
 from tracework.render import export as rendering
 from tracework.render.artefacts import read_manifest, read_records
 from tracework.render.history import read_history
-
-pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
-
 
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
 CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
@@ -125,6 +122,7 @@ def reports(pinned, tw, workspace):
     return first, reformat, edit
 
 
+@pytest.mark.slow
 def test_rerender_reports_drift_first_changes_and_isolates_failures(reports, tw, workspace):
     _, reformat, edit = reports
     result = tw("rerender", "--all", "--latest", "-j", "2", "--json")
@@ -150,19 +148,10 @@ def test_rerender_reports_drift_first_changes_and_isolates_failures(reports, tw,
 
 def _processes_in(folder: Path) -> list[str]:
     """Kernels, kernel hosts and batch workers still running in ``folder`` (Linux)."""
-    found: list[str] = []
-    if not Path("/proc/self/cwd").exists():
-        return found
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid():
-            with suppress(OSError):  # gone meanwhile, or a zombie
-                if Path(os.readlink(proc / "cwd")) == folder:
-                    cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                    if "ipykernel" in cmdline or "multiprocessing.spawn" in cmdline:
-                        found.append(cmdline)
-    return found
+    return list(running_in(folder, "ipykernel", "multiprocessing.spawn").values())
 
 
+@pytest.mark.slow
 def test_rerender_skips_what_did_not_change_and_force_renders_again(reports, tw, workspace):
     _, reformat, _ = reports
     (workspace.notebooks / "broken.ipynb").unlink()
@@ -211,6 +200,7 @@ def test_an_unknown_report_is_named_with_the_known_ones(reports, tw, workspace):
     assert "the reports here: good" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("manifest", ["null", '["a"]'])
 def test_a_manifest_that_is_not_an_object_means_render_again(reports, tw, workspace, manifest):
     _, reformat, _ = reports
@@ -228,6 +218,7 @@ def test_a_manifest_that_is_not_an_object_means_render_again(reports, tw, worksp
     assert json.loads(tw(*args).output)["reports"][0]["status"] == "skipped"
 
 
+@pytest.mark.slow
 def test_a_batch_render_in_a_warm_kernel_gives_the_same_bytes_as_render(reports, tw, workspace):
     _, reformat, _ = reports
     (workspace.notebooks / "broken.ipynb").unlink()
@@ -262,6 +253,7 @@ print("kernel", os.getpid(), parent)
 """
 
 
+@pytest.mark.slow
 def test_each_report_runs_in_a_fresh_kernel_of_its_own(reports, tw, workspace):
     """Kernels are booted ahead (forked by the kernel host where there is one), yet the
     second report sees nothing the first one left in its kernel."""
@@ -286,6 +278,7 @@ def test_each_report_runs_in_a_fresh_kernel_of_its_own(reports, tw, workspace):
     assert _processes_in(workspace.root) == []
 
 
+@pytest.mark.slow
 def test_a_batch_worker_keeps_no_resources_per_report(reports, workspace):
     """Threads and file descriptors of a worker stay level however many reports it renders
     (papermill leaves open the client of a kernel it did not start)."""
@@ -348,6 +341,7 @@ def _describe(warm: kernels.WarmKernel) -> dict[str, object]:
     return described
 
 
+@pytest.mark.slow
 def test_a_forked_kernel_is_the_kernel_a_launch_would_give(workspace):
     if not kernel_host.HOSTED:
         pytest.skip("kernel hosts need pidfd_open (Linux)")
@@ -363,6 +357,7 @@ def test_a_forked_kernel_is_the_kernel_a_launch_would_give(workspace):
     assert host.process.returncode is not None and _processes_in(workspace.root) == []
 
 
+@pytest.mark.slow
 def test_a_forked_kernel_dies_with_its_host(workspace):
     """A host killed outright (by the OOM killer, say) takes its kernels with it."""
     if not kernel_host.HOSTED:
@@ -387,6 +382,7 @@ def test_a_forked_kernel_dies_with_its_host(workspace):
         kernels.shutdown(km)
 
 
+@pytest.mark.slow
 def test_a_kept_exporter_gives_the_page_a_fresh_one_gives(reports, tw, workspace):
     """A batch worker keeps one nbconvert exporter; no export may leave anything in it
     that changes the next page."""
@@ -430,6 +426,7 @@ def test_a_kept_exporter_gives_the_page_a_fresh_one_gives(reports, tw, workspace
     assert rendering.html_exporter() is kept
 
 
+@pytest.mark.slow
 def test_rerender_runs_on_a_dask_cluster(reports, tw, workspace):
     distributed = pytest.importorskip("distributed")
     _, reformat, _ = reports
@@ -478,6 +475,7 @@ def test_a_rubric_change_is_an_input_of_every_render_but_a_comment_is_not(worksp
     assert inputs_key(workspace, "good", commit) not in (before, added)
 
 
+@pytest.mark.slow
 def test_a_batch_killed_outright_leaves_no_worker_host_or_kernel(reports, workspace):
     """SIGKILL to `rerender -j 2` runs no clean-up in it: its workers notice their parent
     is gone and stop their kernel hosts, whose kernels die with them."""
@@ -519,6 +517,7 @@ time.sleep(600)  # a Ctrl-C comes first
 PROGRESS = re.compile(r"\S+ @ [0-9a-f]{12}: [a-z]+")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("jobs", "moment"), [("2", "worker start"), ("2", "in a cell"), ("1", "in a cell")]
 )
@@ -540,6 +539,7 @@ def test_ctrl_c_stops_a_batch_with_one_word(reports, workspace, jobs, moment):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's job has
+        preexec_fn=sigint_default,  # Ctrl-C does what it does, whatever the shell ignores
     )
     try:
         for _ in range(3000):  # an event, whatever the machine's speed
@@ -573,6 +573,7 @@ def test_ctrl_c_stops_a_batch_with_one_word(reports, workspace, jobs, moment):
 # -- a batch ends when its last report is written ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_kernel_discarded_mid_warm_up_stops_without_waiting_out_a_limit(workspace, monkeypatch):
     """The batch's last report leaves behind the kernel booted for a next report that never
     comes.  Stopping it while its warm-up waits on the kernel must not wait out any limit:
@@ -600,6 +601,7 @@ def test_a_kernel_discarded_mid_warm_up_stops_without_waiting_out_a_limit(worksp
 SLEEP = "import time; time.sleep(600)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_repeated_batches_reach_none_of_their_timeouts(reports, workspace, jobs):
     """Every wait on the way out of a batch ends because what it waits for is done, never
@@ -639,6 +641,7 @@ def test_a_warm_kernel_that_cannot_start_logs_its_reason_at_debug(workspace, mon
     assert "no kernel host can start here" in caplog.text  # the reason, with its traceback
 
 
+@pytest.mark.slow
 def test_verbose_shows_a_swallowed_reason_and_only_for_its_own_command(
     reports, tw, workspace, monkeypatch
 ):

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from click.testing import CliRunner
 
-from conftest import git, refused
+from conftest import git, refused, sigint_default
 from tracework.cli import main
 from tracework.errors import UnsafeInput
 from tracework.git.env import SAFE_CONFIG, hardened_env, run_git
@@ -977,6 +977,7 @@ def test_a_fetch_killed_outright_takes_its_git_processes_along(tw, workspace, ma
         cwd=workspace.root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=sigint_default,  # Ctrl-C does what it does, whatever the shell ignores
     )
     seen: dict[int, str] = {}
     try:
