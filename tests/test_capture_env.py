@@ -236,6 +236,7 @@ def test_a_version_not_installed_lists_every_candidate_found(
     assert "uv python install 3.99" in message and "pyenv install 3.99" in message
 
 
+@pytest.mark.slow
 def test_capture_env_as_a_new_user_with_a_pyenv_shim_first(setup, shim_first, searching):
     setup.write("cap", PLAIN_HARNESS, python="3.99")
     refused = setup.tw("capture", "env", "cap")
