@@ -26,7 +26,7 @@ node_modules/.installed: package.json package-lock.json
 
 # the `tracework` Jupyter kernel: this environment's Python, for JupyterLab and papermill
 $(VENV)/share/jupyter/kernels/tracework/kernel.json: $(VENV)/.synced
-	$(VENV)/bin/python -c "from tracework.render.execution import ensure_kernelspec; ensure_kernelspec()"
+	$(VENV)/bin/python -c "from tracework.kernels.spec import ensure_kernelspec; ensure_kernelspec()"
 
 setup: $(VENV)/.synced node_modules/.installed $(VENV)/share/jupyter/kernels/tracework/kernel.json
 
@@ -37,12 +37,14 @@ test: setup docs
 	$(VENV)/bin/ruff check src tests benchmarks examples docs
 	$(VENV)/bin/ruff format --check src tests benchmarks examples docs
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/pytest -q -n 2
 
 # the quick loop while editing: lint, types and every test not marked slow
 test-fast: setup
 	$(VENV)/bin/ruff check src tests benchmarks examples docs
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/pytest -q -m "not slow" -p no:cacheprovider -n 2
 
 # the documentation site, offline, warnings as errors: site-docs/index.html opens from disk

@@ -41,7 +41,7 @@ def main() -> None:
     if not (ROOT / "sources" / ".mirrors" / "larkspur.git").exists():
         sys.exit("run `make demo` first: the benchmark renders the demo report")
     commit = pin()
-    from tracework.render.execution import ensure_kernelspec
+    from tracework.kernels.spec import ensure_kernelspec
 
     kernel = ensure_kernelspec()
     with tempfile.TemporaryDirectory() as tmp:

@@ -62,7 +62,7 @@ def _type_name(annotation: Any) -> str:
 
 def record_kinds() -> str:
     """One section per record kind: its prefix, its purpose and every field."""
-    from tracework.notebook.records import KINDS, VOCABULARIES, Record
+    from tracework.records.kinds import KINDS, VOCABULARIES, Record
 
     common = set(Record.model_fields)
     out: list[str] = []

@@ -32,8 +32,8 @@ from playwright.sync_api import expect
 
 from conftest import needs_chromium, page_fits, render_store_report
 from tracework.cli import main
-from tracework.notebook.diagrams import DiagramCheck
-from tracework.notebook.views import Diagram, diagram_note_html
+from tracework.records.diagrams import DiagramCheck
+from tracework.views.cards import Diagram, diagram_note_html
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 HOSTILE = '"]<script>alert(1)</script>'

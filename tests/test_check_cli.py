@@ -611,8 +611,8 @@ def test_an_assertion_about_a_commit_the_mirror_lacks_is_kept_and_compared_at_th
     the command line, in --json and on the page."""
     import tracework
     from conftest import refused
+    from tracework.records.artefacts import RenderManifest
     from tracework.register import store as reg
-    from tracework.render.artefacts import RenderManifest
     from tracework.render.export import appendix_html
 
     repo = pinned({"graph.py": "NODES = 3\n", "tools.py": "TOOLS = []\n"})

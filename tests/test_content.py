@@ -580,8 +580,7 @@ def test_format_only_never_contradicts_itself(tmp_path_factory, monkeypatch, edi
     """For any history of edits: format only ⇔ no first content change ⇔ the page says
     formatting only — and the first content change is the first content edit."""
     from conftest import init_repo, invoke, pin_subject
-    from tracework.register import store as reg
-    from tracework.render.artefacts import (
+    from tracework.records.artefacts import (
         Checks,
         CheckSummary,
         QuoteEntry,
@@ -589,6 +588,7 @@ def test_format_only_never_contradicts_itself(tmp_path_factory, monkeypatch, edi
         ReportRecords,
         to_json,
     )
+    from tracework.register import store as reg
     from tracework.render.export import drift_html
     from tracework.render.history import drift_summary
     from tracework.workspace import Workspace

@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from conftest import PathStub, RouteStub, needs_chromium, render_store_report
-from tracework.notebook.diagrams import (
+from tracework.records.diagrams import (
     DiagramError,
     drawable,
     from_routes,

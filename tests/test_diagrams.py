@@ -10,7 +10,7 @@ import pytest
 
 import tracework
 from conftest import PathStub, RouteStub
-from tracework.notebook.diagrams import (
+from tracework.records.diagrams import (
     DiagramError,
     drawable,
     from_routes,

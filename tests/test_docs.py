@@ -273,8 +273,8 @@ def test_reference_covers_the_code(built_site: Path) -> None:
     and JSON Schema the code has."""
     from tracework.cli import main
     from tracework.errors import TraceworkError
-    from tracework.notebook.records import KINDS
     from tracework.notebook.workbench import Workbench
+    from tracework.records.kinds import KINDS
 
     def text(page: str) -> str:
         return (built_site / page).read_text(encoding="utf-8")

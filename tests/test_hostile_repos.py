@@ -28,9 +28,9 @@ from ruamel.yaml import YAML
 from conftest import Repo, git, refused
 from tracework.drift.check import CheckItem
 from tracework.hashing import LFS_POINTER_HEADER, is_lfs_pointer
-from tracework.notebook.views import QuoteInfo, code_block, quote_html
 from tracework.register import store as reg
 from tracework.text import terminal_lines, visible_name
+from tracework.views.cards import QuoteInfo, code_block, quote_html
 
 REGISTER = Path("registers/demo.yaml")
 
@@ -691,8 +691,8 @@ UNESCAPED_OPTIONS = ("title", "cssfile", "classprefix", "filename", "lineanchors
 
 @pytest.mark.slow
 def test_subject_text_never_reaches_unescaped_formatter_options(pinned, tw, monkeypatch):
-    import tracework.notebook.views
     import tracework.text
+    import tracework.views.cards
 
     seen: list[dict[str, Any]] = []
 
@@ -705,7 +705,7 @@ def test_subject_text_never_reaches_unescaped_formatter_options(pinned, tw, monk
         return Spy
 
     monkeypatch.setattr(
-        tracework.notebook.views, "HtmlFormatter", spy(tracework.notebook.views.HtmlFormatter)
+        tracework.views.cards, "HtmlFormatter", spy(tracework.views.cards.HtmlFormatter)
     )
     monkeypatch.setattr(tracework.text, "TerminalFormatter", spy(tracework.text.TerminalFormatter))
     name = "<script>alert(1)</script>.py"

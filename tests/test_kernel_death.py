@@ -17,7 +17,8 @@ import nbformat
 import pytest
 
 from conftest import HANG_GUARD, run_tracework, running_in
-from tracework.batch import kernel_host, kernels
+from tracework.kernels import host as kernel_host
+from tracework.kernels import warm as kernels
 
 pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test-fast`
 
@@ -75,7 +76,7 @@ def test_a_batch_with_a_dying_kernel_finishes_and_renders_the_rest(reports, work
 def test_a_dying_kernel_started_the_usual_way_also_says_how_it_ended(reports, workspace):
     """Without a kernel host (not Linux), the kernel is jupyter_client's own child."""
     pin = reports
-    prelude = "import tracework.batch.kernels as k\nk.HOSTED = False"
+    prelude = "import tracework.kernels.warm as k\nk.HOSTED = False"
     result = run_tracework(
         workspace.root, "rerender", "--all", "--commit", pin, "-j", "1", "--json", prelude=prelude
     )

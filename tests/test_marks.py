@@ -10,7 +10,7 @@ import pytest
 import tracework
 from conftest import shown_html
 from tracework.errors import RecordError
-from tracework.notebook.rubrics import RubricError, load_rubric
+from tracework.records.rubrics import RubricError, load_rubric
 
 RUBRIC = """\
 # hand-written, with a comment
@@ -227,8 +227,8 @@ def test_the_report_header_is_an_atlas_of_each_rubric(wb, workspace):
 
 
 def test_a_chip_says_needs_re_review_and_every_chip_lands_on_an_anchor(pinned, tw, workspace):
-    from tracework.notebook.marks import marks_section
     from tracework.render.export import header_html
+    from tracework.views.marks import marks_section
 
     repo = pinned({"pkg/store.py": STORE})
     (workspace.registers / "rubrics").mkdir()
@@ -327,10 +327,10 @@ def reviewed(pinned, tw, workspace):
 def _surfaces(wb, mechanism: str) -> dict[str, bool]:
     """Whether each place a mark is shown says it needs re-review: its card (the marks
     section), records.json, the header's chip, the rubric page's cell, the mark history."""
-    from tracework.notebook.marks import marks_section
     from tracework.render.export import header_html
     from tracework.site.publish import _matrix_row, mark_history
     from tracework.site.read import Render, Report
+    from tracework.views.marks import marks_section
 
     rubric, digest = load_rubric(wb.ws, "hygiene")
     section = marks_section(wb._marks.values(), {"hygiene": rubric}, wb._marks_drifted())

@@ -131,8 +131,7 @@ def test_records_json_is_the_model_s_one_writer_in_author_and_render_mode(
     KernelRecords is written again to the same bytes; render mode displays the same
     model's data for the render to take."""
     from tracework.notebook import workbench
-    from tracework.render.artefacts import dumps, read_kernel_records, write_records
-    from tracework.render.execution import RECORDS_MIME
+    from tracework.records.artefacts import RECORDS_MIME, dumps, read_kernel_records, write_records
 
     q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
     wb.component("RT-CMP-store", label="Store", identity="The `Store`.", evidence=[q])
@@ -155,7 +154,7 @@ def test_a_render_adds_drift_and_title_and_keeps_only_the_kernel_s_keys(wb):
     """records.json written by a render holds exactly the keys the kernel's records held,
     plus the drift and the title: a field the kernel did not write (an older kernel's
     records.json has no files, captures, diagrams…) is never filled in with its default."""
-    from tracework.render.artefacts import Drift, KernelRecords, report_records, to_json
+    from tracework.records.artefacts import Drift, KernelRecords, report_records, to_json
 
     q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
     wb.component("RT-CMP-store", label="Store", identity="The `Store`.", evidence=[q])
@@ -307,7 +306,7 @@ def test_records_cite_records_and_whole_files_and_drift_propagates(
     assert drifted["RT-CMP-util"] == ["SRC-1:pkg/util.py"]
     assert drifted["RT-CMP-store"] == ["RT-ABS-disk"]  # the broken absence it cites
     assert drifted["RT-CLM-safe"] == ["RT-CMP-store", "RT-CMP-util"]  # transitively
-    from tracework.notebook.views import records_section
+    from tracework.views.cards import records_section
 
     page = records_section(at._records.values(), at._quotes, at._absences, drifted, at._files)
     assert 'id="SRC-1:pkg/util.py"' in page and "Files cited whole" in page  # a file card
@@ -365,8 +364,8 @@ def test_asserted_hashes_reach_the_report_and_fail_it_only_when_required(pinned,
     assert "1 differ" in summary["checks"]["assertions"]["detail"]
     [asserted] = wb.records_json()["assertions"]
     assert asserted["state"] == "differs"
+    from tracework.records.artefacts import RenderManifest
     from tracework.register import store as reg
-    from tracework.render.artefacts import RenderManifest
     from tracework.render.export import appendix_html
 
     register = reg.load(workspace.register_file("demo"))
@@ -388,8 +387,8 @@ def test_the_check_summary_badge_agrees_with_its_words_about_findings(pinned, tw
     import hashlib
     import re
 
-    from tracework.notebook.views import summary_html
-    from tracework.render.artefacts import CheckSummary
+    from tracework.records.artefacts import CheckSummary
+    from tracework.views.cards import summary_html
 
     files = {f"pkg/m{n}.py": f"N = {n}\n" for n in range(4)}
     pinned(files)

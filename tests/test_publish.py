@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from conftest import refused
 from tracework.cli import main
 from tracework.errors import TraceworkError
-from tracework.render.artefacts import ReportRecords, dumps, read_manifest, read_records, to_json
+from tracework.records.artefacts import ReportRecords, dumps, read_manifest, read_records, to_json
 from tracework.render.history import read_history
 from tracework.site import publish as publish_module
 from tracework.site.publish import write_site
@@ -699,7 +699,7 @@ def test_an_unmarked_mechanism_and_a_hostile_rubric_publish_safely(demo, tmp_pat
 
 
 def test_the_newest_render_is_at_the_current_pin_then_by_time():
-    from tracework.render.artefacts import Drift, RenderManifest, ReportRecords
+    from tracework.records.artefacts import Drift, RenderManifest, ReportRecords
     from tracework.site.read import Render
 
     def render(commit: str, pin: str, date: str, since: int) -> Render:

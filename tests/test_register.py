@@ -26,6 +26,7 @@ from ruamel.yaml import YAML
 from tracework import fsio
 from tracework.errors import RegisterError
 from tracework.git.subjects import open_mirror
+from tracework.records.schemas import register_schema_text, schema_texts
 from tracework.register import edits
 from tracework.register import store as reg
 from tracework.register.append import Change
@@ -39,7 +40,6 @@ from tracework.register.models import (
     Register,
 )
 from tracework.register.quotes import QuoteRequest, add_quote, locate_quote, write_quotes
-from tracework.register.schema import register_schema_text, schema_texts
 from tracework.workspace import Workspace
 
 REGISTER = Path("registers/demo.yaml")

@@ -15,8 +15,8 @@ import nbformat
 import pytest
 
 from tracework import fsio
+from tracework.records.artefacts import RECORDS_MIME
 from tracework.render import export as rendering
-from tracework.render.execution import RECORDS_MIME
 
 HOSTILE = 'BANNER = "</pre><script>alert(1)</script>"\n'
 SUBJECT = {

@@ -40,7 +40,7 @@ from conftest import (
 from tracework import fsio
 from tracework.cli import main
 from tracework.errors import RecordError
-from tracework.notebook.absences import compile_pattern
+from tracework.records.absences import compile_pattern
 from tracework.render.execution import capped, cut_html, cut_text
 
 ROOT = Path(__file__).resolve().parents[1]

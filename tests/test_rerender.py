@@ -19,15 +19,16 @@ import nbformat
 import pytest
 
 from conftest import pids_in, running_in, sigint_default
-from tracework.batch import kernel_host, kernels
 from tracework.batch.rerender import render_one
 from tracework.drift.first_change import Graph, first_change
 from tracework.git.mirror import Mirror
-from tracework.notebook.views import summary_html
+from tracework.kernels import host as kernel_host
+from tracework.kernels import warm as kernels
+from tracework.records.artefacts import read_manifest, read_records
 from tracework.register.store import load
 from tracework.render import export as rendering
-from tracework.render.artefacts import read_manifest, read_records
 from tracework.render.history import read_history
+from tracework.views.cards import summary_html
 
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
 CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
@@ -635,7 +636,7 @@ def test_a_warm_kernel_that_cannot_start_logs_its_reason_at_debug(workspace, mon
     caplog.set_level("DEBUG", logger="tracework")
     kernels.release()
     assert kernels.next_kernel(workspace.root) is None  # papermill starts its own
-    [record] = [r for r in caplog.records if r.name == "tracework.batch.kernels"]
+    [record] = [r for r in caplog.records if r.name == "tracework.kernels.warm"]
     assert record.levelname == "DEBUG"
     assert "no warm kernel could be started" in record.getMessage()
     assert "no kernel host can start here" in caplog.text  # the reason, with its traceback
@@ -651,7 +652,7 @@ def test_verbose_shows_a_swallowed_reason_and_only_for_its_own_command(
     assert "no kernel host can start here" not in quiet.stderr
     loud = tw("-v", "rerender", "good", "--latest", "-j", "1", "--force")
     assert loud.exit_code == 0, loud.output
-    assert "DEBUG tracework.batch.kernels: no warm kernel could be started" in loud.stderr
+    assert "DEBUG tracework.kernels.warm: no warm kernel could be started" in loud.stderr
     assert "RuntimeError: no kernel host can start here" in loud.stderr
     after = tw("rerender", "good", "--latest", "-j", "1", "--force")
     assert "no kernel host can start here" not in after.stderr  # -v was for one command

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import tracework
-from tracework.notebook.views import screen_html
+from tracework.views.cards import screen_html
 
 SUBJECT = {
     ".devcontainer/devcontainer.json": '{"postCreateCommand": "make setup"}\n',

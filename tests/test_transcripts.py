@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 from html.parser import HTMLParser
 
-from tracework.capture.compare import Reference, compare, comparison_html, quoted_text
-from tracework.capture.readable import conversation, raw_value_html, value_html
+from tracework.capture.compare import Reference, compare, quoted_text
+from tracework.views.capture import comparison_html
+from tracework.views.transcripts import conversation, raw_value_html, value_html
 
 HOSTILE = "</details><script>alert(1)</script>"
 

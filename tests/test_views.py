@@ -12,10 +12,10 @@ import nbformat
 import pytest
 
 from tracework.git.forge import upstream_url
-from tracework.notebook.views import code_block, esc, markdown
 from tracework.render.export import reader_notebook
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.text import visible, visible_markup
+from tracework.views.cards import code_block, esc, markdown
 
 C = "0123456789abcdef0123456789abcdef01234567"
 
@@ -66,8 +66,8 @@ def test_esc_covers_attributes_and_bidi_controls():
 
 def test_an_ambiguous_quote_names_the_file_of_each_candidate_escaped():
     from tracework.drift.check import CheckItem
-    from tracework.notebook.views import QuoteInfo, quote_html
     from tracework.register.models import Quote
+    from tracework.views.cards import QuoteInfo, quote_html
 
     text = "def whistle():\n    return 1\n"
     quote = Quote(
@@ -95,8 +95,8 @@ def test_an_ambiguous_quote_names_the_file_of_each_candidate_escaped():
 
 def test_a_moved_quote_links_its_pinned_lines_and_where_it_is_now():
     from tracework.drift.check import CheckItem
-    from tracework.notebook.views import QuoteInfo, quote_html
     from tracework.register.models import Quote
+    from tracework.views.cards import QuoteInfo, quote_html
 
     text = "def whistle():\n    return 1\n"
     quote = Quote(
@@ -121,8 +121,8 @@ def test_a_moved_quote_links_its_pinned_lines_and_where_it_is_now():
 
 def _quote_info(qid: str, path: str, first: int, text: str, state: str | None = None):
     from tracework.drift.check import CheckItem
-    from tracework.notebook.views import QuoteInfo
     from tracework.register.models import Quote
+    from tracework.views.cards import QuoteInfo
 
     last = first + text.count("\n") - 1
     quote = Quote(
@@ -165,7 +165,7 @@ def test_every_rule_of_the_display_style_stays_inside_tracework_displays():
     at-rule or a ``url(`` could load something."""
     import tinycss2
 
-    from tracework.notebook.views import display_css
+    from tracework.views.cards import display_css
 
     css = display_css()
     assert "url(" not in css and "@" not in css and "</" not in css
@@ -182,7 +182,7 @@ def test_every_rule_of_the_display_style_stays_inside_tracework_displays():
 
 def test_every_display_carries_the_style_and_the_page_sanitiser_drops_it():
     from tracework.notebook.jupyter import Html, QuoteView
-    from tracework.notebook.views import display_css
+    from tracework.views.cards import display_css
 
     shown = [
         Html('<p class="tw-summary">x</p>', "x")._repr_html_(),
@@ -195,8 +195,8 @@ def test_every_display_carries_the_style_and_the_page_sanitiser_drops_it():
 
 
 def test_a_record_cites_its_quotes_folded_and_each_card_appears_once():
-    from tracework.notebook.records import Component
-    from tracework.notebook.views import records_section
+    from tracework.records.kinds import Component
+    from tracework.views.cards import records_section
 
     quotes = {
         "Q-a": _quote_info("Q-a", "pkg/a.py", 18, "class EchoModel:\n    pass\n"),
@@ -221,8 +221,8 @@ def test_a_record_cites_its_quotes_folded_and_each_card_appears_once():
 
 
 def test_a_record_card_keeps_its_id_and_kind_apart():
-    from tracework.notebook.records import Component
-    from tracework.notebook.views import record_html
+    from tracework.records.kinds import Component
+    from tracework.views.cards import record_html
 
     card = record_html(Component(id="RT-CMP-x", label="X", identity="i"), {}, {})
     text = html_module.unescape(re.sub(r"<[^>]+>", "", card))
@@ -242,8 +242,8 @@ def test_a_record_card_keeps_its_id_and_kind_apart():
 def test_absences_count_in_words_that_agree(files, matched, expected):
     """Matches are counted in the distinct files that hold them; how many files were
     searched is said apart (it was once given as where the matches are)."""
-    from tracework.notebook.absences import AbsenceResult, Match
-    from tracework.notebook.views import absence_html
+    from tracework.records.absences import AbsenceResult, Match
+    from tracework.views.cards import absence_html
 
     found = tuple(Match(path, n + 1, "open(x)", "open") for n, path in enumerate(matched))
     result = AbsenceResult(C, tuple(f"f{i}.py" for i in range(files)), found)
@@ -415,7 +415,7 @@ def test_a_report_page_carries_the_display_style_once_and_no_display_brings_its_
     otherwise carry 50 copies)."""
 
     from conftest import render_store_report
-    from tracework.notebook.views import display_css
+    from tracework.views.cards import display_css
 
     cells = [
         """q = src.quote("pkg/store.py", symbol="Store.put")

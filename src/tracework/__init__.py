@@ -9,8 +9,9 @@ analyst writes in), :mod:`~tracework.render` (one report at one commit),
 :mod:`~tracework.screen` and :mod:`~tracework.capture` (the runtime half).
 """
 
-#: The single source of the version (pyproject.toml reads it from here).
-__version__ = "0.1.0"
+from tracework.version import __version__
+
+__all__ = ["__version__"]
 
 
 def __getattr__(name: str) -> object:

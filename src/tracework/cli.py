@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from tracework import __version__
 from tracework.errors import TraceworkError
+from tracework.version import __version__
 
 if TYPE_CHECKING:  # the command imports what it runs: `tracework --help` stays instant
-    from tracework.render.artefacts import BatchOutcome
+    from tracework.records.artefacts import BatchOutcome
 
 
 class Cli(click.Group):
@@ -202,12 +202,12 @@ def register() -> None:
 @click.argument("register_name", metavar="REGISTER")
 def register_new(register_name: str) -> None:
     """Create registers/REGISTER.yaml, empty."""
-    import tracework.register.store as reg
+    import tracework.register.edits as regy
     from tracework.workspace import check_name
 
     ws = _workspace()
     path = ws.register_file(register_name)
-    reg.create(path, check_name(path.stem, "register"))
+    regy.create(path, check_name(path.stem, "register"))
     click.echo(f"register created: {path.relative_to(ws.root)}")
 
 
@@ -235,7 +235,7 @@ def register_add_capture(register_name: str, name: str, commit: str | None) -> N
     """Register runtime capture NAME (its files and their SHA-256) as a source, as a
     notebook's wb.capture(NAME) does in author mode."""
     import tracework.register.store as reg
-    from tracework.register.evidence import add_capture_source
+    from tracework.capture.sources import add_capture_source
     from tracework.register.models import GitSource
 
     ws = _workspace()
@@ -408,7 +408,8 @@ def quote(
     span; --remove ID takes a quote out of the register unless a notebook cites it.
     """
     import tracework.register.store as reg
-    from tracework.register.quotes import QuoteRequest, add_quote, remove_quote
+    from tracework.register.citations import remove_quote
+    from tracework.register.quotes import QuoteRequest, add_quote
     from tracework.text import terminal_lines, visible_name
 
     ws = _workspace()
@@ -602,7 +603,7 @@ def _print_check(report: Any) -> None:
 )
 def schema(write: bool) -> None:
     """Print the register's JSON Schema (or write every schema), generated from the models."""
-    from tracework.register.schema import register_schema_text, schema_texts
+    from tracework.records.schemas import register_schema_text, schema_texts
 
     if write:
         from tracework.fsio import write_atomic
@@ -696,7 +697,7 @@ def author(name: str, commit: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def render(name: str, commit: str | None, analysis_date: str | None, as_json: bool) -> None:
     """Execute notebooks/NAME.ipynb with papermill and export reports/NAME/<commit12>/."""
-    from tracework.render.artefacts import to_json
+    from tracework.records.artefacts import to_json
     from tracework.render.pipeline import render as do_render
 
     ws = _workspace()
@@ -798,7 +799,7 @@ def rerender(
     from tracework.batch.findings import finding_kinds, findings
     from tracework.batch.rerender import report_names, targets
     from tracework.batch.rerender import rerender as do_rerender
-    from tracework.render.artefacts import to_json
+    from tracework.records.artefacts import to_json
 
     if (executor == "dask") != (scheduler is not None):
         raise click.UsageError("--executor dask and --scheduler ADDRESS go together")

@@ -1,2 +1,3 @@
 """``tracework rerender``: many reports at new commits (:mod:`.rerender`), in worker
-processes with warm kernels (:mod:`.kernels`) forked by a kernel host (:mod:`.kernel_host`)."""
+processes that each keep a warm kernel (:mod:`tracework.kernels`), and what a batch
+says changed (:mod:`.findings`)."""

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tracework.errors import TraceworkError
-from tracework.render.artefacts import AbsenceOutcome, BatchOutcome
+from tracework.records.artefacts import AbsenceOutcome, BatchOutcome
 from tracework.text import counted
 
 KINDS = ("changed", "broken", "review")

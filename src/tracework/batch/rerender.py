@@ -25,16 +25,14 @@ from typing import Literal, TypeVar
 
 from pydantic import ValidationError
 
-from tracework.batch.kernels import next_kernel, prestart, release, shutdown
 from tracework.drift.first_change import STATES
 from tracework.errors import TraceworkError, check_iso_date
 from tracework.fsio import locked
 from tracework.git.subjects import fetch, load_subject, open_mirror, tracked_commit
+from tracework.kernels.warm import next_kernel, prestart, release, shutdown
 from tracework.logs import show, shown, swallowed
 from tracework.readers import DataError
-from tracework.register.models import GitSource
-from tracework.register.store import load
-from tracework.render.artefacts import (
+from tracework.records.artefacts import (
     BatchOutcome,
     absence_outcomes,
     changed_quotes,
@@ -42,6 +40,8 @@ from tracework.render.artefacts import (
     read_manifest,
     read_records,
 )
+from tracework.register.models import GitSource
+from tracework.register.store import load
 from tracework.render.execution import load_nbformat
 from tracework.render.pipeline import inputs_key, render
 from tracework.workspace import Workspace, check_name
@@ -171,7 +171,7 @@ def render_one(
     """Render one report in this (worker) process; never raises for a report's failure.
 
     With ``warm``, the report runs in a kernel booted while the previous one rendered
-    (see :mod:`tracework.batch.kernels`).
+    (see :mod:`tracework.kernels.warm`).
     """
     ws = Workspace(Path(root))
     km = None

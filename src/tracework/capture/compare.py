@@ -39,10 +39,8 @@ from typing import Any, Literal
 
 import re2
 
-from tracework.capture.readable import line_html
 from tracework.capture.store import canonical
 from tracework.hashing import sha256_hex
-from tracework.notebook.views import badge, esc
 from tracework.register.quotes import PYTHON_SUFFIXES
 
 Verdict = Literal["equal", "filled", "inserted", "removed", "changed", "missing"]
@@ -309,98 +307,3 @@ def _spans(spans: list[tuple[int, int]]) -> str:
         return _span(spans[0])
     each = [str(a) if a == b else f"{a}–{b}" for a, b in spans]
     return "lines " + ", ".join(each[:-1]) + " and " + each[-1]
-
-
-# -- HTML -------------------------------------------------------------------------------
-
-_BADGES: dict[Verdict, tuple[str, str]] = {
-    "equal": ("verified", "equal"),
-    "filled": ("moved", "fields filled"),
-    "inserted": ("moved", "inserted only"),
-    "removed": ("moved", "removed only"),
-    "changed": ("changed", "differs"),
-    "missing": ("missing", "no reference here"),
-}
-
-
-def comparison_html(comparison: Comparison, what: str) -> str:
-    """The sentence, where the reference was read, the blocks that differ (each with
-    its lines, escaped) and the whole difference one click away."""
-    ref = comparison.reference
-    state, word = _BADGES[comparison.verdict]
-    sentence = f"{what} {comparison.sentence}."
-    source = f"Compared line by line (difflib) with {_where(ref)}"
-    if ref.sha256 is not None:
-        source += f"; its text's sha256 {ref.sha256[:12]}"
-    out = [
-        f'<div class="tw-compare tw-compare-{comparison.verdict}">'
-        f'<p class="tw-verdict">{badge(state, word)} {esc(sentence)}</p>'
-        f'<p class="tw-note">{esc(source)}.</p>'
-    ]
-    blocks = [op for op in comparison.opcodes if op[0] != "equal"]
-    for fill in comparison.fills:
-        lines = "".join(
-            line_html(fill.lines[0] + k, comparison.value_lines[fill.lines[0] - 1 + k], "ins")
-            for k in range(fill.lines[1] - fill.lines[0] + 1)
-        )
-        out.append(
-            f'<div class="tw-change"><p class="tw-change-what">{esc(fill.phrase())}</p>'
-            f'<div class="tw-text">{lines}</div></div>'
-        )
-    for (_op, i1, i2, j1, j2), change in zip(
-        blocks if not comparison.fills else [], comparison.changes, strict=False
-    ):
-        lines = _removed(comparison, i1, i2) + _inserted(comparison, j1, j2)
-        out.append(
-            f'<div class="tw-change"><p class="tw-change-what">{esc(change.phrase())}</p>'
-            f'<div class="tw-text">{lines}</div></div>'
-        )
-    if blocks:
-        whole = "".join(
-            _removed(comparison, i1, i2) + _inserted(comparison, j1, j2)
-            if op != "equal"
-            else "".join(line_html(j + 1, comparison.value_lines[j]) for j in range(j1, j2))
-            for op, i1, i2, j1, j2 in comparison.opcodes
-        )
-        numbered = (
-            f" (removed lines numbered as in {ref.label})"
-            if any(c.reference_lines for c in comparison.changes)
-            else ""
-        )
-        out.append(
-            '<details class="tw-whole-diff"><summary>The whole difference, line by line'
-            f"{esc(numbered)}</summary>"
-            f'<div class="tw-text">{whole}</div></details>'
-        )
-    out.append("</div>")
-    return "".join(out)
-
-
-_FORM_WORDS: dict[Form, str] = {
-    "lines": "its lines",
-    "string literal": "the value of the string literal it quotes",
-    "string": "the string recorded",
-    "canonical JSON": "as canonical JSON",
-}
-
-
-def _where(ref: Reference) -> str:
-    """Where the reference's text was read, in words."""
-    what = str(ref.quote) if ref.kind == "quote" else f'{ref.case} at "{ref.path}"'
-    if ref.form is not None and (ref.kind == "quote" or ref.form == "canonical JSON"):
-        what += f" ({_FORM_WORDS[ref.form]})"
-    if ref.commit is not None:
-        where = "at" if ref.kind == "quote" else "in the capture at"
-        what += f" {where} {ref.commit[:12]}"
-    return what
-
-
-def _removed(comparison: Comparison, i1: int, i2: int) -> str:
-    first = comparison.reference.first_line
-    return "".join(
-        line_html(first + i, comparison.reference_lines[i], "del") for i in range(i1, i2)
-    )
-
-
-def _inserted(comparison: Comparison, j1: int, j2: int) -> str:
-    return "".join(line_html(j + 1, comparison.value_lines[j], "ins") for j in range(j1, j2))

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Literal
 
 import tracework.capture.isolation as isolation
-from tracework import __version__
 from tracework.capture.cgroup import run_group
 from tracework.capture.config import CaptureConfig, capture_name, load_config
 from tracework.capture.environment import Environment, build_environment, cached_environment
@@ -64,6 +63,7 @@ from tracework.fsio import write_atomic
 from tracework.git.subjects import open_mirror
 from tracework.hashing import sha256_hex
 from tracework.staging import Staging
+from tracework.version import __version__
 from tracework.workspace import Workspace
 
 #: The most runs one capture makes (each is a whole run of the harness).

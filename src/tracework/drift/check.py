@@ -833,14 +833,15 @@ def record_check(path: Path, report: CheckReport, date: str | None = None) -> No
     else:
         day = dt.datetime.now(dt.UTC).date().isoformat()  # an explicit --record action
     import tracework.register.edits as regy
+    import tracework.register.nodes as nodes
     from tracework.register.models import CheckEntry
 
     with regy.edit(path) as doc:
-        history = regy.section(doc, "checks", regy.CommentedSeq)
+        history = regy.section(doc, "checks", nodes.CommentedSeq)
         for src in report.sources:
             counts = dict(Counter(i.state for i in src.items))
             history.append(
-                regy.check_node(
+                nodes.check_node(
                     CheckEntry(date=day, source=src.source, commit=src.commit, counts=counts)
                 )
             )

@@ -18,10 +18,9 @@ from pydantic import ValidationError
 from tracework.capture.evidence import CaseInfo, ExcerptInfo
 from tracework.errors import RecordError, TraceworkError, validation_problem
 from tracework.git.subjects import open_mirror
-from tracework.notebook.absences import AbsenceResult, search
 from tracework.notebook.jupyter import CaseView, ExcerptView, FileView, Html, QuoteView, cell_id
-from tracework.notebook.marks import Mark, mark_html
-from tracework.notebook.records import (
+from tracework.records.absences import AbsenceResult, search
+from tracework.records.kinds import (
     VOCABULARIES,
     Absence,
     Annotation,
@@ -35,9 +34,10 @@ from tracework.notebook.records import (
     Route,
     kind_of,
 )
-from tracework.notebook.rubrics import Rubric, RubricError, load_rubric
-from tracework.notebook.views import FileInfo, QuoteInfo, record_html
+from tracework.records.rubrics import Rubric, RubricError, load_rubric
 from tracework.register.models import GitSource
+from tracework.views.cards import FileInfo, QuoteInfo, record_html
+from tracework.views.marks import Mark, mark_html
 
 if TYPE_CHECKING:
     from tracework.git.subjects import Subject

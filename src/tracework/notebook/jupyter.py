@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from tracework.capture.compare import Comparison
-from tracework.capture.evidence import CaseInfo, ExcerptInfo, case_html, excerpt_html
+from tracework.capture.evidence import CaseInfo, ExcerptInfo
 from tracework.errors import TraceworkError
-from tracework.notebook.views import FileInfo, QuoteInfo, esc, file_html, quote_html, styled
 from tracework.register.models import Quote
 from tracework.text import visible_name
+from tracework.views.capture import case_html, excerpt_html
+from tracework.views.cards import FileInfo, QuoteInfo, esc, file_html, quote_html, styled
 
 
 class Html:

@@ -7,12 +7,12 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-import tracework.register.store as reg
+import tracework.register.edits as regy
 from tracework.capture.config import capture_name
 from tracework.errors import TraceworkError
 from tracework.fsio import write_atomic
+from tracework.kernels.spec import KERNEL_NAME, ensure_kernelspec
 from tracework.register.evidence import add_source
-from tracework.render.execution import KERNEL_NAME, ensure_kernelspec
 from tracework.workspace import Workspace, check_name
 
 _GUIDE = """\
@@ -155,7 +155,7 @@ def new_report(
                 f"{path.relative_to(ws.root)} already exists",
                 hint="choose another name, or edit the existing report",
             )
-    reg.create(register_path, name)
+    regy.create(register_path, name)
     try:
         add_source(ws, register_path, "SRC-1", subject, commit)
     except TraceworkError:

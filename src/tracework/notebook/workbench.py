@@ -20,26 +20,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import tracework.register.store as reg
-from tracework import __version__
 from tracework.capture.compare import Comparison, Reference, compare, compared_text, quoted_text
 from tracework.capture.errors import CaptureMissing
 from tracework.capture.evidence import (
     CapturedAt,
     CaseInfo,
     ExcerptInfo,
-    capture_html,
     case_info,
     excerpt_info,
     previous_capture,
-    transcripts_html,
     value_at,
 )
-from tracework.capture.parts import (
-    conditions_html,
-    limits_html,
-    provenance_html,
-    results_html,
-)
+from tracework.capture.sources import add_capture_source
 from tracework.drift.check import (
     CheckItem,
     CheckReport,
@@ -59,19 +51,8 @@ from tracework.errors import (
 from tracework.fsio import write_atomic
 from tracework.git.subjects import load_subject, open_mirror
 from tracework.hashing import sha256_file, sha256_hex
-from tracework.notebook.absences import AbsenceResult
 from tracework.notebook.authoring import PendingQuotes
 from tracework.notebook.declare import RecordDeclarations
-from tracework.notebook.diagrams import (
-    DIRECTIONS,
-    DiagramError,
-    drawable,
-    from_routes,
-    name_pattern,
-    parse,
-    runtime,
-)
-from tracework.notebook.diagrams import check as check_diagram
 from tracework.notebook.jupyter import (
     CaseView,
     ExcerptView,
@@ -85,37 +66,12 @@ from tracework.notebook.jupyter import (
     show_error,
     watch_cells,
 )
-from tracework.notebook.marks import Mark, marks_section, rubric_marks
-from tracework.notebook.records import (
-    DRIFT_STATES,
-    KINDS,
-    AuthorityPath,
-    Component,
-    OperativeObject,
-    Record,
-    ReviewStamp,
-    Route,
-)
 from tracework.notebook.review import unchanged
-from tracework.notebook.rubrics import Rubric
-from tracework.notebook.views import (
-    Diagram,
-    FileInfo,
-    QuoteInfo,
-    badge,
-    diagram_note_html,
-    esc,
-    file_key,
-    records_section,
-    screen_html,
-    summary_html,
-)
 from tracework.readers import load_json
-from tracework.register.evidence import add_capture_source, add_files
-from tracework.register.models import CaptureSource, GitSource, Register
-from tracework.register.quotes import QuoteRequest, make_quote, quotable_lines, same_evidence
-from tracework.render.artefacts import (
+from tracework.records.absences import AbsenceResult
+from tracework.records.artefacts import (
     RECORDS_FORMAT,
+    RECORDS_MIME,
     AbsenceEntry,
     AbsenceMatch,
     AssertionEntry,
@@ -138,9 +94,53 @@ from tracework.render.artefacts import (
     to_json,
     write_records,
 )
-from tracework.render.execution import RECORDS_MIME
+from tracework.records.diagrams import (
+    DIRECTIONS,
+    DiagramError,
+    drawable,
+    from_routes,
+    name_pattern,
+    parse,
+    runtime,
+)
+from tracework.records.diagrams import check as check_diagram
+from tracework.records.kinds import (
+    DRIFT_STATES,
+    KINDS,
+    AuthorityPath,
+    Component,
+    OperativeObject,
+    Record,
+    ReviewStamp,
+    Route,
+)
+from tracework.records.rubrics import Rubric
+from tracework.register.evidence import add_files
+from tracework.register.models import CaptureSource, GitSource, Register
+from tracework.register.quotes import QuoteRequest, make_quote, quotable_lines, same_evidence
 from tracework.screen import Screen
 from tracework.text import counted
+from tracework.version import __version__
+from tracework.views.capture import capture_html, transcripts_html
+from tracework.views.capture_parts import (
+    conditions_html,
+    limits_html,
+    provenance_html,
+    results_html,
+)
+from tracework.views.cards import (
+    Diagram,
+    FileInfo,
+    QuoteInfo,
+    badge,
+    diagram_note_html,
+    esc,
+    file_key,
+    records_section,
+    screen_html,
+    summary_html,
+)
+from tracework.views.marks import Mark, marks_section, rubric_marks
 from tracework.workspace import Workspace
 
 Mode = Literal["author", "render"]
@@ -1058,7 +1058,7 @@ class Workbench(RecordDeclarations):
         Give exactly one of `source` (written by hand), `routes` (each route's progression
         through the records it passes) or `records` (the runtime: `"all"`, or ids of
         components, operative objects, routes and authority paths, drawn as one flowchart,
-        see :func:`tracework.notebook.diagrams.runtime`).  A node whose id is a record id, or
+        see :func:`tracework.records.diagrams.runtime`).  A node whose id is a record id, or
         that a `%% bind NODE RECORD` line names, links to that record's card and must name a
         record declared above; every `` `identifier` `` in a label is drawn in code font and
         must be defined or called in the registered files at the commit.  Directives,
@@ -1556,7 +1556,7 @@ class Workbench(RecordDeclarations):
 
 def _record_entry(record: Record, needs_review: list[str]) -> RecordEntry:
     """A declared record as records.json lists it: its kind's own fields as the record
-    model gives them (see :class:`~tracework.render.artefacts.RecordEntry`), its kind and
+    model gives them (see :class:`~tracework.records.artefacts.RecordEntry`), its kind and
     the evidence that needs re-review."""
     fields = record.model_dump(mode="json", exclude_none=True)
     return RecordEntry.model_validate({**fields, "kind": record.kind, "needs_review": needs_review})

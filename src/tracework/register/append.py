@@ -29,13 +29,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import io
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tracework import __version__
 from tracework.fsio import locked, write_atomic
 from tracework.hashing import sha256_hex
 from tracework.readers import DataError, load_json, load_yaml
@@ -43,6 +41,7 @@ from tracework.register import layout, store
 from tracework.register.data import GitSourceData, QuoteData
 from tracework.register.models import FileEntry, Quote, Register
 from tracework.register.rowsplice import CompiledRows, quotes_close
+from tracework.version import __version__
 
 #: Where things sit in the compiled copy's rows (each model a list of its field values).
 _QUOTES = list(Register.model_fields).index("quotes")
@@ -202,17 +201,9 @@ def _recall_all(path: Path) -> _Recalled | None:
 # -- the entries, as the full edit's dump writes them ------------------------------------
 
 
-def _dump(doc: Any) -> str:
-    from tracework.register.edits import _rt_yaml
-
-    buffer = io.StringIO()
-    _rt_yaml().dump(doc, buffer)
-    return buffer.getvalue()
-
-
 def quote_entries(quotes: Iterable[tuple[str, Quote]]) -> str:
     """Quote entries as the full edit's dump writes them inside ``quotes:``, in order."""
-    from tracework.register.edits import CommentedMap, block_texts, quote_node
+    from tracework.register.nodes import CommentedMap, block_texts, dump, quote_node
 
     # dumped with a key after them, as in a register (at the end of a document, a block
     # kept with `|+` would be followed by an end marker)
@@ -221,7 +212,7 @@ def quote_entries(quotes: Iterable[tuple[str, Quote]]) -> str:
     nodes = CommentedMap(
         (qid, quote_node(quote, text)) for (qid, quote), text in zip(quotes, texts, strict=True)
     )
-    text = _dump(CommentedMap(quotes=nodes, checks=0))
+    text = dump(CommentedMap(quotes=nodes, checks=0))
     return text[len("quotes:\n") : text.rindex("checks: 0\n")]
 
 
@@ -233,11 +224,11 @@ def entry_text(quote_id: str, quote: Quote) -> str:
 def _file_entries(sid: str, files: list[tuple[str, FileEntry]]) -> tuple[str, str]:
     """The line that opens source ``sid`` and its new file entries, as the full edit's
     dump writes them."""
-    from tracework.register.edits import CommentedMap, file_node
+    from tracework.register.nodes import CommentedMap, dump, file_node
 
     nodes = CommentedMap((path, file_node(entry)) for path, entry in files)
     source = CommentedMap(files=nodes, kind="git")
-    text = _dump(CommentedMap(sources=CommentedMap({sid: source}), checks=0))
+    text = dump(CommentedMap(sources=CommentedMap({sid: source}), checks=0))
     opening = text.splitlines(keepends=True)[1]
     body = text[text.index("    files:\n") + len("    files:\n") : text.index("    kind: git\n")]
     return opening, body

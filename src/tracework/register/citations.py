@@ -1,10 +1,10 @@
 """Which notebook cells cite a quote: read, never run.
 
 Removing a quote that a notebook still quotes would break that notebook's next render,
-so ``tracework quote --remove`` asks here first.  A cell cites a quote when it names
-its id in a string literal (``id="Q-keep"``, ``evidence=["Q-keep"]``), or when it
-calls ``.quote(...)`` with literal arguments that locate the quote's span at the pin
-(``src.quote("notes.py", symbol="NoteStore.keep")``).  Cells are parsed with
+so :func:`remove_quote` (``tracework quote --remove``) asks here first.  A cell cites a
+quote when it names its id in a string literal (``id="Q-keep"``, ``evidence=["Q-keep"]``),
+or when it calls ``.quote(...)`` with literal arguments that locate the quote's span at
+the pin (``src.quote("notes.py", symbol="NoteStore.keep")``).  Cells are parsed with
 :mod:`ast`; a call whose arguments are not literals cannot be resolved and is not
 counted, and a cell that does not parse is searched for the id's text alone.
 """
@@ -17,9 +17,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tracework.errors import TraceworkError
+import tracework.register.edits as regy
+import tracework.register.store as reg
+from tracework.errors import RegisterError, TraceworkError
 from tracework.git.subjects import open_mirror
-from tracework.register.models import GitSource, Register
+from tracework.register.models import GitSource, Quote, Register
 from tracework.register.quotes import QuoteRequest, make_quote, quotable_lines, same_evidence
 from tracework.workspace import Workspace
 
@@ -137,3 +139,23 @@ def _locates(
     except (TraceworkError, TypeError, ValueError, IndexError):  # it would fail in its cell
         return False
     return same_evidence(make_quote(sid, quote.path, data, span, anchor), quote)
+
+
+def remove_quote(ws: Workspace, register_path: Path, quote_id: str) -> Quote:
+    """Remove a quote from the register, unless a notebook still cites it (named, with
+    its cell).  Returns what was removed."""
+    register = reg.load(register_path)
+    if quote_id not in register.quotes:
+        known = ", ".join(sorted(register.quotes)[:12]) or "none"
+        raise RegisterError(
+            f"{register_path.name}: there is no quote {quote_id}", hint=f"its quotes: {known}"
+        )
+    cited = citing_cells(ws, register, quote_id)
+    if cited:
+        raise RegisterError(
+            f"{register_path.name}: {quote_id} is still cited by " + "; ".join(cited),
+            hint="remove or change that citation first, then remove the quote",
+        )
+    with regy.edit(register_path) as doc:
+        node = regy.section(doc, "quotes").pop(quote_id)
+    return Quote.model_validate(dict(node))

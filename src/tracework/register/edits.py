@@ -5,22 +5,18 @@ round-trip (so the analyst's comments and ordering survive), changed, validated 
 whole, dumped, re-read and re-validated, and only then replaced atomically.  A
 failed edit leaves the file as it was.  The one order not kept is that of the top-level
 keys: in another order than the usual one they are put in it, comments and all, once
-(:mod:`tracework.register.layout`), so that later writes can be spliced.  The node
-builders below give new entries the register's house style (flow maps for files,
-literal blocks for quote text).
+(:mod:`tracework.register.layout`), so that later writes can be spliced.  New entries are built by
+:mod:`tracework.register.nodes`, in the register's house style.
 """
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 from ruamel.yaml.tokens import CommentToken
@@ -28,18 +24,12 @@ from ruamel.yaml.tokens import CommentToken
 from tracework.errors import RegisterError
 from tracework.fsio import locked, write_atomic
 from tracework.hashing import sha256_hex
-from tracework.readers import DataError, load_yaml
 from tracework.register import layout, store
+from tracework.register.append import remember
 from tracework.register.models import (
-    Assertion,
-    CaptureSource,
-    CheckEntry,
-    DocumentSource,
-    FileEntry,
-    GitSource,
-    Quote,
     Register,
 )
+from tracework.register.nodes import CommentedMap, CommentedSeq, dump
 from tracework.register.store import parse, validate, write_compiled
 
 __all__ = ["CommentedMap", "CommentedSeq", "create", "edit", "section"]
@@ -49,13 +39,6 @@ _HEADER = (
     "# It changes only through `tracework register …`, `tracework quote …` or a notebook\n"
     "# in author mode; every hash can be re-computed with plain git (see README).\n"
 )
-
-
-def _rt_yaml() -> YAML:
-    yaml = YAML()
-    yaml.width = 4096
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    return yaml
 
 
 def create(path: Path, name: str) -> Register:
@@ -187,119 +170,13 @@ def _lift_one(owner: Any, slot: Any, index: int, following: tuple[CommentedMap, 
 
 
 def _write(path: Path, doc: CommentedMap, header: str = "") -> Register:
-    buffer = io.StringIO()
-    _rt_yaml().dump(doc, buffer)
-    text = header + buffer.getvalue()
+    text = header + dump(doc)
     register = validate(parse(text, path), path)
     write_atomic(path, text)
     digest = sha256_hex(text.encode("utf-8"))
     write_compiled(path, digest, register)
-    from tracework.register.append import remember  # it builds entries with this module
-
     remember(path, digest, text, register)
     return register
-
-
-# -- building YAML nodes for new entries ----------------------------------------------
-
-
-def _flow(values: list[Any]) -> CommentedSeq:
-    seq = CommentedSeq(values)
-    seq.fa.set_flow_style()
-    return seq
-
-
-def _block_text(text: str) -> str:
-    """A literal block when it round-trips exactly; otherwise let the emitter quote it.
-
-    Literal blocks keep quoted code readable in the register; YAML folds some
-    characters (CR, NEL, LS, PS, BOM, trailing blanks) inside them, so each text is
-    tried once and kept as a block only if it reads back byte for byte.
-    """
-    return block_texts([text])[0]
-
-
-def block_texts(texts: list[str]) -> list[str]:
-    """:func:`_block_text` of many texts, tried in one dump and one read (a cell's
-    quotes are written together); each alone when the batch does not read back."""
-    tried = {
-        f"t{n}": LiteralScalarString(text)
-        for n, text in enumerate(texts)
-        if ("\n" in text.rstrip("\n") or text.endswith("\n"))
-        and not any(ch in text for ch in "\r\x85\u2028\u2029\ufeff")
-    }
-    if not tried:
-        return list(texts)
-    buffer = io.StringIO()
-    _rt_yaml().dump(tried, buffer)
-    try:
-        back = load_yaml(buffer.getvalue())
-    except DataError:
-        back = None
-    if not isinstance(back, dict):
-        if len(tried) == 1:
-            return list(texts)
-        return [block_texts([text])[0] for text in texts]
-    return [tried[f"t{n}"] if back.get(f"t{n}") == text else text for n, text in enumerate(texts)]
-
-
-def file_node(entry: FileEntry) -> CommentedMap:
-    node = CommentedMap(
-        (k, v)
-        for k, v in entry.model_dump(exclude_none=True, exclude_defaults=False).items()
-        if not (k == "binary" and v is False)
-    )
-    node.fa.set_flow_style()
-    return node
-
-
-def assertion_node(assertion: Assertion) -> CommentedMap:
-    node = CommentedMap(assertion.model_dump(exclude_none=True, exclude_defaults=True))
-    node["sha256"] = assertion.sha256  # kept whatever the defaults
-    return node
-
-
-def quote_node(quote: Quote, text: str | None = None) -> CommentedMap:
-    """A quote's entry; ``text`` is its text as :func:`block_texts` gave it, if known."""
-    node = CommentedMap()
-    node["source"] = quote.source
-    node["path"] = quote.path
-    node["lines"] = _flow(list(quote.lines))
-    if quote.anchor is not None:
-        anchor = CommentedMap(quote.anchor.model_dump(exclude_none=True, exclude_defaults=True))
-        anchor.fa.set_flow_style()
-        node["anchor"] = anchor
-    node["sha256"] = quote.sha256
-    node["text"] = _block_text(quote.text) if text is None else text
-    if quote.raw_b64:
-        node["raw_b64"] = quote.raw_b64
-    return node
-
-
-def source_node(source: GitSource | DocumentSource | CaptureSource) -> CommentedMap:
-    if isinstance(source, DocumentSource):
-        return CommentedMap(kind="document", location=source.location, sha256=source.sha256)
-    if isinstance(source, CaptureSource):
-        return CommentedMap(
-            kind="capture",
-            capture=source.capture,
-            subject=source.subject,
-            commit=source.commit,
-            files=CommentedMap(sorted(source.files.items())),
-        )
-    return CommentedMap(
-        kind="git",
-        subject=source.subject,
-        commit=source.commit,
-        date=source.date,
-        files=CommentedMap(),
-    )
-
-
-def check_node(entry: CheckEntry) -> CommentedMap:
-    counts = CommentedMap(sorted(entry.counts.items()))
-    counts.fa.set_flow_style()
-    return CommentedMap(date=entry.date, source=entry.source, commit=entry.commit, counts=counts)
 
 
 def section(doc: CommentedMap, key: str, factory: type = CommentedMap) -> Any:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import tracework.register.edits as regy
+import tracework.register.nodes as nodes
 import tracework.register.store as reg
 from tracework.errors import (
     CommitAbsent,
@@ -31,7 +32,6 @@ from tracework.hashing import (
 )
 from tracework.register.models import (
     Assertion,
-    CaptureSource,
     DocumentSource,
     FileEntry,
     GitSource,
@@ -62,7 +62,7 @@ def _write_source(register_path: Path, sid: str, source: GitSource | DocumentSou
                 f"{register_path.name}: source {sid} already exists",
                 hint="a source is added once; give the new one another id (SRC-n)",
             )
-        sources[sid] = regy.source_node(source)
+        sources[sid] = nodes.source_node(source)
 
 
 def _check_source_id(sid: str) -> None:
@@ -334,7 +334,7 @@ def add_files(
             if before == entry:
                 added.append(AddedFile(path, entry, "unchanged"))
                 continue
-            files[path] = regy.file_node(entry)
+            files[path] = nodes.file_node(entry)
             if before is None:
                 added.append(AddedFile(path, entry, "new"))
                 continue
@@ -399,7 +399,7 @@ def add_assertion(
             old = kept[i]
             if (old.get("source"), old.get("path"), old.get("by"), old.get("at_commit")) == same:
                 del kept[i]
-        kept.append(regy.assertion_node(made))
+        kept.append(nodes.assertion_node(made))
     return AddedAssertion(made, found, compared, absent)
 
 
@@ -423,33 +423,6 @@ def asserted_commit(mirror: Mirror, text: str) -> tuple[str, bool]:
             hint="give the commit's full 40-hex id, as the dossier gives it (a short one "
             "cannot be resolved here); the assertion is then compared at the pin",
         ) from None
-
-
-def add_capture_source(ws: Workspace, register_path: Path, name: str, commit: str) -> str:
-    """Register the capture of ``name`` at ``commit`` as a source (the next SRC-n), with
-    the SHA-256 of every file its manifest lists — what it observed, not the manifest
-    itself, whose provenance (the isolation used, the runs compared, the machine's
-    interpreter) may differ between two runs that observed the same.  The same capture
-    again keeps its id; one whose files changed (captured again) is registered anew
-    under the same id.  Returns the source id."""
-    from tracework.capture.store import load_capture
-
-    capture = load_capture(ws, name, commit)  # verified against its manifest
-    files = {f.path: f.sha256 for f in capture.manifest.files}
-    source = CaptureSource(
-        capture=name, subject=capture.manifest.subject, commit=capture.commit, files=files
-    )
-    with regy.edit(register_path) as doc:
-        sources = regy.section(doc, "sources")
-        for sid, node in sources.items():
-            same = (node.get("kind"), node.get("capture"), node.get("commit"))
-            if same == ("capture", name, capture.commit):
-                sources[sid] = regy.source_node(source)
-                return str(sid)
-        numbers = [int(k.split("-")[1]) for k in sources if re.fullmatch(r"SRC-[0-9]+", k)]
-        sid = f"SRC-{max(numbers, default=0) + 1}"
-        sources[sid] = regy.source_node(source)
-    return sid
 
 
 def refuse_undecodable(paths: list[str]) -> None:

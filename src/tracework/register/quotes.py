@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import tracework.register.edits as regy
+import tracework.register.nodes as nodes
 import tracework.register.store as reg
 from tracework.errors import Interface, NotQuotable, RegisterError, SpanError, option
 from tracework.git.mirror import Mirror, TreeEntry
@@ -335,8 +336,8 @@ def add_quote(
         files = regy.section(doc["sources"][sid], "files")
         if path not in files:
             blob = mirror.read_blob(entry.oid)
-            files[path] = regy.file_node(file_entry(entry, blob))
-        quotes[decided.quote_id] = regy.quote_node(quote)
+            files[path] = nodes.file_node(file_entry(entry, blob))
+        quotes[decided.quote_id] = nodes.quote_node(quote)
     return QuoteAdded(decided.quote_id, quote, decided.replaced)
 
 
@@ -380,8 +381,8 @@ def write_quotes(register_path: Path, changes: list[Change]) -> str | None:
                 )
             files = regy.section(doc["sources"][quote.source], "files")
             if quote.path not in files and change.file is not None:
-                files[quote.path] = regy.file_node(change.file)
-            quotes[qid] = regy.quote_node(quote)
+                files[quote.path] = nodes.file_node(change.file)
+            quotes[qid] = nodes.quote_node(quote)
             held.setdefault(_evidence(quote), qid)
     return None
 
@@ -461,25 +462,3 @@ def _as_quote(node: Any) -> Quote:
 
 def _literal(value: str, interface: Interface) -> str:
     return f'"{value}"' if interface == "notebook" else f" {value}"
-
-
-def remove_quote(ws: Workspace, register_path: Path, quote_id: str) -> Quote:
-    """Remove a quote from the register, unless a notebook still cites it (named, with
-    its cell: see :mod:`tracework.register.citations`).  Returns what was removed."""
-    from tracework.register.citations import citing_cells
-
-    register = reg.load(register_path)
-    if quote_id not in register.quotes:
-        known = ", ".join(sorted(register.quotes)[:12]) or "none"
-        raise RegisterError(
-            f"{register_path.name}: there is no quote {quote_id}", hint=f"its quotes: {known}"
-        )
-    cited = citing_cells(ws, register, quote_id)
-    if cited:
-        raise RegisterError(
-            f"{register_path.name}: {quote_id} is still cited by " + "; ".join(cited),
-            hint="remove or change that citation first, then remove the quote",
-        )
-    with regy.edit(register_path) as doc:
-        node = regy.section(doc, "quotes").pop(quote_id)
-    return Quote.model_validate(dict(node))

@@ -31,17 +31,17 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tracework import __version__
 from tracework.errors import RegisterError, validation_problem
 from tracework.fsio import write_atomic
 from tracework.hashing import sha256_file, sha256_hex
 from tracework.readers import DataError, load_json, load_yaml
 from tracework.register.data import RegisterData
+from tracework.version import __version__
 
 if TYPE_CHECKING:
     from tracework.register.models import Register
 
-__all__ = ["create", "data_of", "load", "load_data"]
+__all__ = ["data_of", "load", "load_data"]
 
 #: Bump when the compiled copy's layout changes.
 COMPILED_FORMAT = 3
@@ -268,10 +268,3 @@ def write_compiled_rows(path: Path, digest: str, content: bytes) -> None:
         write_atomic(
             _compiled_path(path), json.dumps(header._asdict()).encode("utf-8") + b"\n" + content
         )
-
-
-def create(path: Path, name: str) -> Register:
-    """Write a new, empty register; refuses to replace an existing one."""
-    from tracework.register.edits import create as create_yaml
-
-    return create_yaml(path, name)

@@ -20,8 +20,8 @@ from tracework.errors import RenderError, TraceworkError, validation_problem
 from tracework.fsio import locked
 from tracework.git.subjects import load_subject, open_mirror
 from tracework.readers import DataError
+from tracework.records.artefacts import CheckSummary, RecordEntry, as_stored, read_kernel_records
 from tracework.register.models import GitSource
-from tracework.render.artefacts import CheckSummary, RecordEntry, as_stored, read_kernel_records
 from tracework.render.execution import (
     Limits,
     execute,

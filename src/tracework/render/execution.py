@@ -27,14 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 from tracework.errors import ChecksFailed, RenderError, TraceworkError
 from tracework.hashing import sha256_hex
+from tracework.kernels.spec import ensure_kernelspec
+from tracework.kernels.warm import WarmKernel, shutdown
 from tracework.logs import swallowed
 from tracework.readers import DataError, load_json
+from tracework.records.artefacts import RECORDS_MIME
 
 if TYPE_CHECKING:  # nbformat costs a second to import (jsonschema); load it on use
     import nbformat
 
-KERNEL_NAME = "tracework"
-RECORDS_MIME = "application/vnd.tracework.notebook.records+json"
 
 log = logging.getLogger(__name__)
 
@@ -59,56 +60,6 @@ def load_nbformat() -> None:
             if hidden:
                 del sys.modules["rfc3987_syntax"]
     import nbformat  # noqa: F401
-
-
-def ensure_kernelspec() -> str:
-    """Write the ``tracework`` kernelspec for this interpreter if it is missing or stale.
-
-    It lives in ``<sys.prefix>/share/jupyter/kernels/tracework`` (the project's
-    ``.venv`` in this repository), so papermill and JupyterLab both run notebooks with
-    the environment tracework itself runs in.
-    """
-    spec = {
-        # the kernel's own log (transport warnings, shutdown noise) is not for readers;
-        # cell errors still reach the notebook as error outputs
-        "argv": [
-            sys.executable,
-            "-m",
-            "ipykernel_launcher",
-            "-f",
-            "{connection_file}",
-            "--IPKernelApp.log_level=CRITICAL",
-        ],
-        "display_name": "tracework (Python 3)",
-        "language": "python",
-        "metadata": {"debugger": True},
-    }
-    text = json.dumps(spec, indent=1, sort_keys=True) + "\n"
-    for base in _kernel_dirs():
-        target = base / KERNEL_NAME / "kernel.json"
-        try:
-            if target.is_file() and target.read_text(encoding="utf-8") == text:
-                return KERNEL_NAME
-            target.parent.mkdir(parents=True, exist_ok=True)
-            from tracework.fsio import write_atomic
-
-            write_atomic(target, text)
-            return KERNEL_NAME
-        except OSError:
-            continue
-    raise RenderError(
-        "cannot write a jupyter kernelspec for tracework",
-        hint="check that the environment's share/jupyter folder is writable",
-    )
-
-
-def _kernel_dirs() -> list[Path]:
-    from jupyter_core.paths import jupyter_data_dir
-
-    return [
-        Path(sys.prefix) / "share" / "jupyter" / "kernels",
-        Path(jupyter_data_dir()) / "kernels",
-    ]
 
 
 # -- source notebook checks (DESIGN §6.5) ---------------------------------------------
@@ -267,15 +218,11 @@ def execute(
     kernel = ensure_kernelspec()
     own = None
     if km is None:
-        from tracework.batch.kernels import WarmKernel
-
         own = WarmKernel(cwd)
     try:
         return _run(nb, output, parameters, cwd, limits, kernel, own.take() if own else km)
     finally:
         if own is not None:  # however the run ended, even before the kernel was taken:
-            from tracework.batch.kernels import shutdown
-
             own.discard()  # its warm-up stopped, the kernel killed and reaped
             shutdown(own.km)  # its connection file, ports and sockets released
 
@@ -698,7 +645,7 @@ def extract_records(nb: nbformat.NotebookNode) -> object | None:
     """The JSON the notebook last displayed as records.json (``wb.done()`` does), if any.
 
     Untyped on purpose: any cell may display that type, with data of any shape, so the
-    render reads it through the model (:class:`~tracework.render.artefacts.KernelRecords`),
+    render reads it through the model (:class:`~tracework.records.artefacts.KernelRecords`),
     whose refusal names what is wrong.
     """
     found = None

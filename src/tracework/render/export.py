@@ -23,12 +23,8 @@ from typing import TYPE_CHECKING, Any
 import nbformat
 from markupsafe import Markup
 
-from tracework import __version__
-from tracework.notebook.marks import atlas
-from tracework.notebook.views import display_css
-from tracework.register.models import DocumentSource, Register
-from tracework.render import fragments
-from tracework.render.artefacts import (
+from tracework.records.artefacts import (
+    RECORDS_MIME,
     HistoryEntry,
     KernelRecords,
     RenderManifest,
@@ -37,9 +33,13 @@ from tracework.render.artefacts import (
     quote_counts,
     to_json,
 )
-from tracework.render.execution import RECORDS_MIME
+from tracework.register.models import DocumentSource, Register
+from tracework.render import fragments
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.text import visible_markup
+from tracework.version import __version__
+from tracework.views.cards import display_css
+from tracework.views.marks import atlas
 
 if TYPE_CHECKING:  # nbconvert loads on first export
     from nbconvert import HTMLExporter
@@ -188,7 +188,7 @@ def report_kind(records: KernelRecords) -> str:
 
 def header_html(records: ReportRecords, title: str) -> str:
     """The page's header, from ``fragments/header.html.j2``: the one count of quotes
-    (:func:`~tracework.render.artefacts.quote_counts`) and every broken absence."""
+    (:func:`~tracework.records.artefacts.quote_counts`) and every broken absence."""
     cited, uncited = quote_counts(records)
     kind = report_kind(records)
     return fragments.render(

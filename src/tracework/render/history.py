@@ -4,7 +4,7 @@
 pin: counts of quote states, the first commit that changed each quote (see
 :mod:`tracework.drift.first_change`), broken absences, vanished identifiers and the
 records that need re-review.  :func:`read_history` and :func:`updated_history` keep one
-entry per render.  Both files' shapes are models of :mod:`tracework.render.artefacts`.
+entry per render.  Both files' shapes are models of :mod:`tracework.records.artefacts`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from tracework.drift.first_change import (
 from tracework.errors import TraceworkError, validation_problem
 from tracework.git.mirror import Mirror
 from tracework.git.subjects import open_mirror
-from tracework.notebook.absences import search
 from tracework.readers import DataError, load_json
-from tracework.render.artefacts import (
+from tracework.records.absences import search
+from tracework.records.artefacts import (
     BrokenIn,
     ChangedIn,
     Culprit,

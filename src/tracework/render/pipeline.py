@@ -22,15 +22,11 @@ from typing import Any
 from pydantic import ValidationError
 
 import tracework.register.store as reg
-from tracework import __version__
 from tracework.errors import RenderError, TraceworkError, check_iso_date, validation_problem
 from tracework.fsio import locked, write_atomic
 from tracework.git.subjects import load_subject, open_mirror
 from tracework.hashing import sha256_hex
-from tracework.notebook.rubrics import load_rubric, rubric_names, rubrics_key
-from tracework.notebook.views import summary_html
-from tracework.register.models import GitSource, Register
-from tracework.render.artefacts import (
+from tracework.records.artefacts import (
     CheckSummary,
     KernelRecords,
     RenderManifest,
@@ -39,6 +35,8 @@ from tracework.render.artefacts import (
     write_manifest,
     write_records,
 )
+from tracework.records.rubrics import load_rubric, rubric_names, rubrics_key
+from tracework.register.models import GitSource, Register
 from tracework.render.execution import (
     Limits,
     execute,
@@ -51,6 +49,8 @@ from tracework.render.execution import (
 )
 from tracework.render.history import drift_summary, read_history, updated_history
 from tracework.staging import Staging
+from tracework.version import __version__
+from tracework.views.cards import summary_html
 from tracework.workspace import Workspace, check_name
 
 

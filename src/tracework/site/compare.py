@@ -20,7 +20,7 @@ from typing import Any
 from tracework.errors import TraceworkError
 from tracework.git.mirror import Mirror
 from tracework.git.subjects import open_mirror
-from tracework.render.artefacts import MarkEntry, QuoteEntry
+from tracework.records.artefacts import MarkEntry, QuoteEntry
 from tracework.site.read import Render
 from tracework.workspace import Workspace
 

@@ -23,11 +23,9 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 
-from tracework import __version__
 from tracework.errors import TraceworkError
-from tracework.notebook.marks import mark_anchor
-from tracework.notebook.rubrics import Rubric
-from tracework.render.artefacts import HistoryEntry, MarkEntry
+from tracework.records.artefacts import HistoryEntry, MarkEntry
+from tracework.records.rubrics import Rubric
 from tracework.render.fragments import SHARED, add_filters, register_sources
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.site import charts
@@ -35,6 +33,8 @@ from tracework.site.compare import Spans, compare, page_name
 from tracework.site.read import SITE_MARKER, Render, Report, Site, gather
 from tracework.staging import Staging
 from tracework.text import counted, visible, visible_markup, visible_name
+from tracework.version import __version__
+from tracework.views.marks import mark_anchor
 from tracework.workspace import FOLDERS, MARKER, Workspace
 
 #: The site's templates and assets (not imported from rendering: that loads nbformat).

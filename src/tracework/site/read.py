@@ -22,11 +22,8 @@ from pydantic import ValidationError
 import tracework.register.store as reg
 from tracework.errors import TraceworkError, validation_problem
 from tracework.hashing import sha256_hex
-from tracework.notebook.records import DRIFT_STATES
-from tracework.notebook.rubrics import Rubric, load_rubric, rubric_names
 from tracework.readers import DataError
-from tracework.register.models import GitSource, Register
-from tracework.render.artefacts import (
+from tracework.records.artefacts import (
     HistoryEntry,
     RenderManifest,
     ReportRecords,
@@ -35,6 +32,9 @@ from tracework.render.artefacts import (
     read_manifest,
     read_records,
 )
+from tracework.records.kinds import DRIFT_STATES
+from tracework.records.rubrics import Rubric, load_rubric, rubric_names
+from tracework.register.models import GitSource, Register
 from tracework.render.history import history_data
 from tracework.text import visible_name
 from tracework.workspace import NAME, Workspace

@@ -1,7 +1,7 @@
 """JSON Schemas generated from the models, so other tools can read tracework files.
 
 The register's, and those of what a render writes (records.json, a history.json entry,
-manifest.json, a batch outcome, the check summary: :mod:`tracework.render.artefacts`).
+manifest.json, a batch outcome, the check summary: :mod:`tracework.records.artefacts`).
 ``tracework schema --write`` puts each in ``schemas/NAME.schema.json``.
 """
 
@@ -22,7 +22,7 @@ def register_schema_text() -> str:
 
 def schema_texts() -> dict[str, str]:
     """Every schema tracework publishes, by name (``schemas/<name>.schema.json``)."""
-    from tracework.render.artefacts import SCHEMAS
+    from tracework.records.artefacts import SCHEMAS
 
     texts = {"register": register_schema_text()}
     texts.update({name: _text(model, title) for name, (model, title) in SCHEMAS.items()})

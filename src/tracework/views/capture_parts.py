@@ -13,15 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tracework.capture.evidence import (
-    CapturedAt,
-    cases_table_html,
-    observed_line,
-    state_badge,
-    table_html,
-)
+from tracework.capture.evidence import CapturedAt
 from tracework.capture.store import CaptureResults, CaseResult, EnvironmentProvenance, ModelArm
-from tracework.notebook.views import badge, esc, esc_name, sha256_html
+from tracework.views.capture import cases_table_html, observed_line, state_badge, table_html
+from tracework.views.cards import badge, esc, esc_name, sha256_html
 
 
 def _meta(rows: Iterable[tuple[str, str]]) -> str:

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracework.notebook.records import ReviewStamp
-from tracework.notebook.rubrics import Rubric, RubricError
-from tracework.notebook.views import QuoteInfo, badge, esc, markdown, quote_html
-from tracework.render.artefacts import MarkEntry, ReviewedAt, RubricMarks, RubricMechanism
+from tracework.records.artefacts import MarkEntry, ReviewedAt, RubricMarks, RubricMechanism
+from tracework.records.kinds import ReviewStamp
+from tracework.records.rubrics import Rubric, RubricError
+from tracework.views.cards import QuoteInfo, badge, esc, markdown, quote_html
 
 
 @dataclass(frozen=True)

@@ -159,7 +159,7 @@ class Absence(Record):
     @classmethod
     def _compiles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         """Each pattern must be one the search can run: RE2, linear time (see absences)."""
-        from tracework.notebook.absences import compile_pattern
+        from tracework.records.absences import compile_pattern
 
         for pattern in value:
             compile_pattern(pattern)  # ValueError: pydantic names the field

@@ -7,7 +7,7 @@ what ``python -m ipykernel_launcher`` would have been: the same arguments,
 environment, working directory and ``sys.path``, a session and process group of its
 own.  A kernel dies with its host and a host with its worker.  Where a host cannot work
 (no ``pidfd_open``: not Linux) or fails, kernels start the usual way.  The warm-kernel
-pool that uses it is :mod:`tracework.batch.kernels`.
+pool that uses it is :mod:`tracework.kernels.warm`.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def waited_out(what: str, seconds: float) -> None:
 _HOST_CODE = (
     "import os, sys\n"
     "if sys.path and sys.path[0] in ('', os.getcwd()): del sys.path[0]\n"
-    "from tracework.batch.kernel_host import host_main\n"
+    "from tracework.kernels.host import host_main\n"
     "host_main(int(sys.argv[1]))  # forks ipykernel kernels\n"
     "os._exit(0)  # nothing to flush: skip tearing down ipykernel's modules (0.25 s)"
 )

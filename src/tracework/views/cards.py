@@ -30,11 +30,11 @@ from pygments.lexers import DiffLexer
 from tracework.drift.check import CheckItem
 from tracework.git.forge import upstream_file_url, upstream_url
 from tracework.hashing import is_lfs_pointer
-from tracework.notebook.absences import AbsenceResult
-from tracework.notebook.diagrams import DiagramCheck
-from tracework.notebook.records import KINDS, Absence, Record
+from tracework.records.absences import AbsenceResult
+from tracework.records.artefacts import CheckSummary
+from tracework.records.diagrams import DiagramCheck
+from tracework.records.kinds import KINDS, Absence, Record
 from tracework.register.models import FileEntry, Quote
-from tracework.render.artefacts import CheckSummary
 from tracework.screen import Screen
 from tracework.text import counted, lexer_for, visible, visible_name
 

@@ -33,6 +33,8 @@ from tracework.readers import load_json
 
 FULL_ID = r"^[0-9a-f]{40}$"
 RECORDS_FORMAT = "tracework.notebook.records/1"
+#: The MIME type the kernel displays its records under, for the render to collect.
+RECORDS_MIME = "application/vnd.tracework.notebook.records+json"
 
 
 class _Ours(BaseModel):

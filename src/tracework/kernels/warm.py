@@ -5,7 +5,7 @@ start (0.3 s), then the notebook's ``import tracework`` loads pydantic and the m
 (0.25 s).  In a batch of small reports that is most of the work, so a batch worker
 keeps two things:
 
-* a **kernel host** (:mod:`tracework.batch.kernel_host`): a process that imports ipykernel
+* a **kernel host** (:mod:`tracework.kernels.host`): a process that imports ipykernel
   and tracework once, then forks each kernel from that state; each fork runs exactly
   one notebook and is then killed, so no state passes between reports.
 * a **warm kernel**: while one report executes, the next report's kernel starts.
@@ -27,15 +27,15 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from tracework.batch.kernel_host import (
+from tracework.kernels.host import (
     HOSTED,
     KernelHost,
     dies_with_this_thread,
     hosted_provisioner,
 )
-from tracework.batch.kernel_host import waited_out as _waited_out
+from tracework.kernels.host import waited_out as _waited_out
+from tracework.kernels.spec import ensure_kernelspec
 from tracework.logs import swallowed
-from tracework.render.execution import ensure_kernelspec
 
 #: What a notebook's ``import tracework as tw; tw.open(...)`` loads, and no more: the
 #: kernel never exports HTML, and ``tracework.render.export`` would pull in nbformat and

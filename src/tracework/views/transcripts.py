@@ -6,7 +6,7 @@ a string or a list of text parts — shows as a conversation: each message's rol
 its content as a block of its real lines, wrapped at the column's edge, never cut.  Any
 other value shows as JSON whose strings holding newlines are blocks of their lines too.
 The canonical JSON a value is hashed as stays one click away (a fold), never the only
-view.  Every piece of recorded text is escaped (:func:`~tracework.notebook.views.esc`);
+view.  Every piece of recorded text is escaped (:func:`~tracework.views.cards.esc`);
 a role is a class name only when it is one of :data:`ROLES`.
 
 Each message and block names its path in the transcript (``model requests[0].messages[1]
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracework.capture.store import canonical
-from tracework.notebook.views import esc
+from tracework.views.cards import esc
 
 #: Roles a conversation styles by name; any other role is shown, escaped, unstyled.
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
