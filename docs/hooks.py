@@ -174,7 +174,71 @@ def workspace_defaults() -> str:
     return f"```toml\n{_MARKER_TEXT}```\n"
 
 
+def _first_sentence(doc: str) -> str:
+    """A docstring's first sentence, on one line, reST roles kept as code: up to the first
+    full stop outside a code span (at most about 200 characters)."""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    paragraph = re.sub(r":[a-z]+:`~?([^`]+)`", r"`\1`", paragraph).replace("``", "`")
+    inside, end = False, len(paragraph)
+    for i, char in enumerate(paragraph):
+        if char == "`":
+            inside = not inside
+        elif (
+            char == "."
+            and not inside
+            and paragraph[i + 1 : i + 2] in ("", " ")
+            and not re.search(r"(e\.g|i\.e|etc)$", paragraph[:i])
+        ):
+            end = i
+            break
+    sentence = paragraph[:end]
+    if len(sentence) > 200:
+        sentence = sentence[:200].rsplit(" ", 1)[0] + " …"
+    return sentence
+
+
+def _docstring(path: Path) -> str:
+    import ast
+
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    if not doc:
+        raise PluginError(f"{path.relative_to(ROOT)} has no docstring: say what it is for")
+    return doc
+
+
+def layers() -> list[list[str]]:
+    """The import contract's layers, top first, each a list of packages or modules
+    (pyproject.toml, ``[tool.importlinter]``: what ``lint-imports`` checks)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    [contract] = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    return [[name.strip() for name in layer.split("|")] for layer in contract["layers"]]
+
+
+def module_map() -> str:
+    """Every package and module of tracework, layer by layer from the top, each with the
+    first sentence of its docstring: what it is for."""
+    package = ROOT / "src" / "tracework"
+    rows = ["| layer | package | module: its job |", "|---|---|---|"]
+    for number, layer in enumerate(layers(), 1):
+        for name in layer:
+            folder = package / name
+            if folder.is_dir():
+                modules = sorted(p for p in folder.glob("*.py") if p.name != "__init__.py")
+                jobs = "<br>".join(
+                    f"`{p.stem}` {_cell(_first_sentence(_docstring(p)))}" for p in modules
+                )
+                about = _cell(_first_sentence(_docstring(folder / "__init__.py")))
+                rows.append(f"| {number} | `{name}/`: {about} | {jobs} |")
+            else:
+                job = _cell(_first_sentence(_docstring(package / f"{name}.py")))
+                rows.append(f"| {number} | `{name}.py` | {job} |")
+    return "\n".join(rows) + "\n"
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
+    "module-map": module_map,
     "record-kinds": record_kinds,
     "error-classes": error_classes,
     "schemas": schemas,

@@ -98,9 +98,7 @@ def test_the_cycle_finder_finds_a_cycle_closed_inside_a_function(tmp_path: Path)
 def test_the_import_contract_names_every_package_and_module() -> None:
     """A new package or top-level module must take its place in a layer."""
     config = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))
-    [contract] = [
-        c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"
-    ]
+    [contract] = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
     layered = {name.strip() for layer in contract["layers"] for name in layer.split("|")}
     top = {
         path.stem if path.is_file() else path.name
@@ -109,3 +107,51 @@ def test_the_import_contract_names_every_package_and_module() -> None:
         or (path.is_dir() and (path / "__init__.py").is_file())
     }
     assert top == layered
+
+
+def _layers() -> list[str]:
+    config = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))
+    [contract] = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    return [" | ".join(n.strip() for n in layer.split("|")) for layer in contract["layers"]]
+
+
+def test_the_readme_draws_the_layers_the_contract_checks() -> None:
+    """The README's drawing is the contract's list, top first (``__main__`` aside)."""
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Architecture", 1)[1].split("```", 2)[1]
+    drawn = [line.strip() for line in section.strip().splitlines()]
+    assert drawn == [layer for layer in _layers() if layer != "__main__"]
+
+
+def test_the_architecture_page_names_only_packages_that_exist() -> None:
+    """The page's drawing names every layer's packages, and its module table is generated
+    (so a module that is gone, or new, cannot be missed there)."""
+    page = (PROJECT / "docs" / "explanation" / "architecture.md").read_text(encoding="utf-8")
+    assert "<!-- generated: module-map -->" in page
+    drawing = page.split("```", 2)[1]
+    named = {
+        word.strip(",")
+        for line in drawing.strip().splitlines()
+        for word in line.split("  ")[0].replace("|", " ").split()
+    }
+    packages = {name.strip() for layer in _layers() for name in layer.split("|")}
+    assert named == packages - {"__main__"}
+
+
+def test_the_module_map_gives_every_module_its_job() -> None:
+    """The generated table lists each module with its docstring's first sentence."""
+    import sys
+
+    sys.path.insert(0, str(PROJECT / "docs"))
+    try:
+        import hooks  # the MkDocs hook that writes the table
+    finally:
+        sys.path.pop(0)
+    table = hooks.module_map()
+    for name, path in _modules().items():
+        parts = name.split(".")
+        if len(parts) == 3:  # a module of a package: listed in its package's row
+            assert f"`{parts[2]}` " in table, name
+        elif len(parts) == 2 and path.name != "__init__.py":
+            assert f"`{parts[1]}.py`" in table, name
+    assert "`sources` A capture registered as a source of a register" in table

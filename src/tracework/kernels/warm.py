@@ -1,4 +1,5 @@
-"""Kernels for batch renders: a fresh kernel per notebook, cheap to start, booted ahead.
+"""Warm kernels: a fresh kernel per notebook, cheap to start, booted ahead (a single render
+starts one while papermill loads; a batch worker boots the next while one report runs).
 
 Starting a kernel costs about half a second of CPU: Python, IPython and ipykernel
 start (0.3 s), then the notebook's ``import tracework`` loads pydantic and the models
