@@ -728,6 +728,7 @@ def test_the_committed_schema_is_current(tw):
         "batch-outcome",
         "check-summary",
         "capture-manifest",
+        "check",
     }
     for name, text in texts.items():
         path = SCHEMA_FILE.parent / f"{name}.schema.json"
@@ -864,6 +865,46 @@ def test_the_schema_validates_a_real_register(make_repo, pinned, tw):
     for fragment in ("too few items", "does not match", "0 of oneOf", "unexpected surprise",
                      "missing name"):  # fmt: skip
         assert fragment in problems, fragment
+
+
+@pytest.mark.slow
+def test_check_json_is_what_its_schema_says(make_repo, pinned, tw):
+    """``check --json`` at the pin and at a commit where evidence moved, changed and went
+    missing, held to ``schemas/check.schema.json``: every source kind, item field and
+    assertion state the schema names appears, and the schema refuses an item it lacks."""
+    repo = make_repo("toy")
+    repo.write("pkg/mod.py", "def keep():\n    return 1\n\n\ndef drop():\n    return 2\n")
+    repo.write("pkg/other.py", "X = 1\n")
+    repo.commit("first")
+    pinned(repo=repo)
+    ok(tw("register", "add-file", "demo", "SRC-1", "pkg/other.py"))
+    ok(tw("quote", "demo", "SRC-1", "pkg/mod.py", "--symbol", "keep", "--id", "Q-keep"))
+    ok(tw("quote", "demo", "SRC-1", "pkg/mod.py", "--symbol", "drop", "--id", "Q-drop"))
+    Path("dossier.md").write_text("pkg/other.py: abab…\n")
+    ok(tw("register", "add-document", "demo", "SRC-2", "dossier.md"))
+    ok(tw("register", "assert", "demo", "SRC-1", "pkg/other.py", "ab" * 32, "--by", "SRC-2"))
+    repo.write("pkg/mod.py", "\n\ndef keep():\n    return 1\n").remove("pkg/other.py")
+    later = repo.commit("second")
+    ok(tw("fetch", "toy"))
+    schema = json.loads((SCHEMA_FILE.parent / "check.schema.json").read_text(encoding="utf-8"))
+    seen = []
+    for args, code in (((), 0), (("--at", later), 1)):  # a differing assertion: a finding
+        result = tw("check", "demo", "--json", *args)
+        assert result.exit_code == code, result.output
+        output = json.loads(result.stdout)
+        assert _validate(output, schema, schema) == []
+        seen.append(output)
+    at_pin, moved = seen
+    assert {s["kind"] for s in at_pin["sources"]} == {"git", "document"}
+    assert {i["state"] for i in moved["items"]} >= {"moved", "missing"}
+    assert {a["state"] for a in moved["assertions"]} == {"missing"}
+    # the checker is not vacuous against this schema either
+    item = dict(moved["items"][0])
+    del item["hint"]
+    item["format_only"] = "no"
+    broken = {**moved, "items": [item]}
+    problems = "\n".join(_validate(broken, schema, schema))
+    assert "missing hint" in problems and "format_only: not boolean" in problems
 
 
 # -- the compiled copy -----------------------------------------------------------------------

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from tracework.errors import RegisterError, TraceworkError, check_iso_date
 from tracework.git.mirror import Blob, BlobStream, Changes, Mirror, TreeEntry, registered_kind
@@ -35,6 +35,14 @@ from tracework.register.store import data_of
 from tracework.workspace import Workspace
 
 if TYPE_CHECKING:
+    from tracework.drift.contract import (
+        AssertionJson,
+        CaptureSourceJson,
+        CheckItemJson,
+        CheckJson,
+        DocumentSourceJson,
+        GitSourceJson,
+    )
     from tracework.drift.relocate import QuoteDrift, Target
     from tracework.register.models import Register
 
@@ -63,7 +71,7 @@ class CheckItem(NamedTuple):
     sha256_at_commit: str | None = None  # what the checked commit holds, None if nothing
     hint: str | None = None  # the fix, a command, when one command is it
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> CheckItemJson:
         return {
             "kind": self.kind,
             "id": self.id,
@@ -108,7 +116,7 @@ class AssertionCheck(NamedTuple):
         lacks, that it is about that commit and was compared at the pin."""
         return where_compared(self.commit, self.about, self.absent)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> AssertionJson:
         return {
             "source": self.source,
             "path": self.path,
@@ -182,33 +190,46 @@ class CheckReport:
     def counts(self, kind: str | None = None) -> dict[str, int]:
         return dict(Counter(i.state for i in self.items if kind is None or i.kind == kind))
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> CheckJson:
+        """``check --json``'s object (:mod:`tracework.drift.contract`)."""
         return {
             "ok": self.ok,
             "register": self.register,
             "commit": self.commit,
-            "sources": [
-                {
-                    "id": s.source,
-                    "kind": "git",
-                    "subject": s.subject,
-                    "pin": s.pin,
-                    "commit": s.commit,
-                }
-                for s in self.sources
-            ]
-            + [
-                {"id": sid, "kind": "document", "location": d.location, "sha256": d.sha256}
-                for sid, d in self.document_sources.items()
-            ]
-            + [
-                {"id": sid, "kind": "capture", "capture": c.capture, "commit": c.commit}
-                for sid, c in self.capture_sources.items()
-            ],
+            "sources": self._sources_json(),
             "items": [i.as_json() for i in self.items],
             "assertions": [a.as_json() for a in self.assertions],
             "unchecked": list(self.unchecked),
         }
+
+    def _sources_json(self) -> list[GitSourceJson | DocumentSourceJson | CaptureSourceJson]:
+        sources: list[GitSourceJson | DocumentSourceJson | CaptureSourceJson] = []
+        for s in self.sources:
+            git: GitSourceJson = {
+                "id": s.source,
+                "kind": "git",
+                "subject": s.subject,
+                "pin": s.pin,
+                "commit": s.commit,
+            }
+            sources.append(git)
+        for sid, d in self.document_sources.items():
+            document: DocumentSourceJson = {
+                "id": sid,
+                "kind": "document",
+                "location": d.location,
+                "sha256": d.sha256,
+            }
+            sources.append(document)
+        for sid, c in self.capture_sources.items():
+            capture: CaptureSourceJson = {
+                "id": sid,
+                "kind": "capture",
+                "capture": c.capture,
+                "commit": c.commit,
+            }
+            sources.append(capture)
+        return sources
 
 
 class BlobCache:

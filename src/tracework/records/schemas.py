@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
+
+from tracework.drift.contract import CheckJson
+from tracework.records.artefacts import SCHEMAS
 
 from tracework.register.models import Register
 
@@ -21,16 +24,16 @@ def register_schema_text() -> str:
 
 
 def schema_texts() -> dict[str, str]:
-    """Every schema tracework publishes, by name (``schemas/<name>.schema.json``)."""
-    from tracework.records.artefacts import SCHEMAS
-
+    """Every schema tracework publishes, by name (``schemas/<name>.schema.json``): the
+    register's, those of the files a render writes, and ``check --json``'s."""
     texts = {"register": register_schema_text()}
     texts.update({name: _text(model, title) for name, (model, title) in SCHEMAS.items()})
+    texts["check"] = _text(CheckJson, "tracework check --json")
     return texts
 
 
-def _text(model: type[BaseModel], title: str) -> str:
-    schema: dict[str, Any] = model.model_json_schema()
+def _text(model: type[BaseModel] | type[CheckJson], title: str) -> str:
+    schema: dict[str, Any] = TypeAdapter(model).json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = title
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
