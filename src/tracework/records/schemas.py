@@ -1,6 +1,6 @@
 """JSON Schemas generated from the models, so other tools can read tracework files.
 
-The register's, and those of what a render writes (records.json, a history.json entry,
+The register's, those of what a render writes (records.json, a history.json entry,
 manifest.json, a batch outcome, the check summary: :mod:`tracework.records.artefacts`).
 ``tracework schema --write`` puts each in ``schemas/NAME.schema.json``.
 """
@@ -14,7 +14,6 @@ from pydantic import BaseModel, TypeAdapter
 
 from tracework.drift.contract import CheckJson
 from tracework.records.artefacts import SCHEMAS
-
 from tracework.register.models import Register
 
 
