@@ -1,7 +1,8 @@
 """JSON Schemas generated from the models, so other tools can read tracework files.
 
 The register's, those of what a render writes (records.json, a history.json entry,
-manifest.json, a batch outcome, the check summary: :mod:`tracework.records.artefacts`).
+manifest.json, a batch outcome, the check summary: :mod:`tracework.records.artefacts`),
+and what ``check --json`` prints (:mod:`tracework.drift.contract`).
 ``tracework schema --write`` puts each in ``schemas/NAME.schema.json``.
 """
 
