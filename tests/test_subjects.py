@@ -652,12 +652,22 @@ def test_init_inside_a_repository_adds_what_its_gitignore_lacks(tmp_path):
 def test_init_makes_git_commit_notebooks_without_outputs(tmp_path):
     """In a repository, init sets up nbstripout: a notebook saved with outputs is
     committed clean (the file on disk keeps them), and JupyterLab's checkpoints are
-    ignored.  Outside one, .gitattributes is written and the message says what to do."""
+    ignored.  In none, init makes one; with --no-git, .gitattributes is written and the
+    message says exactly what to run."""
 
-    outside = CliRunner().invoke(main, ["init", str(tmp_path / "loose")])
+    loose = tmp_path / "loose"
+    outside = CliRunner().invoke(main, ["init", str(loose), "--no-git"])
     assert outside.exit_code == 0, outside.output
-    assert "run `tracework init` again inside a git repository" in outside.output
-    assert "filter=nbstripout" in (tmp_path / "loose" / ".gitattributes").read_text()
+    assert f"run `git init {loose}` and then `tracework init` there again" in outside.output
+    assert "filter=nbstripout" in (loose / ".gitattributes").read_text()
+    assert not (loose / ".git").exists()
+
+    made = CliRunner().invoke(main, ["init", str(loose)])  # what the message said, in one
+    assert made.exit_code == 0, made.output
+    assert f"git repository created: {loose}" in made.output
+    assert "git strips them as notebooks are committed" in made.output
+    again = CliRunner().invoke(main, ["init", str(loose)])  # once made, never made again
+    assert "git repository created" not in again.output
 
     root = tmp_path / "analyst"
     root.mkdir()

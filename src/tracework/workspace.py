@@ -65,29 +65,51 @@ def _ignore_outputs(path: Path) -> None:
     _complete(path, _GITIGNORE)
 
 
+def in_repository(root: Path) -> bool:
+    """Whether ``root`` is inside a git work tree (the analyst's own, not a subject's)."""
+    try:
+        inside = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
+            capture_output=True,
+            text=True,
+        )
+    except OSError as exc:
+        raise TraceworkError(
+            f"cannot run git: {exc.strerror or exc}",
+            hint="install git, then run `tracework init` again",
+        ) from None
+    return inside.returncode == 0 and inside.stdout.strip() == "true"
+
+
+def make_repository(root: Path) -> str:
+    """``git init`` a workspace that is in no repository, as ``uv init`` and ``cargo
+    new`` do: registers, notebooks and their history belong under version control, and
+    the nbstripout filter is set in a repository's config.  Says what was done."""
+    if in_repository(root):
+        return ""
+    done = subprocess.run(["git", "init", "-q", str(root)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise TraceworkError(
+            f"git init {root} failed: " + (done.stderr.strip().splitlines() or ["git failed"])[-1],
+            hint="run `git init` there yourself, then `tracework init` again",
+        )
+    return f"git repository created: {root} (commit the workspace to keep its history)"
+
+
 def strip_notebook_outputs(root: Path) -> str:
     """Set up nbstripout for the workspace's notebooks, and say what was done.
 
     ``.gitattributes`` names the filter (its missing lines appended); the filter itself
     is git configuration, which no committed file may set, so it is written into the
     local config of the repository holding the workspace — as ``nbstripout --install``
-    would, with this Python.  Outside a repository, the message says to run ``init``
-    again once there is one."""
+    would, with this Python.  Outside a repository (``init --no-git``), the message
+    says exactly what to run."""
     _complete(root / ".gitattributes", _GITATTRIBUTES)
     git = ["git", "-C", str(root)]
-    try:
-        inside = subprocess.run(
-            [*git, "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True
-        )
-    except OSError as exc:
-        raise TraceworkError(
-            f"cannot run git to set up nbstripout: {exc.strerror or exc}",
-            hint="install git, then run `tracework init` again",
-        ) from None
-    if inside.returncode != 0 or inside.stdout.strip() != "true":
+    if not in_repository(root):
         return (
-            "notebook outputs: .gitattributes names the nbstripout filter; run `tracework "
-            "init` again inside a git repository to set the filter up"
+            "notebook outputs: .gitattributes names the nbstripout filter; to set it up, run "
+            f"`git init {shlex.quote(str(root))}` and then `tracework init` there again"
         )
     clean = f"{shlex.quote(sys.executable)} -m nbstripout"
     for key, value in (

@@ -12,12 +12,19 @@ from tracework.cli.common import find_workspace
 
 @click.command()
 @click.argument("directory", required=False, default=".", type=click.Path(file_okay=False))
-def init(directory: str) -> None:
-    """Make DIR (default: here) a workspace: tracework.toml and its four folders."""
-    from tracework.workspace import Workspace, strip_notebook_outputs
+@click.option(
+    "--no-git", is_flag=True, help="Do not make a git repository of DIR when it is in none."
+)
+def init(directory: str, no_git: bool) -> None:
+    """Make DIR (default: here) a workspace: tracework.toml and its four folders, in a git
+    repository (made here when DIR is in none, unless --no-git)."""
+    from tracework.workspace import Workspace, make_repository, strip_notebook_outputs
 
     ws = Workspace.init(Path(directory))
     click.echo(f"workspace ready at {ws.root}")
+    made = "" if no_git else make_repository(ws.root)
+    if made:
+        click.echo(made)
     click.echo(strip_notebook_outputs(ws.root))
 
 
