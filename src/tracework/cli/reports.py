@@ -21,11 +21,12 @@ from tracework.cli.output import (
 @click.option("--commit", required=True, help="Commit to pin (hex id or unique prefix).")
 @click.option(
     "--kind",
-    type=click.Choice(["runtime", "investigation"]),
+    type=click.Choice(["runtime", "investigation", "atlas"]),
     default="runtime",
     show_default=True,
     help="runtime: a runtime account; investigation: the parts of an investigation record "
-    "built on a capture, its provenance, status conditions, results and limits computed.",
+    "built on a capture, its provenance, status conditions, results and limits computed; "
+    "atlas: summary, mental model, mechanisms marked against a rubric, screen, open questions.",
 )
 @click.option(
     "--capture",
@@ -34,12 +35,25 @@ from tracework.cli.output import (
     metavar="NAME",
     help="With --kind investigation: the capture it is built on (default: the report's name).",
 )
-def new(name: str, subject_name: str, commit: str, kind: str, capture_name: str | None) -> None:
+@click.option(
+    "--rubric",
+    default=None,
+    metavar="RUBRIC",
+    help="With --kind atlas: the rubric it is marked against (default: the only one there is).",
+)
+def new(
+    name: str,
+    subject_name: str,
+    commit: str,
+    kind: str,
+    capture_name: str | None,
+    rubric: str | None,
+) -> None:
     """Create notebooks/NAME.ipynb (clean, with a parameters cell) and registers/NAME.yaml."""
     from tracework.notebook.scaffold import new_report
 
     ws = find_workspace()
-    notebook, register_path = new_report(ws, name, subject_name, commit, kind, capture_name)
+    notebook, register_path = new_report(ws, name, subject_name, commit, kind, capture_name, rubric)
     click.echo(f"created {notebook.relative_to(ws.root)} and {register_path.relative_to(ws.root)}")
     click.echo(f"next: open the notebook in JupyterLab, then `tracework render {name}`")
 

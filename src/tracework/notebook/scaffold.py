@@ -16,11 +16,11 @@ from tracework.register.evidence import add_source
 from tracework.workspace import Workspace, check_name
 
 _GUIDE = """\
-Quote spans of the subject at the pin and declare what the code does. Each quote is
-hashed, and a cell's quotes are added to `registers/{name}.yaml` when it ends (author
-mode); a render
-(`tracework render {name}`) re-executes this notebook in render mode and never
-writes to the register.
+Write the account here: what runs, in what order, and what it keeps. Quote spans of the
+subject at the pin and declare what the code does. Each quote is hashed, and a cell's
+quotes are added to `registers/{name}.yaml` when it ends (author mode); a render
+(`tracework render {name}`) re-executes this notebook in render mode and never writes
+to the register.
 
 ```python
 q = src.quote("pkg/store.py", lines=(10, 14))        # or symbol="Store.write", or match="text"
@@ -39,9 +39,16 @@ results and the capture's own limits are computed from the capture's manifest an
 register: write the question, the method and what the capture shows between them.
 """
 
-#: The parts of an investigation, in order: a heading, what the analyst writes under
-#: it, and the cell that fills the rest from the capture (None: prose alone).
-_PARTS: tuple[tuple[str, str, str | None], ...] = (
+#: The cell tag of a scaffold's guidance: shown in JupyterLab, never in a report (the
+#: export drops tagged cells with nbconvert's ``TagRemovePreprocessor``).
+GUIDE_TAG = "tracework-guide"
+
+#: A part of a report's shape: its heading, the guidance under it (for the analyst, not
+#: published), and the cell that fills the rest (None: prose alone).
+Part = tuple[str, str, str | None]
+
+#: The parts of an investigation, in order.
+_PARTS: tuple[Part, ...] = (
     (
         "Question",
         "What the static reading says the code does, and what this capture asks of it at "
@@ -64,16 +71,83 @@ _PARTS: tuple[tuple[str, str, str | None], ...] = (
         '#          operation="observed", evidence=[cap.case("..."), hook])\n'
         "cap.transcripts()",
     ),
-    ("Limits", "What this fixture cannot show, beyond what the capture lists:", "cap.limits()"),
+    ("Limits", "What this fixture cannot show, beyond what the capture lists.", "cap.limits()"),
+)
+
+_ATLAS_GUIDE = """\
+An atlas report reads one system against the rubric `{rubric}`
+(`registers/rubrics/{rubric}.yaml`): what it is, how it works, and which of the rubric's
+mechanisms it carries, each mark backed by evidence. The site's matrix sets this report's
+marks beside every other system's.
+"""
+
+#: The parts of an atlas report, in order.  The screen and the rubric marks make their
+#: own sections (headed "Screen of the checkout" and "Rubric marks").
+_ATLAS_PARTS: tuple[Part, ...] = (
+    (
+        "Summary",
+        "What the system is, what it keeps and for how long, and the two or three findings "
+        "that matter most, in a paragraph a reader can stop after.",
+        None,
+    ),
+    (
+        "Mental model",
+        "The system's life cycle in a few steps, each backed by a quote, and a diagram of "
+        "the records that carry it.",
+        '# q = src.quote("pkg/module.py", symbol="Class.method")\n'
+        '# wb.component("RT-CMP-...", label="...", identity="...", evidence=[q])\n'
+        '# wb.diagram("mental-model", caption="...", records="all")',
+    ),
+    (
+        "Mechanisms",
+        "One short account per mechanism of the rubric: present (with the records or quotes "
+        "that show it) or absent (with an evidenced absence where the code allows one).",
+        '# wb.mark("{rubric}", "mechanism-id", present=True, evidence=[q])\n'
+        '# wb.mark("{rubric}", "other-id", present=False, evidence=["RT-ABS-..."],\n'
+        '#         note="...")',
+    ),
+    (
+        "",
+        "What a checkout of the subject would run, install or instruct, and its packages "
+        "inside the cooldown window: `wb.screen()` makes that section.",
+        "wb.screen()",
+    ),
+    (
+        "Open questions",
+        "What this reading could not settle, and what would settle it (a capture, a "
+        "maintainer's answer, a later commit).",
+        None,
+    ),
 )
 
 
+def _guide(text: str) -> nbformat.NotebookNode:
+    """Guidance for the analyst: a markdown cell tagged never to be published."""
+    cell: nbformat.NotebookNode = new_markdown_cell(f"*Guidance, not published:* {text}")
+    cell.metadata["tags"] = [GUIDE_TAG]
+    return cell
+
+
+def _parts(parts: tuple[Part, ...], **names: str) -> list[nbformat.NotebookNode]:
+    """Each part's heading, guidance and cell, with ``names`` filled in."""
+    cells = []
+    for heading, guidance, code in parts:
+        if heading:
+            cells.append(new_markdown_cell(f"## {heading}"))
+        if guidance:
+            cells.append(_guide(guidance.format(**names)))
+        if code is not None:
+            cells.append(new_code_cell(code.format(**names)))
+    return cells
+
+
 def notebook_for(
-    name: str, kind: str = "runtime", capture: str | None = None
+    name: str, kind: str = "runtime", capture: str | None = None, rubric: str | None = None
 ) -> nbformat.NotebookNode:
     """The starting notebook: title, parameters cell, opening cell, then the kind's own
-    parts (a runtime account, or an investigation's parts around ``capture``), records
-    and done."""
+    parts (a runtime account, an investigation's parts around ``capture``, or an atlas
+    report's marked against ``rubric``), records and done.  Guidance cells are tagged
+    :data:`GUIDE_TAG`, so that no report publishes them."""
     params = new_code_cell(
         f'register = "{name}"\ncommit = None  # None: the register\'s pin\n'
         'mode = "author"  # tracework render passes "render"\n'
@@ -88,22 +162,28 @@ def notebook_for(
     if kind == "investigation":
         capture = capture or name
         cells = [
-            new_markdown_cell(
-                f"# {name}: investigation record\n\n" + _INVESTIGATION_GUIDE.format(capture=capture)
-            ),
+            new_markdown_cell(f"# {name}: investigation record"),
+            _guide(_INVESTIGATION_GUIDE.format(capture=capture)),
             params,
             new_code_cell(opening + f'\ncap = wb.capture("{capture}")'),
+            *_parts(_PARTS),
         ]
-        for heading, prose, code in _PARTS:
-            cells.append(new_markdown_cell(f"## {heading}" + (f"\n\n{prose}" if prose else "")))
-            if code is not None:
-                cells.append(new_code_cell(code))
-    else:
+    elif kind == "atlas":
+        named = rubric or "RUBRIC"
         cells = [
-            new_markdown_cell(f"# {name} runtime report\n\n" + _GUIDE.format(name=name)),
+            new_markdown_cell(f"# {name}: atlas report"),
+            _guide(_ATLAS_GUIDE.format(rubric=named)),
             params,
             new_code_cell(opening),
-            new_markdown_cell("## Runtime account\n\nWrite the account here."),
+            *_parts(_ATLAS_PARTS, rubric=named),
+        ]
+    else:
+        cells = [
+            new_markdown_cell(f"# {name} runtime report"),
+            params,
+            new_code_cell(opening),
+            new_markdown_cell("## Runtime account"),
+            _guide(_GUIDE.format(name=name)),
         ]
     cells += [new_code_cell("wb.records()"), new_code_cell("wb.done()")]
     nb: nbformat.NotebookNode = new_notebook(cells=cells)
@@ -119,7 +199,7 @@ def notebook_for(
 
 
 #: What ``tracework new --kind`` scaffolds.
-KINDS = ("runtime", "investigation")
+KINDS = ("runtime", "investigation", "atlas")
 
 
 def new_report(
@@ -129,9 +209,11 @@ def new_report(
     commit: str,
     kind: str = "runtime",
     capture: str | None = None,
+    rubric: str | None = None,
 ) -> tuple[Path, Path]:
     """Create ``notebooks/NAME.ipynb`` of ``kind`` and ``registers/NAME.yaml`` pinned at
-    ``commit``; an investigation cites ``capture`` (default: NAME)."""
+    ``commit``; an investigation cites ``capture`` (default: NAME), an atlas report is
+    marked against ``rubric`` (default: the workspace's only rubric, if it has one)."""
     check_name(name, "report")
     if kind not in KINDS:
         raise TraceworkError(f"no report kind {kind!r}", hint=f"kinds: {', '.join(KINDS)}")
@@ -140,8 +222,15 @@ def new_report(
             "--capture names the capture of an investigation",
             hint="add --kind investigation, or cite a capture with wb.capture(NAME) yourself",
         )
+    if rubric is not None and kind != "atlas":
+        raise TraceworkError(
+            "--rubric names the rubric of an atlas report",
+            hint="add --kind atlas, or mark against a rubric with wb.mark(RUBRIC, ...) yourself",
+        )
     if kind == "investigation":
         capture_name(capture or name)
+    if kind == "atlas":
+        rubric = _rubric_for(ws, rubric)
     if name == "site":
         raise TraceworkError(
             "'site' is not a report name: reports/site is where the site is published",
@@ -161,6 +250,24 @@ def new_report(
     except TraceworkError:
         register_path.unlink()
         raise
-    write_atomic(notebook, nbformat.writes(notebook_for(name, kind, capture)) + "\n")
+    write_atomic(notebook, nbformat.writes(notebook_for(name, kind, capture, rubric)) + "\n")
     ensure_kernelspec()
     return notebook, register_path
+
+
+def _rubric_for(ws: Workspace, rubric: str | None) -> str | None:
+    """The rubric an atlas report is marked against: the one named (which must exist),
+    else the workspace's only one; None leaves a placeholder to fill in."""
+    folder = ws.registers / "rubrics"
+    have = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+    if rubric is None:
+        return have[0] if len(have) == 1 else None
+    check_name(rubric, "rubric")
+    if rubric not in have:
+        raise TraceworkError(
+            f"no rubric {rubric}: registers/rubrics/{rubric}.yaml does not exist",
+            hint=f"rubrics here: {', '.join(have)}"
+            if have
+            else "write the rubric first (see docs/how-to/rubrics.md)",
+        )
+    return rubric

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import nbformat
 from markupsafe import Markup
 
+from tracework.notebook.scaffold import GUIDE_TAG
 from tracework.records.artefacts import (
     RECORDS_MIME,
     HistoryEntry,
@@ -406,6 +407,7 @@ def html_exporter() -> HTMLExporter:
     exporter: HTMLExporter | None = getattr(_exporters, "html", None)
     if exporter is None:
         from nbconvert import HTMLExporter
+        from nbconvert.preprocessors import TagRemovePreprocessor
 
         exporter = HTMLExporter(
             template_name="tracework",
@@ -415,6 +417,10 @@ def html_exporter() -> HTMLExporter:
             exclude_output_prompt=True,
             sanitize_html=True,
             filters={"clean_html": clean_html},
+        )
+        # a scaffold's guidance is for the analyst, never for a reader
+        exporter.register_preprocessor(
+            TagRemovePreprocessor(remove_cell_tags={GUIDE_TAG}, enabled=True), enabled=True
         )
         _exporters.html = exporter
     return exporter
