@@ -322,24 +322,28 @@ class _Headings(HTMLParser):
 
 
 def toc_html(page: str) -> str:
-    """A nested table of contents from the page's own h2/h3 ids."""
+    """A nested table of contents from the page's own h2/h3 ids: each h3 in a list inside
+    the item of the h2 before it (one before any h2 is listed at the top level)."""
     parser = _Headings()
     parser.feed(page)
     out = ['<nav class="tw-toc" aria-label="Contents"><h2>Contents</h2><ol>']
-    open_sub = False
+    item_open = sub_open = False
     for level, ident, text in parser.found:
         link = f'<a href="#{html.escape(ident, quote=True)}">{html.escape(text)}</a>'
-        if level == 2:
-            out.append("</li></ol>" if open_sub else "</li>" if len(out) > 1 else "")
-            open_sub = False
-            out.append(f"<li>{link}")
-        else:
-            if not open_sub:
+        if level == 3 and item_open:
+            if not sub_open:
                 out.append("<ol>")
-                open_sub = True
+                sub_open = True
             out.append(f"<li>{link}</li>")
-    out.append("</ol></li>" if open_sub else "</li>" if len(out) > 1 else "")
-    out.append("</ol></nav>")
+            continue
+        if sub_open:
+            out.append("</ol>")
+            sub_open = False
+        if item_open:
+            out.append("</li>")
+        out.append(f"<li>{link}")
+        item_open = True
+    out.append(("</ol>" if sub_open else "") + ("</li>" if item_open else "") + "</ol></nav>")
     return "".join(out)
 
 
