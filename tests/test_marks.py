@@ -216,11 +216,20 @@ def test_the_report_header_is_an_atlas_of_each_rubric(wb, workspace):
         "name": "Items <script>expire</script>",
     }
     header = header_html(wb._kernel_records(), "A <b>title</b>")
-    chips = re.findall(r'<a class="tw-chip ([^"]*)" href="([^"]*)" title="([^"]*)">', header)
+    chips = re.findall(
+        r'<a class="tw-chip ([^"]*)" href="([^"]*)" title="([^"]*)">'
+        r'<span aria-hidden="true">.</span> ([^<]*)<span',
+        header,
+    )  # each chip says its mechanism's name, its id the tooltip
     assert chips == [
-        ("tw-chip-present", "#mark/hygiene/bounded", "A bound on items"),
-        ("tw-chip-unmarked", "#mark/hygiene/expiry", "Items &lt;script&gt;expire&lt;/script&gt;"),
-        ("tw-chip-absent", "#mark/hygiene/audit", "Writes are logged"),
+        ("tw-chip-present", "#mark/hygiene/bounded", "bounded", "A bound on items"),
+        (
+            "tw-chip-unmarked",
+            "#mark/hygiene/expiry",
+            "expiry",
+            "Items &lt;script&gt;expire&lt;/script&gt;",
+        ),
+        ("tw-chip-absent", "#mark/hygiene/audit", "audit", "Writes are logged"),
     ]
     assert ": carries 1 of 3</p>" in header and '<span class="tw-sr">: not marked</span>' in header
     assert "<b>title" not in header and "<script>" not in header

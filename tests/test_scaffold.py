@@ -3,6 +3,8 @@ analyst (tagged cells JupyterLab shows and no report publishes)."""
 
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 
@@ -111,6 +113,41 @@ def test_a_scaffold_s_guidance_never_reaches_the_report(pinned, tw, workspace):
         assert "Guidance" not in page and "Write the account" not in page
         assert "src.quote(" not in page
     page = (workspace.reports / "mem" / commit[:12] / "report.html").read_text()
-    assert page.count("<h2 id=\"screen\">") == 1  # its own heading, and no second
+    assert page.count('<h2 id="screen">') == 1  # its own heading, and no second
     for heading in ("Summary", "Mental model", "Mechanisms", "Open questions"):
         assert f">{heading}<" in page, heading
+
+
+@pytest.mark.slow
+def test_an_analyst_s_own_heading_replaces_an_automatic_section_s(pinned, tw, workspace):
+    """``## Screen`` right above ``wb.screen()``, and a ``## Rubric marks`` of the analyst's:
+    each section shows once, under the analyst's heading, its anchor kept."""
+    repo = pinned({"a.py": "x = 1\n"})
+    commit = repo.commits[0]
+    (workspace.registers / "rubrics").mkdir()
+    (workspace.registers / "rubrics" / "keeping.yaml").write_text(RUBRIC)
+    assert (
+        tw("new", "mem", "--subject", "toy", "--commit", commit, "--kind", "atlas").exit_code == 0
+    )
+    path = workspace.notebooks / "mem.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    at = next(n for n, c in enumerate(nb.cells) if c.source == "wb.screen()")
+    nb.cells.insert(at, nbformat.v4.new_markdown_cell("## Screen"))
+    body = (
+        'q = src.quote("a.py", lines=(1, 1))\n'
+        'wb.component("RT-CMP-x", label="X", identity="The module.", evidence=[q])\n'
+        'wb.mark("keeping", "expiry", present=False, note="Nothing ages out.")'
+    )
+    nb.cells.insert(-2, nbformat.v4.new_markdown_cell("## Rubric marks\n\nWhat it carries."))
+    nb.cells.insert(-2, nbformat.v4.new_code_cell(body))
+    nbformat.write(nb, path)
+    assert tw("author", "mem").exit_code == 0
+    rendered = tw("render", "mem")
+    assert rendered.exit_code == 0, rendered.output
+    page = (workspace.reports / "mem" / commit[:12] / "report.html").read_text()
+    main = page.split("<main", 1)[1]
+    headings = re.findall(r"<h2[^>]*>([^<]*)", main)
+    assert "Screen of the checkout" not in headings and headings.count("Screen") == 1
+    assert headings.count("Rubric marks") == 1  # the analyst's, not a second one
+    assert headings.index("Rubric marks") > headings.index("Screen")  # where it was written
+    assert 'id="screen"' in main and 'id="rubric-marks"' in main  # links still land

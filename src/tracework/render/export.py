@@ -130,8 +130,57 @@ def reader_notebook(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, s
     if marks:
         held = nbformat.v4.new_code_cell(outputs=marks)
         held.id = "tracework-marks"  # a fixed id: renders stay byte-identical
+        own = _heading_cell(nb, _MARKS_HEADINGS)
+        if own is not None:  # the analyst's own heading: the section goes under it
+            after = own + 1
+            _drop_heading(held, _MARKS_OPENING)
         nb.cells.insert(after, held)
+    for n, cell in enumerate(nb.cells):  # wb.screen() right under a heading of the analyst's
+        if n and cell.cell_type == "code" and _ends_with_heading(nb.cells[n - 1]):
+            _drop_heading(cell, _SCREEN_OPENING)
     return nb, title
+
+
+#: How the automatic sections open; an analyst's heading right above one replaces its own.
+_SCREEN_OPENING = (
+    '<section class="tw-screen"><h2 id="screen">Screen of the checkout</h2>',
+    '<section class="tw-screen" id="screen">',
+)
+_MARKS_OPENING = (
+    '<section class="tw-marks"><h2 id="rubric-marks">Rubric marks</h2>',
+    '<section class="tw-marks" id="rubric-marks">',
+)
+#: Headings of the analyst's under which the rubric marks go (lower case).
+_MARKS_HEADINGS = ("rubric marks", "marks")
+
+
+def _heading_lines(cell: nbformat.NotebookNode) -> list[str]:
+    if cell.cell_type != "markdown":
+        return []
+    return [line for line in cell.source.split("\n") if line.startswith("#")]
+
+
+def _ends_with_heading(cell: nbformat.NotebookNode) -> bool:
+    """A markdown cell whose last non-blank line is a heading."""
+    lines = [line for line in cell.source.split("\n") if line.strip()]
+    return cell.cell_type == "markdown" and bool(lines) and lines[-1].startswith("#")
+
+
+def _heading_cell(nb: nbformat.NotebookNode, texts: tuple[str, ...]) -> int | None:
+    """The first markdown cell with a heading whose words are one of ``texts``."""
+    for n, cell in enumerate(nb.cells):
+        for line in _heading_lines(cell):
+            if line.lstrip("#").strip().lower() in texts:
+                return n
+    return None
+
+
+def _drop_heading(cell: nbformat.NotebookNode, opening: tuple[str, str]) -> None:
+    """Open an automatic section without its own heading (its id kept on the section)."""
+    for output in cell.get("outputs", []):
+        page = output.get("data", {}).get("text/html")
+        if isinstance(page, str) and opening[0] in page:  # after the display's <style>
+            output.data["text/html"] = page.replace(opening[0], opening[1], 1)
 
 
 def _is_marks(output: nbformat.NotebookNode) -> bool:

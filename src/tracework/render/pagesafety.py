@@ -36,7 +36,7 @@ _ATTRIBUTES = {
     "*": {"class", "id", "lang", "style", "title"},
     "a": {"href"},
     "img": {"alt", "height", "src", "width"},
-    "td": {"colspan", "rowspan"},
+    "td": {"colspan", "rowspan", "data-label"},  # a cell's column, shown on a phone (CSS)
     "th": {"colspan", "rowspan", "scope"},
     "col": {"span"},
     "colgroup": {"span"},

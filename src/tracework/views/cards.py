@@ -467,14 +467,15 @@ def screen_html(result: Screen) -> str:
     runs it, then the dependencies inside the cooldown and what each lock file allows."""
     counts = ", ".join(f"{n} {esc(c)}" for c, n in result.counts().items())
     rows = "".join(
-        f'<tr><td>{esc(f.category)}</td><td><span class="tw-path">{esc_name(f.path)}:{f.line}'
-        f"</span></td><td>{esc(f.what())}"
+        f'<tr><td data-label="category">{esc(f.category)}</td><td data-label="where">'
+        f'<span class="tw-path">{esc_name(f.path)}:{f.line}</span></td>'
+        f'<td data-label="what">{esc(f.what())}'
         + (
             " (" + ", ".join(f'<span class="tw-path">{esc_name(r)}</span>' for r in f.run_by) + ")"
             if f.run_by
             else ""
         )
-        + f"</td><td><code>{esc(f.text)}</code></td></tr>"
+        + f'</td><td data-label="the line"><code>{esc(f.text)}</code></td></tr>'
         for f in result.findings
     )
     window = result.cooldown
@@ -507,7 +508,8 @@ def screen_html(result: Screen) -> str:
         f"<p>{result.files} paths at <code>{esc(result.commit[:12])}</code> read as git blobs; "
         f"nothing was installed or run. {counts}. Agent-instruction files are listed as data "
         "and were not followed.</p>"
-        "<table><thead><tr><th>category</th><th>where</th><th>what</th><th>the line</th></tr>"
+        '<table class="tw-findings"><thead><tr><th>category</th><th>where</th><th>what</th>'
+        "<th>the line</th></tr>"
         f"</thead><tbody>{rows}</tbody></table>{cooldown}</section>"
     )
 
