@@ -302,15 +302,39 @@ def test_runtime_draws_kinds_apart_routes_along_their_steps_and_dashed_authority
         ("RT-CMP-store", "RT-OBJ-notes", "Recall"),
         ("RT-OBJ-notes", "RT-CMP-model", ""),
     ]
-    assert "  linkStyle 0 stroke:#2451a6,stroke-width:2px" in text
-    assert "  linkStyle 1,2 stroke:#1c7a45,stroke-width:2px" in text
-    # the authority path: dashed, labelled with its record label, not its long channel
+    assert "  linkStyle 0 stroke:#3d7be0,stroke-width:2px" in text
+    assert "  linkStyle 1,2 stroke:#2b9a5a,stroke-width:2px" in text
+    # the authority path: dashed, labelled with its record label, not its long channel,
+    # in a grey that shows on a dark page as on a light one
     assert '  RT-OBJ-notes -.->|"Notes to the model"| RT-BAP-p' in text
+    assert "  linkStyle 3 stroke:#8c95a6,stroke-width:2px" in text
     assert len(parsed.edges) == 4
     assert runtime(["RT-CMP-a"], [], [], {}).startswith("flowchart TB")
     assert runtime(["RT-CMP-a"], [], [], {}, "RL").startswith("flowchart RL")
     untitled = runtime([], [], [path], {})
     assert '-.->|"A long channel text"|' in untitled  # no record label: the channel
+
+
+def test_a_runtime_says_a_consumer_once_and_draws_what_holds_an_object():
+    """A path labelled by default (its consumer's words) is labelled with its channel,
+    not the consumer's text again; an object's holder is drawn, joined to it."""
+    consumer = "The `reply` call"
+    path = PathStub("RT-BAP-p", "RT-OBJ-notes", consumer, "the prompt's first line")
+    for title in (consumer, "The reply call"):  # as declared, and with its code unwrapped
+        text = runtime([], [], [path], {"RT-BAP-p": title})
+        assert '-.->|"the prompt\'s first line"| RT-BAP-p' in text
+        assert text.count("reply") == 1  # the consumer's node alone
+    held = runtime(
+        ["RT-OBJ-notes"],
+        [],
+        [],
+        {"RT-CMP-store": "Store"},
+        held={"RT-OBJ-notes": "RT-CMP-store", "RT-OBJ-gone": "RT-CMP-other"},
+    )
+    parsed = parse(held)
+    assert ("RT-CMP-store", "RT-OBJ-notes", "holds") in parsed.edges
+    assert '  RT-CMP-store["Store"]' in held and "RT-CMP-other" not in held
+    assert "  linkStyle 0 stroke:#8c95a6,stroke-width:1.5px" in held
 
 
 @pytest.mark.parametrize(

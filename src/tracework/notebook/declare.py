@@ -20,6 +20,7 @@ from tracework.errors import RecordError, TraceworkError, validation_problem
 from tracework.git.subjects import open_mirror
 from tracework.notebook.jupyter import CaseView, ExcerptView, FileView, Html, QuoteView, cell_id
 from tracework.records.absences import AbsenceResult, search
+from tracework.records.diagrams import unwrapped
 from tracework.records.kinds import (
     VOCABULARIES,
     Absence,
@@ -481,7 +482,8 @@ class RecordDeclarations:
             channel: How it gets there (Markdown).
             force: What weight it carries there: an instruction, context, a default (Markdown).
             horizon: How long it keeps that weight (Markdown).
-            label: A short name (default: the consumer's first sentence).
+            label: A short name (default: the consumer's first sentence, code spans
+                shown without their backticks).
             evidence: What backs it.
             reviewed: The review stamp.
             **fields: `source_material` (a declared record, the retained material), `route`
@@ -505,7 +507,7 @@ class RecordDeclarations:
                 evidence,
                 reviewed,
                 dict(
-                    label=label or consumer.split(".")[0][:80],
+                    label=label or unwrapped(consumer).split(". ")[0][:80],
                     consumer=consumer,
                     channel=channel,
                     force=force,

@@ -1170,6 +1170,7 @@ class Workbench(RecordDeclarations):
             [r for r in chosen if isinstance(r, AuthorityPath)],
             titles,
             direction,
+            held={r.id: r.held_by for r in chosen if isinstance(r, OperativeObject) and r.held_by},
         )
 
     def _record_of(

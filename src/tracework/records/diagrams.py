@@ -77,6 +77,12 @@ def label(text: str) -> str:
 _CODE = re.compile(r"`([^`\n]+)`")
 
 
+def unwrapped(text: str) -> str:
+    """Markdown text as a title shows it: code spans without their backticks, on one
+    line (an authority path's consumer, say, when it lends the path its label)."""
+    return " ".join(_CODE.sub(r"\1", text).split())
+
+
 def drawable(source: str) -> str:
     """The Mermaid text to draw: each `` `code` `` span becomes ``<code>code</code>``.
 
@@ -436,8 +442,13 @@ _KINDS = {
     "RT-BAP-": ("consumer", "([", "])", "fill:#f3f3f3,stroke:#5b6270"),
     "": ("record", "[", "]", "fill:#ffffff,stroke:#5b6270"),
 }
-#: One colour per route (in turn), so a route can be followed past its labelled step.
-_ROUTE_COLOURS = ("#2451a6", "#1c7a45", "#9a5b00", "#7b3fa0", "#b3261e", "#00796b")
+#: One colour per route (in turn), so a route can be followed past its labelled step:
+#: mid tones, which read on a light page and on a dark one (JupyterLab's dark theme, a
+#: reader's dark mode) alike.
+_ROUTE_COLOURS = ("#3d7be0", "#2b9a5a", "#d08a1e", "#9a62d0", "#d9534f", "#1f9e93")
+#: Authority paths (dashed) and what holds an object: a grey that shows on both too.
+_PATH_STYLE = "stroke:#8c95a6,stroke-width:2px"
+_HELD_STYLE = "stroke:#8c95a6,stroke-width:1.5px"
 
 
 def runtime(
@@ -446,10 +457,12 @@ def runtime(
     paths: Iterable[AuthorityLike],
     titles: Mapping[str, str],
     direction: str | None = None,
+    held: Mapping[str, str] | None = None,
 ) -> str:
     """The runtime as a flowchart: components and operative objects as nodes, each
     route as edges along its ``passes_through``, each authority path as a dashed edge
-    from its retained material to its consumer.
+    from its retained material to its consumer, and each drawn object joined to the
+    record that holds it (``held``: object id → its ``held_by``), drawn too.
 
     Besides ``nodes``, every record a route passes through and every path's retained
     material is drawn.  Kinds are told apart by shape and colour (rectangles for
@@ -458,7 +471,8 @@ def runtime(
     kind made the layout stretch every edge across the clusters (the demo's runtime
     drew 1,671 px wide that way, 816 px without).  A route's label is written once,
     on its first step, and its edges share a colour; a path's edge is labelled with
-    its record label (its channel if it has none).  Without a ``direction``,
+    its record label, or its channel when the label only repeats the consumer (the
+    consumer's node already says it).  Without a ``direction``,
     :func:`runtime_direction` picks one.
     """
     members: dict[str, None] = dict.fromkeys(nodes)
@@ -479,8 +493,10 @@ def runtime(
         reaches.append((path.source_material, path))
     if not members:
         raise DiagramError("a runtime diagram needs at least one record to draw")
+    holds = [(holder, obj) for obj, holder in (held or {}).items() if obj in members]
+    members.update(dict.fromkeys(holder for holder, _ in holds))
     consumers = {path.id: path.consumer for _, path in reaches}
-    edges = [(a, b) for a, b, _, _ in steps] + [(src, p.id) for src, p in reaches]
+    edges = [(a, b) for a, b, _, _ in steps] + [(src, p.id) for src, p in reaches] + holds
     direction = direction or runtime_direction([*members, *consumers], edges)
     lines = [f"flowchart {direction}"]
     kinds: dict[str, list[str]] = {}
@@ -493,11 +509,21 @@ def runtime(
         lines.append(f"  {node_id(a)} -->{f'|{text}|' if text else ''} {node_id(b)}")
     for source, path in reaches:
         title = titles.get(path.id, path.id)
-        text = label(title if title != path.id else path.channel)
+        repeats = title in (path.id, path.consumer, unwrapped(path.consumer))
+        text = label(path.channel if repeats else title)
         lines.append(f"  {node_id(source)} -.->|{text}| {node_id(path.id)}")
+    for holder, obj in holds:
+        lines.append(f"  {node_id(holder)} ---|holds| {node_id(obj)}")
     for colour in sorted({c for *_, c in steps}):
         numbers = ",".join(str(i) for i, step in enumerate(steps) if step[3] == colour)
         lines.append(f"  linkStyle {numbers} stroke:{_ROUTE_COLOURS[colour]},stroke-width:2px")
+    for first, count, style in (
+        (len(steps), len(reaches), _PATH_STYLE),
+        (len(steps) + len(reaches), len(holds), _HELD_STYLE),
+    ):
+        if count:
+            numbers = ",".join(str(first + i) for i in range(count))
+            lines.append(f"  linkStyle {numbers} {style}")
     for kind, _, _, style in _KINDS.values():
         if kind in kinds:
             lines.append(f"  classDef {kind} {style}")
