@@ -40,6 +40,10 @@ MAX_DEPTH = 100
 
 TOO_DEEP = f"nested too deeply (more than {MAX_DEPTH} levels)"
 
+#: A parsed TOML table or JSON object: whatever the file holds, each key checked where
+#: it is read (a subject's ``uv.lock`` or ``pyproject.toml``, a hand-editable file).
+Table = dict[str, Any]
+
 
 class DataError(ValueError):
     """Input a reader refuses, in words that say what is wrong but not which file (the
@@ -105,7 +109,7 @@ def _bounded_scanner(scanner: type) -> type:
     return Bounded
 
 
-def load_toml(text: str) -> dict[str, Any]:
+def load_toml(text: str) -> Table:
     """TOML text to data nested at most :data:`MAX_DEPTH` levels; a dotted key too long
     is refused before tomllib spends quadratic time on it."""
     _check_toml_nesting(text)

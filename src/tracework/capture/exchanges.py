@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Literal, NotRequired, TypedDict, TypeVar
 
 from tracework.capture.model import Carried, Label
 
@@ -56,13 +56,6 @@ class _Message:
     end: int
     first: bytes  # the request line or the status line
     chunked_body: bytes | None
-
-
-def _bytes(data: bytes, prefix: str = "") -> dict[str, str]:
-    try:
-        return {f"{prefix}text": data.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {f"{prefix}base64": base64.b64encode(data).decode("ascii")}
 
 
 def _headers(lines: list[bytes]) -> dict[bytes, list[bytes]] | None:
@@ -244,9 +237,60 @@ def records(carried: Iterable[Carried]) -> tuple[list[bytes], dict[Label | None,
     return lines, by_label
 
 
+class BytesJson(TypedDict, total=False):
+    """Bytes in a line: ``text`` when they are UTF-8, else ``base64`` (one of the two)."""
+
+    text: str
+    base64: str
+
+
+class RequestJson(BytesJson):
+    """A request: its method and target (None when it did not parse), and its bytes."""
+
+    method: str | None
+    target: str | None
+
+
+class ReplyJson(BytesJson):
+    """A reply: its status (None when it did not parse), its bytes and, when it was
+    chunked, its body with the chunks joined."""
+
+    status: int | None
+    body: NotRequired[BytesJson]
+
+
+class ExchangeJson(TypedDict):
+    """One line of ``exchanges.jsonl`` (written with its keys sorted)."""
+
+    id: int
+    arm: Literal["model-driven"]
+    connection: int
+    case: str | None
+    condition: str | None
+    trial: int | None
+    http: bool
+    complete: bool
+    request: RequestJson
+    reply: ReplyJson | None
+    error: NotRequired[str]
+
+
+_Holder = TypeVar("_Holder", bound=BytesJson)
+
+
+def _with_bytes(into: _Holder, data: bytes) -> _Holder:
+    """``into`` with ``data`` as its ``text``, or as its ``base64`` when not UTF-8."""
+    try:
+        into["text"] = data.decode("utf-8")
+    except UnicodeDecodeError:
+        into["base64"] = base64.b64encode(data).decode("ascii")
+    return into
+
+
 def _line(number: int, exchange: Exchange) -> bytes:
     case, condition, trial = exchange.label or (None, None, None)
-    entry: dict[str, Any] = {
+    request: RequestJson = {"method": exchange.method, "target": exchange.target}
+    entry: ExchangeJson = {
         "id": number,
         "arm": "model-driven",
         "connection": exchange.connection,
@@ -255,18 +299,14 @@ def _line(number: int, exchange: Exchange) -> bytes:
         "trial": trial,
         "http": exchange.http,
         "complete": exchange.complete,
-        "request": {
-            "method": exchange.method,
-            "target": exchange.target,
-            **_bytes(exchange.request),
-        },
+        "request": _with_bytes(request, exchange.request),
         "reply": None,
     }
     if exchange.reply is not None:
-        reply: dict[str, Any] = {"status": exchange.status, **_bytes(exchange.reply)}
+        reply: ReplyJson = {"status": exchange.status}
+        entry["reply"] = _with_bytes(reply, exchange.reply)
         if exchange.body is not None:
-            reply["body"] = _bytes(exchange.body)
-        entry["reply"] = reply
+            reply["body"] = _with_bytes(BytesJson(), exchange.body)
     if exchange.error is not None:
         entry["error"] = exchange.error
     text = json.dumps(entry, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

@@ -26,13 +26,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
 from tracework.capture.errors import CaptureConfigError, NotRegular
 from tracework.capture.hostfiles import read_regular
 from tracework.capture.registry import Registry, host_port, public_name
-from tracework.readers import DataError, load_toml
+from tracework.readers import DataError, Table, load_toml
 
 #: The largest lock or project file read (a lock of a large application is ~1 MB).
 MAX_LOCK_BYTES = 32 << 20
@@ -173,7 +172,7 @@ def _member_name(tree: Path, folder: str) -> str | None:
         return None
 
 
-def _toml(raw: bytes, name: str) -> dict[str, Any]:
+def _toml(raw: bytes, name: str) -> Table:
     try:
         return load_toml(raw.decode("utf-8"))
     except (DataError, UnicodeDecodeError):
@@ -181,7 +180,7 @@ def _toml(raw: bytes, name: str) -> dict[str, Any]:
         raise CaptureConfigError(f"the subject's {name} is not valid TOML") from None
 
 
-def _members(lock: dict[str, Any]) -> set[str | None]:
+def _members(lock: Table) -> set[str | None]:
     """The folders of the project and its workspace members, as the lock names them."""
     members: set[str | None] = {"."}
     manifest = lock.get("manifest")
@@ -210,7 +209,7 @@ def _within(where: str) -> str | None:
     return "/".join(parts) or "."
 
 
-def _urls(package: dict[str, Any]) -> list[str]:
+def _urls(package: Table) -> list[str]:
     """Every URL a registry package's entry names: its sdist and its wheels."""
     urls = []
     sdist = package.get("sdist")
@@ -316,7 +315,7 @@ def _names(*tables: object) -> tuple[str, ...]:
     return tuple(sorted(n for n in found if _SHOWN.fullmatch(n)))
 
 
-def _group_names(project: dict[str, Any], root: dict[str, Any]) -> tuple[str, ...]:
+def _group_names(project: Table, root: Table) -> tuple[str, ...]:
     """The project's dependency groups: ``[dependency-groups]``, uv's older
     ``dev-dependencies`` (the group ``dev``), and those the lock records for it."""
     uv = _table(_table(project, "tool"), "uv")
@@ -330,7 +329,7 @@ def _group_names(project: dict[str, Any], root: dict[str, Any]) -> tuple[str, ..
     )
 
 
-def _extra_names(project: dict[str, Any], root: dict[str, Any]) -> tuple[str, ...]:
+def _extra_names(project: Table, root: Table) -> tuple[str, ...]:
     """The project's extras: ``[project.optional-dependencies]`` and the lock's record."""
     metadata = _table(root, "metadata")
     provided = metadata.get("provides-extras")
@@ -341,7 +340,7 @@ def _extra_names(project: dict[str, Any], root: dict[str, Any]) -> tuple[str, ..
     )
 
 
-def _default_groups(project: dict[str, Any], have: tuple[str, ...]) -> tuple[str, ...]:
+def _default_groups(project: Table, have: tuple[str, ...]) -> tuple[str, ...]:
     setting = _table(_table(project, "tool"), "uv").get("default-groups")
     if setting == "all":
         return have
@@ -350,12 +349,12 @@ def _default_groups(project: dict[str, Any], have: tuple[str, ...]) -> tuple[str
     return ("dev",) if "dev" in have else ()
 
 
-def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
+def _table(data: Table, key: str) -> Table:
     value = data.get(key)
     return value if isinstance(value, dict) else {}
 
 
-def _root_package(lock: dict[str, Any], name: str | None) -> dict[str, Any]:
+def _root_package(lock: Table, name: str | None) -> Table:
     """The lock's entry for the project itself (at the tree's root), or an empty one."""
     for package in lock.get("package", []) if isinstance(lock.get("package"), list) else []:
         if not isinstance(package, dict) or _normal(str(package.get("name", ""))) != name:
@@ -392,7 +391,7 @@ def locked_files(files: LockFiles) -> dict[tuple[str, str], tuple[LockedFile, ..
         if not isinstance(package, dict):
             continue
         key = (_normal(str(package.get("name", ""))), str(package.get("version", "")))
-        entries: list[tuple[dict[str, Any], str]] = []
+        entries: list[tuple[Table, str]] = []
         sdist = package.get("sdist")
         if isinstance(sdist, dict):
             entries.append((sdist, "sdist"))

@@ -40,6 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracework.readers import Table
+
 UUID = re.compile(
     r"(?<![0-9A-Fa-f-])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-"
     r"[0-9A-Fa-f]{12}(?![0-9A-Fa-f-])"
@@ -263,7 +265,7 @@ class Normaliser:
         if isinstance(value, list):
             return [self.value(item) for item in value]
         if isinstance(value, dict):
-            out: dict[str, Any] = {}
+            out: Table = {}
             for key, item in value.items():
                 new = self.text(key)
                 if new in out:

@@ -27,7 +27,7 @@ import traceback
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypedDict, final
 
 from tracework.logs import swallowed
 
@@ -112,7 +112,8 @@ class KernelHost:
 
     def fork(self, cmd: list[str], env: dict[str, str]) -> ForkedKernel:
         """Fork a kernel running ``cmd`` with ``env``; waits for the host's imports once."""
-        request = json.dumps({"argv": cmd[3:], "env": env}).encode() + b"\n"
+        asked: ForkRequest = {"argv": cmd[3:], "env": env}
+        request = json.dumps(asked).encode() + b"\n"
         with self._lock:
             try:
                 self._sock.sendall(request)
@@ -128,7 +129,8 @@ class KernelHost:
         """How the host's kernel ``pid``, which has exited, ended: its exit code, or minus
         the number of the signal that killed it (as ``Popen.returncode``); None when the
         host cannot tell (it is gone, or has not seen the kernel end)."""
-        request = json.dumps({"status": pid}).encode() + b"\n"
+        asked: StatusRequest = {"status": pid}
+        request = json.dumps(asked).encode() + b"\n"
         with self._lock:
             try:
                 self._sock.sendall(request)
@@ -303,6 +305,26 @@ def dies_with_this_thread() -> Callable[[], None] | None:
     return arm
 
 
+@final
+class ForkRequest(TypedDict):
+    """Fork a kernel: the arguments after ``python -m ipykernel_launcher``, and its
+    environment."""
+
+    argv: list[str]
+    env: dict[str, str]
+
+
+@final
+class StatusRequest(TypedDict):
+    """How did kernel ``status`` (a pid) end?"""
+
+    status: int
+
+
+#: What a worker asks its host, one JSON line each.
+Request = ForkRequest | StatusRequest
+
+
 def host_main(fd: int) -> None:
     """The kernel host (``python -c``): import once, then fork one kernel per request.
 
@@ -384,9 +406,7 @@ def _warm_up() -> None:
     highlight("-a\n+b\n", DiffLexer(), HtmlFormatter())
 
 
-def _next_request(
-    sock: socket.socket, children: set[int], ended: dict[int, int]
-) -> dict[str, Any] | None:
+def _next_request(sock: socket.socket, children: set[int], ended: dict[int, int]) -> Request | None:
     """The next request, reaping exited kernels while waiting; None at the end."""
     data = b""
     while not data.endswith(b"\n"):
@@ -398,7 +418,7 @@ def _next_request(
             return None
         data += chunk
     _reap(children, ended)
-    request: dict[str, Any] = json.loads(data)
+    request: Request = json.loads(data)  # the worker's own line (it is our parent)
     return request
 
 
@@ -421,7 +441,7 @@ def _reap(children: set[int], ended: dict[int, int]) -> None:
                 del ended[next(iter(ended))]  # the oldest
 
 
-def _be_kernel(sock: socket.socket, request: dict[str, Any], added: dict[str, str]) -> NoReturn:
+def _be_kernel(sock: socket.socket, request: ForkRequest, added: dict[str, str]) -> NoReturn:
     """In the forked child: become the kernel ``python -m ipykernel_launcher`` would be."""
     code = 1
     try:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tracework.capture.store import CaptureManifest
 from tracework.drift.first_change import STATES
 from tracework.fsio import write_atomic
-from tracework.readers import load_json
+from tracework.readers import Table, load_json
 
 FULL_ID = r"^[0-9a-f]{40}$"
 RECORDS_FORMAT = "tracework.notebook.records/1"
@@ -409,7 +409,8 @@ class KernelRecords(_Ours):
     diagrams: dict[str, DiagramEntry] = Field(
         default_factory=dict, description="Diagram name → its checks."
     )
-    screen: dict[str, Any] | None = Field(
+    # kept as the screen of whichever version wrote it: readers check each key
+    screen: Table | None = Field(
         None,
         description="The screen of the checkout, as `tracework screen --json` gives it "
         "(that command's own JSON contract, kept as it is).",
@@ -647,7 +648,7 @@ def absence_outcomes(records: ReportRecords) -> dict[str, AbsenceOutcome]:
 # -- one writer and one reader each ----------------------------------------------------
 
 
-def to_json(model: BaseModel) -> dict[str, Any]:
+def to_json(model: BaseModel) -> dict[str, Any]:  # what model_dump gives: the model is its type
     """The JSON data of a model: the keys it was made or read with, nothing added."""
     return model.model_dump(mode="json", exclude_unset=True)
 

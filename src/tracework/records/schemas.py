@@ -9,9 +9,9 @@ and what ``check --json`` prints (:mod:`tracework.drift.contract`).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
+from pydantic.json_schema import JsonSchemaValue
 
 from tracework.drift.contract import CheckJson
 from tracework.records.artefacts import SCHEMAS
@@ -33,7 +33,7 @@ def schema_texts() -> dict[str, str]:
 
 
 def _text(model: type[BaseModel] | type[CheckJson], title: str) -> str:
-    schema: dict[str, Any] = TypeAdapter(model).json_schema()
+    schema: JsonSchemaValue = TypeAdapter(model).json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = title
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"

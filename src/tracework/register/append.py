@@ -73,8 +73,9 @@ class _Recalled(NamedTuple):
     rows: CompiledRows  # the compiled copy
 
 
-def _git_files(source: Any) -> dict[str, Any] | None:
-    """The files of a git source's row (its kind comes first), or None."""
+def _git_files(source: list[Any] | None) -> dict[str, list[Any]] | None:
+    """The files of a git source's row (its kind comes first), each path's entry as its
+    row; None when the source is not a git source's row."""
     if isinstance(source, list) and source and source[0] == "git":
         files = source[_GIT_FILES]
         return files if isinstance(files, dict) else None
@@ -405,8 +406,8 @@ def _write(path: Path, recalled: _Recalled, changes: list[Change]) -> str | None
 
 def _source_of(recalled: _Recalled, sid: str) -> tuple[str, str] | None:
     """The subject and pin of git source ``sid``, from the compiled rows."""
-    source: Any = recalled.rows.sources.get(sid)
-    if _git_files(source) is None:
+    source = recalled.rows.sources.get(sid)
+    if source is None or _git_files(source) is None:
         return None
     try:
         return str(source[_GIT_SUBJECT]), str(source[_GIT_COMMIT])

@@ -12,6 +12,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic.config import JsonDict
 
 from tracework.errors import is_calendar_date
 from tracework.hashing import display_text, document_location_problem, sha256_hex
@@ -72,14 +73,18 @@ class FileEntry(Frozen):
     )
 
 
-def _tag_required(schema: dict[str, Any]) -> None:
+def _tag_required(schema: JsonDict) -> None:
     """Mark ``kind`` required in the JSON Schema, as the model is when it reads a file.
 
     It is the union's discriminator: a source without it is refused, so the schema
     must not present it as optional with a default.
     """
-    schema["properties"]["kind"].pop("default", None)
-    schema["required"] = ["kind", *(k for k in schema.get("required", []) if k != "kind")]
+    properties, required = schema["properties"], schema.get("required", [])
+    assert isinstance(properties, dict) and isinstance(required, list)  # pydantic's layout
+    kind = properties["kind"]
+    assert isinstance(kind, dict)
+    kind.pop("default", None)
+    schema["required"] = ["kind", *(k for k in required if k != "kind")]
 
 
 class GitSource(Frozen):

@@ -49,7 +49,7 @@ class CompiledRows:
         if not isinstance(sources, dict) or text[end : end + 2] != ",{":
             raise ValueError("unexpected layout")
         self.text = text
-        self.sources: dict[str, Any] = sources
+        self.sources: dict[str, list[Any]] = sources  # id → the source's row
         self.sources_span = (at, end)
         self.quotes_open, self.quotes_close = end + 1, quotes_close
         if text[quotes_close] != "}" or text[quotes_close + 1] != ",":

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TypedDict
 
 import tracework.screen.ci as ci
 import tracework.screen.cooldown as cooldown
@@ -34,12 +34,20 @@ import tracework.screen.platforms as platforms
 import tracework.screen.pyproject as pyproject
 import tracework.screen.surfaces as surfaces
 import tracework.screen.tasks as tasks
-from tracework.git.mirror import Mirror
-from tracework.screen.cooldown import DEFAULT_DAYS, Cooldown
+from tracework.git.mirror import Blob, Mirror, TreeEntry
+from tracework.screen.cooldown import DEFAULT_DAYS, Cooldown, Times
 from tracework.screen.documents import Budget, lines_of
 from tracework.screen.model import CATEGORIES, Finding, Found, folder_of, name_of, shown
 
-__all__ = ["CATEGORIES", "DEFAULT_DAYS", "Cooldown", "Finding", "Screen", "screen"]
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_DAYS",
+    "Cooldown",
+    "Finding",
+    "Screen",
+    "ScreenJson",
+    "screen",
+]
 
 # keys of a git config that make git run a command (or point it at a work tree)
 _GIT_CONFIG_RUNS = re.compile(
@@ -62,13 +70,25 @@ class Screen:
         counted = Counter(f.category for f in self.findings)
         return {c: counted.get(c, 0) for c in CATEGORIES}
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> ScreenJson:
+        """What ``tracework screen --json`` prints of it (and records.json keeps)."""
         window = self.cooldown
         return {
             "commit": self.commit,
             "files": self.files,
             "counts": self.counts(),
-            "items": [{**asdict(f), "run_by": list(f.run_by)} for f in self.findings],
+            "items": [
+                {
+                    "category": f.category,
+                    "path": f.path,
+                    "line": f.line,
+                    "kind": f.kind,
+                    "text": f.text,
+                    "run_by": list(f.run_by),
+                    "step": f.step,
+                }
+                for f in self.findings
+            ],
             "cooldown": {
                 "days": window.days,
                 "commit_date": window.commit_date,
@@ -82,12 +102,79 @@ class Screen:
                         "note": lock.note,
                         "listed": lock.listed,
                         "dated": lock.dated,
-                        "packages": [asdict(p) for p in lock.packages],
+                        "packages": [
+                            {
+                                "name": p.name,
+                                "version": p.version,
+                                "uploaded": p.uploaded,
+                                "age_days": p.age_days,
+                                "line": p.line,
+                            }
+                            for p in lock.packages
+                        ],
                     }
                     for lock in window.locks
                 ],
             },
         }
+
+
+# -- what ``screen --json`` prints, key by key (in this order) -------------------------
+
+
+class FindingJson(TypedDict):
+    """A :class:`Finding`, its fields in their order (``run_by`` a list)."""
+
+    category: str
+    path: str
+    line: int
+    kind: str
+    text: str
+    run_by: list[str]
+    step: str
+
+
+class RecentJson(TypedDict):
+    """A :class:`~tracework.screen.cooldown.Recent`: a locked package inside the window."""
+
+    name: str
+    version: str
+    uploaded: str
+    age_days: int
+    line: int
+
+
+class LockWindowJson(TypedDict):
+    """A :class:`~tracework.screen.cooldown.LockWindow`: one lock file."""
+
+    path: str
+    times: Times
+    note: str
+    listed: int | None
+    dated: int | None
+    packages: list[RecentJson]
+
+
+class CooldownJson(TypedDict):
+    """The :class:`Cooldown`, with how many packages are inside it and its verdict."""
+
+    days: int
+    commit_date: str
+    since: str
+    inside: int
+    verdict: str
+    locks: list[LockWindowJson]
+
+
+class ScreenJson(TypedDict):
+    """A :class:`Screen`: the commit, how many paths its tree has, the findings'
+    counts by category and the findings, and the cooldown."""
+
+    commit: str
+    files: int
+    counts: dict[str, int]
+    items: list[FindingJson]
+    cooldown: CooldownJson
 
 
 def embedded_repositories(paths: Iterable[str]) -> list[str]:
@@ -201,7 +288,7 @@ _LOCKS_OF = {
 
 
 def _gitignores_to_read(
-    files: dict[str, Any], folders_with_lock: set[str], python_locked: set[str]
+    files: Mapping[str, TreeEntry], folders_with_lock: set[str], python_locked: set[str]
 ) -> list[str]:
     """The ``.gitignore`` files that may say why a manifest has no lock beside it."""
     wanted: set[str] = set()
@@ -219,7 +306,7 @@ def _gitignores_to_read(
     return sorted(wanted)
 
 
-def _lines(blob: Any) -> list[str]:
+def _lines(blob: Blob) -> list[str]:
     return lines_of(blob.data if blob.data is not None else blob.head)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import re2
 
-from tracework.readers import DataError, load_toml
+from tracework.readers import DataError, Table, load_toml
 from tracework.screen.documents import FILE_CAP, Budget
 from tracework.screen.model import Finding, Found, folder_of, name_of, shown
 from tracework.screen.pins import exact_requirement, exact_version
@@ -121,7 +121,7 @@ class _Places:
         return self._at(self.keys, text, table)
 
 
-def _table(data: Any, *keys: str) -> dict[str, Any]:
+def _table(data: Any, *keys: str) -> Table:
     for key in keys:
         data = data.get(key) if isinstance(data, dict) else None
     return data if isinstance(data, dict) else {}
@@ -131,7 +131,7 @@ def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-def _pep508(data: dict[str, Any]) -> Iterator[tuple[str, str]]:
+def _pep508(data: Table) -> Iterator[tuple[str, str]]:
     """(table, requirement) of each PEP 508 declaration: PEP 621, PEP 735 and uv's."""
     for requirement in _strings(_table(data, "project").get("dependencies")):
         yield "project", requirement
@@ -145,7 +145,7 @@ def _pep508(data: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield "tool.uv", requirement
 
 
-def _poetry_tables(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def _poetry_tables(data: Table) -> Iterator[tuple[str, Table]]:
     poetry = _table(data, "tool", "poetry")
     yield "tool.poetry.dependencies", _table(poetry, "dependencies")
     yield "tool.poetry.dev-dependencies", _table(poetry, "dev-dependencies")
@@ -171,7 +171,7 @@ def _poetry_exact(value: Any) -> bool:
     return not isinstance(version, str) or exact_version(version)
 
 
-def _declarations(data: dict[str, Any], places: _Places) -> Iterable[int]:
+def _declarations(data: Table, places: _Places) -> Iterable[int]:
     """The line of each declaration without an exact version."""
     for table, requirement in _pep508(data):
         if not exact_requirement(requirement):

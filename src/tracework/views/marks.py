@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal, TypedDict
 
 from tracework.records.artefacts import MarkEntry, ReviewedAt, RubricMarks, RubricMechanism
 from tracework.records.kinds import ReviewStamp
@@ -163,22 +163,47 @@ def rubric_marks(
     return out
 
 
+ChipState = Literal["present", "absent", "unmarked"]
+
+
+class AtlasChip(TypedDict):
+    """One mechanism's chip in the report header."""
+
+    id: str
+    name: str
+    state: ChipState
+    review: bool  # its mark needs re-review
+    href: str  # where its mark's card is
+
+
+class AtlasRubric(TypedDict):
+    """One rubric in the report header: "carries N of M", then its chips."""
+
+    href: str
+    title: str
+    carries: int
+    of: int
+    chips: list[AtlasChip]
+
+
 def _reviewed_at(stamp: ReviewStamp | None) -> ReviewedAt | None:
     return ReviewedAt(commit=stamp.commit, date=stamp.date) if stamp else None
 
 
-def atlas(marks: Mapping[str, RubricMarks]) -> list[dict[str, Any]]:
+def atlas(marks: Mapping[str, RubricMarks]) -> list[AtlasRubric]:
     """The header's view of each rubric, from records.json "marks": "carries N of M" and
     one chip per mechanism in the rubric's order (present, absent, needs re-review or not
     marked), each linking its mark.  A render made before records.json listed the
     rubric's mechanisms has chips for its marks only."""
-    out = []
+    out: list[AtlasRubric] = []
     for name, entry in marks.items():
         listed = entry.rubric_mechanisms or [RubricMechanism(id=m, name=m) for m in entry.marks]
-        chips = []
+        chips: list[AtlasChip] = []
         for mechanism in listed:
             mark = entry.marks.get(mechanism.id)
-            state = "unmarked" if mark is None else "present" if mark.present else "absent"
+            state: ChipState = (
+                "unmarked" if mark is None else "present" if mark.present else "absent"
+            )
             chips.append(
                 {
                     "id": mechanism.id,

@@ -33,7 +33,40 @@ import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for the type checker: at run time (Python 3.8 too) these are dicts
+    from typing import NotRequired, TypedDict
+
+    #: A message to tracework: one JSON object, whose ``t`` names its kind and whose
+    #: other keys are that kind's fields (tracework's reader checks each of them).
+    Message = dict[str, Any]
+
+    class ModelTable(TypedDict):
+        """The declaration's ``[model]`` as the runner gives it."""
+
+        listen: list[list[Any]]  # [host, port] of each address the relay listens on
+        socket: str  # the relay's Unix socket
+        trials: int  # how many trials of each condition
+
+    class Label(TypedDict):
+        """What the model relay tags the bytes it carries with."""
+
+        case: str
+        condition: NotRequired[str | None]
+        trial: NotRequired[int]
+
+    #: The ``runner`` record of a case run by :meth:`Capture.tests`.
+    RunnerRecord = TypedDict(
+        "RunnerRecord",
+        {
+            "runner": str,
+            "version": str | None,
+            "paths": list[str],
+            "args": list[str],
+            "exit status": int | None,
+        },
+    )
 
 __all__ = ["HarnessError", "TestRun", "Trial", "capture"]
 
@@ -95,7 +128,7 @@ class _Channel:
         self.pid = os.getpid()
         self.lock = threading.Lock()
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Message) -> None:
         # ASCII on the wire: a lone surrogate travels as an escape, never as bad UTF-8
         data = (json.dumps(message, allow_nan=False, separators=(",", ":")) + "\n").encode()
         if self.fd is None:
@@ -316,7 +349,7 @@ class Capture:
         self._open: Case | None = None
         self._ids: set[str] = set()
         self._paths: list[str] = []  # the tree's folders on the import path (the runner's)
-        self._model: dict[str, Any] | None = None  # [model] as the runner gives it
+        self._model: ModelTable | None = None
         self._trial: Trial | None = None
 
     def case(self, case_id: str, question: str, *, arm: str = "scripted") -> Case:
@@ -450,7 +483,7 @@ class Capture:
         case._observed = True
         case.__exit__(None, None, None)
 
-    def _model_label(self) -> dict[str, Any] | None:
+    def _model_label(self) -> Label | None:
         """What the model relay tags the bytes it carries now with: the model-driven case
         open, and its trial; None outside a model-driven case (nothing is carried)."""
         case, trial = self._open, self._trial
@@ -521,7 +554,7 @@ def _strings(values: Sequence[str], what: str) -> list[str]:
     return list(values)
 
 
-def _runner_record(run: TestRun) -> dict[str, Any]:
+def _runner_record(run: TestRun) -> RunnerRecord:
     return {
         "runner": run.runner,
         "version": run.version,
@@ -616,7 +649,7 @@ def _connect(fd: int) -> None:
     capture._channel.send({"t": "hello", "protocol": PROTOCOL})
 
 
-def _configure(paths: list[str], model: dict[str, Any] | None) -> None:
+def _configure(paths: list[str], model: ModelTable | None) -> None:
     """Called by the runner: the tree's folders on the import path (a test run's child
     gets them too) and the declaration's ``[model]`` (its ``trials``), or None."""
     capture._paths = list(paths)

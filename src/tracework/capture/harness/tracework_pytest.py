@@ -27,7 +27,32 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for the type checker only: at run time (Python 3.8 too) all are dicts
+    from typing import Literal, NotRequired, TypedDict
+
+    class Started(TypedDict):
+        """The file's first line: the runner and its version."""
+
+        t: Literal["start"]
+        runner: str
+        version: str
+
+    class Outcome(TypedDict):
+        """A test's outcome as it became known (a later line for its id replaces it)."""
+
+        t: Literal["test"]
+        id: str
+        outcome: str
+        message: NotRequired[str]
+
+    class Finished(TypedDict):
+        """The last line: the runner finished, with this exit status."""
+
+        t: Literal["finish"]
+        exit: int
+
 
 #: The most characters of a failure's message, or a skip's reason, that are kept.
 MESSAGE_CHARS = 2000
@@ -36,7 +61,7 @@ _outcomes: dict[str, str] = {}
 _prefix = ""  # the root pytest chose, relative to the folder it was started in
 
 
-def _write(entry: dict[str, Any]) -> None:
+def _write(entry: Started | Outcome | Finished) -> None:
     path = os.environ.get("TRACEWORK_TESTS_OUT")
     if not path:
         return
@@ -73,7 +98,7 @@ def _set(nodeid: str, outcome: str, message: str | None) -> None:
     if _outcomes.get(test) == outcome:
         return
     _outcomes[test] = outcome
-    entry: dict[str, Any] = {"t": "test", "id": test, "outcome": outcome}
+    entry: Outcome = {"t": "test", "id": test, "outcome": outcome}
     if message:
         entry["message"] = message
     _write(entry)

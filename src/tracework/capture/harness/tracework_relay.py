@@ -27,8 +27,14 @@ import socket
 import struct
 import sys
 import threading
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for the type checker only: it runs on Python 3.8 too
+    from collections.abc import Callable, Mapping
+
+    #: What the harness labels the bytes with now (its ``Label``: the case and trial),
+    #: or None: compared with the last one sent and passed on as JSON, never read here.
+    LabelNow = Callable[[], Mapping[str, object] | None]
 
 #: The largest data frame (what one read of the client gives).
 CHUNK = 1 << 16
@@ -43,9 +49,7 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
-def start(
-    listen: list[list[Any]], path: str, label: Callable[[], dict[str, Any] | None]
-) -> list[str]:
+def start(listen: list[list[Any]], path: str, label: LabelNow) -> list[str]:
     """Listen on each ``[host, port]`` of ``listen`` and carry every connection to the
     Unix socket at ``path``, tagged with ``label()``; returns the problems of the
     addresses it could not listen on (a second one, ``::1``, is optional)."""
@@ -67,7 +71,7 @@ def start(
     return problems
 
 
-def _serve(server: socket.socket, path: str, label: Callable[[], dict[str, Any] | None]) -> None:
+def _serve(server: socket.socket, path: str, label: LabelNow) -> None:
     while True:
         try:
             client, _ = server.accept()
@@ -79,7 +83,7 @@ def _serve(server: socket.socket, path: str, label: Callable[[], dict[str, Any] 
             client.close()
 
 
-def _carry(client: socket.socket, path: str, label: Callable[[], dict[str, Any] | None]) -> None:
+def _carry(client: socket.socket, path: str, label: LabelNow) -> None:
     relay = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         relay.connect(path)
@@ -88,7 +92,7 @@ def _carry(client: socket.socket, path: str, label: Callable[[], dict[str, Any] 
         relay.close()
         client.close()
         return
-    sent: dict[str, Any] | None = None
+    sent: Mapping[str, object] | None = None
     open_ends = {client: True, relay: True}
     with selectors.DefaultSelector() as selector:
         selector.register(client, selectors.EVENT_READ)

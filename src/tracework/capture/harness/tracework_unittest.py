@@ -22,12 +22,37 @@ import os
 import platform
 import sys
 import unittest
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for the type checker only: at run time (Python 3.8 too) all are dicts
+    from typing import Literal, NotRequired, TypedDict
+
+    class Started(TypedDict):
+        """The file's first line: the runner and its version."""
+
+        t: Literal["start"]
+        runner: str
+        version: str
+
+    class Outcome(TypedDict):
+        """A test's outcome as it became known (a later line for its id replaces it)."""
+
+        t: Literal["test"]
+        id: str
+        outcome: str
+        message: NotRequired[str]
+
+    class Finished(TypedDict):
+        """The last line: the runner finished, with this exit status."""
+
+        t: Literal["finish"]
+        exit: int
+
 
 MESSAGE_CHARS = 2000
 
 
-def _write(entry: dict[str, Any]) -> None:
+def _write(entry: Started | Outcome | Finished) -> None:
     path = os.environ.get("TRACEWORK_TESTS_OUT")
     if path:
         with open(path, "a", encoding="utf-8") as handle:
@@ -42,7 +67,7 @@ def _last_line(err: Any) -> str:
 
 class _Result(unittest.TextTestResult):
     def _out(self, test: Any, outcome: str, message: str | None = None) -> None:
-        entry: dict[str, Any] = {"t": "test", "id": test.id(), "outcome": outcome}
+        entry: Outcome = {"t": "test", "id": test.id(), "outcome": outcome}
         if message:
             entry["message"] = message[:MESSAGE_CHARS]
         _write(entry)
