@@ -30,8 +30,9 @@ def load_nbformat() -> None:
     CPU in every process that reads a notebook.  nbformat, papermill, nbclient and
     nbconvert never check formats, so jsonschema is imported with that package
     hidden; the package itself stays importable for anything else in the process.
-    (So no module of the render imports nbformat, nbconvert or papermill at its top
-    before this has run.)
+    (So the render imports nbformat, nbconvert and papermill only after this has run:
+    :mod:`.outputs`, the one module that imports them at its top, is imported by
+    :mod:`.execution` once it has.)
     """
     if "jsonschema" not in sys.modules:
         hidden = "rfc3987_syntax" not in sys.modules
