@@ -41,7 +41,8 @@ from tracework import fsio
 from tracework.cli import main
 from tracework.errors import RecordError
 from tracework.records.absences import compile_pattern
-from tracework.render.execution import capped, cut_html, cut_text
+from tracework.render.cuts import cut_html, cut_text
+from tracework.render.outputs import capped
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Python's ``re`` takes exponential time on this against a run of word characters; the

@@ -458,7 +458,7 @@ def test_rerender_runs_on_a_dask_cluster(reports, tw, workspace):
 
 
 def test_a_rubric_change_is_an_input_of_every_render_but_a_comment_is_not(workspace):
-    from tracework.render.pipeline import inputs_key
+    from tracework.render.inputs import inputs_key
 
     commit = "a" * 40
     before = inputs_key(workspace, "good", commit)

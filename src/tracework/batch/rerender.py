@@ -42,8 +42,9 @@ from tracework.records.artefacts import (
 )
 from tracework.register.models import GitSource
 from tracework.register.store import load
-from tracework.render.execution import load_nbformat
-from tracework.render.pipeline import inputs_key, render
+from tracework.render.inputs import inputs_key
+from tracework.render.notebooks import load_nbformat
+from tracework.render.pipeline import render
 from tracework.workspace import Workspace, check_name
 
 log = logging.getLogger(__name__)

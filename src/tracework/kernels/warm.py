@@ -39,7 +39,7 @@ from tracework.kernels.spec import ensure_kernelspec
 from tracework.logs import swallowed
 
 #: What a notebook's ``import tracework as tw; tw.open(...)`` loads, and no more: the
-#: kernel never exports HTML, and ``tracework.render.export`` would pull in nbformat and
+#: kernel never renders, and ``tracework.render`` would pull in nbformat, nbconvert and
 #: jsonschema, over a second of CPU per kernel for nothing.
 PRELOAD = "import tracework.notebook.workbench  # warm-up, before any report"
 

@@ -22,9 +22,8 @@ from tracework.git.subjects import load_subject, open_mirror
 from tracework.readers import DataError
 from tracework.records.artefacts import CheckSummary, RecordEntry, as_stored, read_kernel_records
 from tracework.register.models import GitSource
-from tracework.render.execution import (
-    Limits,
-    execute,
+from tracework.render.execution import Limits, execute
+from tracework.render.notebooks import (
     notebook_problems,
     parse_notebook,
     read_notebook_bytes,
@@ -70,8 +69,7 @@ def author(ws: Workspace, name: str, commit: str | None = None) -> AuthorResult:
     with locked(draft):
         records_file.unlink(missing_ok=True)  # what an earlier run left is not this run's
         draft.mkdir(parents=True, exist_ok=True)
-        limits = Limits(ws.cell_timeout, ws.render_timeout, ws.output_cap)
-        execute(runnable, draft / "report.ipynb", parameters, ws.root, limits)
+        execute(runnable, draft / "report.ipynb", parameters, ws.root, Limits.of(ws))
         try:
             records = read_kernel_records(records_file)
         except FileNotFoundError:

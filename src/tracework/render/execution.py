@@ -1,23 +1,20 @@
-"""Executing an analyst notebook with papermill, in render mode, at one commit.
+"""Executing an analyst notebook with papermill, in render or author mode, at one commit.
 
-Parameters are validated before any kernel starts; the kernel is this environment's
-own Python (a ``tracework`` kernelspec written beside it on first use).  The
-executed notebook is normalised — papermill's and nbclient's timings and machine
-paths are removed — so that the same inputs give the same bytes.
+The kernel is this environment's own Python (a ``tracework`` kernelspec written beside
+it on first use), started here or given (a batch boots one ahead); each cell runs within
+its time limit and the render's; a kernel that dies or a cell that fails is one message
+naming the cell.  What ran is written to ``report.ipynb`` (a failed run's too),
+normalised and capped by the output preprocessors (:mod:`tracework.render.outputs`).
+The notebook given was read and checked before (:mod:`tracework.render.notebooks`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import html
-import importlib
 import json
 import logging
 import math
-import re
 import signal
-import sys
 import time
 from collections.abc import Mapping
 from contextlib import suppress
@@ -26,122 +23,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracework.errors import ChecksFailed, RenderError, TraceworkError
-from tracework.hashing import sha256_hex
+from tracework.fsio import write_atomic
 from tracework.kernels.spec import ensure_kernelspec
 from tracework.kernels.warm import WarmKernel, shutdown
 from tracework.logs import swallowed
-from tracework.readers import DataError, load_json
-from tracework.records.artefacts import RECORDS_MIME
+from tracework.render.notebooks import load_nbformat
+from tracework.workspace import Workspace
 
-if TYPE_CHECKING:  # nbformat costs a second to import (jsonschema); load it on use
+if TYPE_CHECKING:  # nbformat loads with the run (load_nbformat)
     import nbformat
 
 
 log = logging.getLogger(__name__)
-
-
-def load_nbformat() -> None:
-    """Import nbformat, keeping jsonschema from building a grammar no notebook needs.
-
-    nbformat validates notebooks with jsonschema.  When the optional ``rfc3987_syntax``
-    package is installed (JupyterLab's event schemas ask for it), importing jsonschema
-    compiles a Lark Earley parser for its ``iri`` format checks: a second or more of
-    CPU in every process that reads a notebook.  nbformat, papermill, nbclient and
-    nbconvert never check formats, so jsonschema is imported with that package
-    hidden; the package itself stays importable for anything else in the process.
-    """
-    if "jsonschema" not in sys.modules:
-        hidden = "rfc3987_syntax" not in sys.modules
-        if hidden:
-            sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # import fails
-        try:
-            importlib.import_module("jsonschema")
-        finally:
-            if hidden:
-                del sys.modules["rfc3987_syntax"]
-    import nbformat  # noqa: F401
-
-
-# -- source notebook checks (DESIGN §6.5) ---------------------------------------------
-
-
-def notebook_problems(nb: nbformat.NotebookNode) -> list[str]:
-    """A source notebook has a cell tagged ``parameters`` (outputs it carries are cleared
-    by :func:`without_outputs`, not refused: JupyterLab saves them)."""
-    tagged = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
-    if not tagged:
-        return ["no cell is tagged `parameters` (papermill injects parameters after it)"]
-    return []
-
-
-def without_outputs(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, int]:
-    """A copy of ``nb`` with every code cell's outputs and execution count cleared, and
-    how many cells carried any.  A notebook saved from JupyterLab keeps its outputs; a
-    render runs it as if clean, in its own copy, and the analyst's file is never
-    written.  nbconvert's ``ClearOutputPreprocessor`` does the clearing, as
-    ``jupyter nbconvert --clear-output`` would."""
-    dirty = sum(
-        1
-        for c in nb.cells
-        if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
-    )
-    if not dirty:
-        return nb, 0
-    from nbconvert.preprocessors import ClearOutputPreprocessor
-
-    cleared, _ = ClearOutputPreprocessor().preprocess(copy.deepcopy(nb), {})
-    return cleared, dirty
-
-
-def read_notebook_bytes(path: Path) -> bytes:
-    """A notebook file's bytes, or a clear error when there is none."""
-    if not path.is_file():
-        raise TraceworkError(
-            f"no notebook at {path}",
-            hint="create one with `tracework new NAME --subject S --commit C`",
-        )
-    return path.read_bytes()
-
-
-def parse_notebook(raw: bytes, path: Path) -> nbformat.NotebookNode:
-    """The notebook in ``raw`` (read from ``path``), or one clear error naming the file
-    (a notebook nested past the readers' bound says so, as every file tracework reads)."""
-    try:
-        load_json(raw)
-    except DataError as exc:
-        raise TraceworkError(f"{path}: not a readable notebook ({exc})") from None
-    try:
-        load_nbformat()
-        import nbformat
-
-        nb: nbformat.NotebookNode = nbformat.reads(raw.decode("utf-8"), as_version=4)
-    except Exception as exc:  # nbformat raises several unrelated types
-        raise TraceworkError(f"{path}: not a readable notebook ({exc})") from None
-    return with_cell_ids(nb)
-
-
-def with_cell_ids(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Give every cell an id, derived from its place (``cell-3``), as nbformat 4.5 wants.
-
-    A notebook without ids (nbformat < 4.5, and what many generators write) would get
-    random ones when upgraded on the way to the kernel, and two renders would differ in
-    their ``cell-id`` attributes.  Ids a cell has are kept; a derived one never repeats
-    another."""
-    taken = {cell.get("id") for cell in nb.cells if cell.get("id")}
-    for index, cell in enumerate(nb.cells):
-        if not cell.get("id"):
-            candidate, n = f"cell-{index}", 1
-            while candidate in taken:
-                n += 1
-                candidate = f"cell-{index}-{n}"
-            cell["id"] = candidate
-            taken.add(candidate)
-    if (nb.nbformat, nb.nbformat_minor) < (4, 5):
-        nb.nbformat_minor = 5
-    return nb
-
-
-# -- execution -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -152,6 +45,11 @@ class Limits:
     cell_timeout: int
     render_timeout: int
     output_cap: int
+
+    @classmethod
+    def of(cls, ws: Workspace) -> Limits:
+        """The workspace's limits."""
+        return cls(ws.cell_timeout, ws.render_timeout, ws.output_cap)
 
 
 class _Clock:
@@ -203,7 +101,7 @@ def execute(
 ) -> nbformat.NotebookNode:
     """Run the notebook ``nb`` with papermill; write what ran to ``output``, also when
     it fails, so that the failing cell shows where (not when it is interrupted); return
-    it.  What ran is normalised and its outputs capped (:func:`capped`).
+    it.  What ran is normalised and its outputs capped (:func:`.outputs.what_ran`).
 
     Parameters go through papermill's Python API, so a commit id like ``1234567`` or
     ``1e10`` stays a string (its ``-p`` option would turn it into a number).  A cell
@@ -237,10 +135,15 @@ def _run(
     km: Any,
 ) -> nbformat.NotebookNode:
     """:func:`execute`'s run, in kernel ``km`` (None: papermill starts one)."""
+    # papermill, nbclient and nbconvert (which the output preprocessors subclass) load
+    # here, while the kernel boots: half a second of imports that its start-up hides,
+    # and all of them import nbformat, which comes first (see load_nbformat)
     load_nbformat()
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
+
+    from tracework.render.outputs import what_ran
 
     _quiet_papermill_log()
     clients = _clients_of(km) if km is not None else []
@@ -306,10 +209,8 @@ def _run(
         for client in clients:
             with swallowed(log, "stopping a kernel client"):  # never hide the run's error
                 client.stop_channels()
-    running.clear()  # the uncapped notebook goes as soon as the capped one is made
-    result = capped(normalise(executed), limits.output_cap)
-    del executed
-    return _write_notebook(output, result)
+    running.clear()  # each uncapped cell goes as soon as its capped one replaces it
+    return _write_notebook(output, what_ran(executed, limits.output_cap))
 
 
 def _keep(running: list[nbformat.NotebookNode], output: Path, limits: Limits) -> str | None:
@@ -317,8 +218,10 @@ def _keep(running: list[nbformat.NotebookNode], output: Path, limits: Limits) ->
     it could not be written, so that the run's own error still comes first."""
     if not running:
         return None
+    from tracework.render.outputs import what_ran  # loaded by _run (see there)
+
     try:
-        _write_notebook(output, capped(normalise(running[0]), limits.output_cap))
+        _write_notebook(output, what_ran(running[0], limits.output_cap))
     except OSError as exc:
         return f"what ran could not be kept ({exc.strerror or exc})"
     return None
@@ -327,9 +230,7 @@ def _keep(running: list[nbformat.NotebookNode], output: Path, limits: Limits) ->
 def _write_notebook(path: Path, nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """Write ``nb`` to ``path`` (keys sorted); return it as written, so that the render's
     later stages read the same key order as any reader of report.ipynb."""
-    import nbformat
-
-    from tracework.fsio import write_atomic
+    import nbformat  # loaded by _run (see there)
 
     text = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     write_atomic(path, text)
@@ -357,7 +258,7 @@ def _end_abandoned_tasks() -> None:
     never retrieved" and a traceback after tracework's "interrupted".
     """
     with swallowed(log, "ending an interrupted cell's tasks"):  # never hide the interrupt
-        from jupyter_core.utils import ensure_event_loop
+        from jupyter_core.utils import ensure_event_loop  # loaded with the kernel
 
         loop = ensure_event_loop()
         pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
@@ -398,13 +299,16 @@ def _clients_of(km: Any) -> list[Any]:
     forever for its output.  And nbclient closes its client only when it started the
     kernel itself; with a kernel it was given, it leaves the client's sockets, heartbeat
     thread and zmq context open, about ten file descriptors and three threads per report
-    in a batch worker.
+    in a batch worker.  A kernel given for run after run (kept warm by its caller) is
+    wrapped once: each run lists the clients made during it alone.
     """
+    # the Jupyter stack loads with the kernel, never at start-up (see execute)
     from jupyter_client.asynchronous.client import AsyncKernelClient
 
     km.client_factory = AsyncKernelClient
     clients: list[Any] = []
-    make = km.client
+    make = getattr(km, "_tracework_make_client", None) or km.client
+    km._tracework_make_client = make  # the manager's own, for the next run
 
     def client(**kwargs: Any) -> Any:
         made = make(**kwargs)
@@ -413,249 +317,3 @@ def _clients_of(km: Any) -> list[Any]:
 
     km.client = client
     return clients
-
-
-_VOLATILE_CELL_KEYS = ("execution", "papermill")
-
-
-def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Drop timings, machine paths and random ids that papermill and nbclient record."""
-    pm = nb.metadata.get("papermill", {})
-    nb.metadata["papermill"] = {"parameters": pm.get("parameters", {})}
-    for cell in nb.cells:
-        for key in _VOLATILE_CELL_KEYS:
-            cell.metadata.pop(key, None)
-        if "injected-parameters" in cell.metadata.get("tags", []):
-            cell["id"] = "injected-parameters"  # papermill gives it a random id
-    return nb
-
-
-# -- output caps ----------------------------------------------------------------------
-
-#: Output kinds that are text, whose head and tail a reader can be shown; other kinds
-#: (images, SVG, LaTeX, scripts) cannot be cut without breaking them.
-_CUTTABLE = ("text/plain", "text/markdown")
-_SETTING = "[render] output_cap in tracework.toml"
-
-
-def capped(nb: nbformat.NotebookNode, cap: int) -> nbformat.NotebookNode:
-    """``nb`` with each cell output kept to about ``cap`` bytes (``nb`` is not changed).
-
-    A cell that prints 27 MB made a 27 MB page that took a second of CPU per megabyte
-    and hundreds of megabytes to export.  Now the report, the kept ``report.ipynb`` and
-    ``records.json`` stay bounded whatever a cell shows:
-
-    * a run of one cell's stream output (stdout or stderr, shown as one block) and plain
-      text keep their first and last ``cap / 2`` bytes, cut at line ends, with a line
-      saying how much was cut from the middle (:func:`cut_text`);
-    * strings inside JSON output (records.json's data among them) are cut the same way;
-    * HTML, images and other rich output over the cap are left out, and their plain-text
-      form says so;
-    * error tracebacks are cut line by line.
-
-    Output within the cap is kept as it is, object for object.
-    """
-    cells = []
-    for cell in nb.cells:
-        outputs = cell.get("outputs")
-        if outputs:
-            kept = _capped_outputs(outputs, cap)
-            if kept is not outputs:
-                cell = type(cell)({**cell, "outputs": kept})
-        cells.append(cell)
-    return type(nb)({**nb, "cells": cells})
-
-
-def _capped_outputs(outputs: list[Any], cap: int) -> list[Any]:
-    kept: list[Any] = []
-    changed = False
-    i = 0
-    while i < len(outputs):
-        out = outputs[i]
-        if out.get("output_type") == "stream":
-            end = i + 1
-            while (
-                end < len(outputs)
-                and outputs[end].get("output_type") == "stream"
-                and outputs[end].get("name") == out.get("name")
-            ):
-                end += 1
-            texts = [_text(o.get("text", "")) for o in outputs[i:end]]
-            if sum(map(_size, texts)) > cap:
-                kept.append(type(out)({**out, "text": cut_text("".join(texts), cap)}))
-                changed = True
-            else:
-                kept.extend(outputs[i:end])
-            i = end
-            continue
-        new = _capped_output(out, cap)
-        changed = changed or new is not out
-        kept.append(new)
-        i += 1
-    return kept if changed else outputs
-
-
-def _capped_output(out: Any, cap: int) -> Any:
-    if out.get("output_type") == "error":
-        fields = {key: out[key] for key in ("evalue", "traceback") if key in out}
-        cut = {key: _capped_json(value, cap) for key, value in fields.items()}
-        if all(cut[key] is fields[key] for key in fields):
-            return out
-        return type(out)({**out, **cut})
-    data = out.get("data")
-    if not isinstance(data, dict):
-        return out
-    kept: dict[str, Any] = {}
-    left_out: list[str] = []
-    for mime, value in data.items():
-        if mime == "application/json" or mime.endswith("+json"):
-            kept[mime] = _capped_json(value, cap)
-            continue
-        text = _text(value)
-        size = _size(text)
-        if size <= cap:
-            kept[mime] = value
-        elif mime in _CUTTABLE:
-            kept[mime] = cut_text(text, cap)
-        elif mime == "text/html":
-            kept[mime] = cut_html(text, cap)
-        else:
-            left_out.append(
-                f"[tracework left out this output's {mime} form, {_amount(size)}: "
-                f"over the cap of {_amount(cap)} per output ({_SETTING})]"
-            )
-    if left_out:
-        plain = kept.get("text/plain")
-        kept["text/plain"] = "\n".join(left_out) + (f"\n{_text(plain)}" if plain else "")
-    if not left_out and all(kept[m] is data[m] for m in data):
-        return out
-    return type(out)({**out, "data": type(data)(kept)})
-
-
-def _capped_json(value: Any, cap: int) -> Any:
-    """``value`` with every string over ``cap`` cut; the same object when none is."""
-    if isinstance(value, str):
-        return cut_text(value, cap) if _size(value) > cap else value
-    if isinstance(value, dict):
-        items = {key: _capped_json(item, cap) for key, item in value.items()}
-        same = all(items[key] is value[key] for key in value)
-        return value if same else type(value)(items)
-    if isinstance(value, list):
-        elements = [_capped_json(item, cap) for item in value]
-        return value if all(a is b for a, b in zip(elements, value, strict=True)) else elements
-    return value
-
-
-def cut_text(text: str, cap: int) -> str:
-    """``text``'s first and last ``cap / 2`` bytes (UTF-8), cut at line ends when one is
-    near, with a line between them saying how much was cut."""
-    data = text.encode("utf-8", "surrogatepass")
-    half = cap // 2
-    head_end = _char_start(data, half)
-    newline = data.rfind(b"\n", 0, head_end)
-    if newline >= half // 2:
-        head_end = newline + 1
-    tail_start = _char_start(data, len(data) - half)
-    newline = data.find(b"\n", tail_start, tail_start + half // 2)
-    if newline >= 0:
-        tail_start = newline + 1
-    middle = data[head_end:tail_start]
-    lines = middle.count(b"\n")
-    counted = f", {lines:,} lines" if lines else ""
-    head = data[:head_end].decode("utf-8", "surrogatepass")
-    return (
-        head
-        + ("" if not head or head.endswith("\n") else "\n")
-        + f"[… {_amount(len(middle))}{counted} cut from the middle of this output: a report "
-        f"keeps the first and last {_amount(half)} of an output over {_amount(cap)} "
-        f"({_SETTING}) …]\n" + data[tail_start:].decode("utf-8", "surrogatepass")
-    )
-
-
-def cut_html(page: str, cap: int) -> str:
-    """HTML output's first and last ``cap / 2`` bytes or so, with a note between them.
-
-    Both cuts fall between tags, never inside one or inside an entity, so no tag is
-    broken and none is made; an element the cut leaves open is closed by the browser as
-    any unclosed element is.  (A record card with a huge field keeps its head and tail,
-    rather than the whole records section being left out.)
-    """
-    half = cap // 2
-    head_end = _html_text_position(page, _char_index(page, half), backwards=True)
-    tail_start = _html_text_position(page, _char_index(page, _size(page) - half), backwards=False)
-    if tail_start <= head_end:  # no place between tags to cut at: the note alone
-        head_end, tail_start = 0, len(page)
-    middle = _size(page[head_end:tail_start])
-    note = html.escape(
-        f"[… {_amount(middle)} cut from the middle of this output: a report keeps the first "
-        f"and last {_amount(half)} of an output over {_amount(cap)} ({_SETTING}) …]"
-    )
-    return f'{page[:head_end]}<div class="tw-cut">{note}</div>{page[tail_start:]}'
-
-
-def _html_text_position(page: str, at: int, *, backwards: bool) -> int:
-    """``at``, moved to a place between tags and outside any entity (``&amp;``)."""
-    opening, closing = page.rfind("<", 0, at), page.rfind(">", 0, at)
-    if opening > closing:  # inside a tag: to its start, or past its end
-        at = opening if backwards else page.find(">", at) + 1 or len(page)
-    entity = page.rfind("&", max(0, at - 32), at)
-    if entity >= 0 and _ENTITY_START.fullmatch(page, entity, at):  # inside an entity
-        end = page.find(";", at, at + 32)
-        at = entity if backwards or end < 0 else end + 1
-    return at
-
-
-_ENTITY_START = re.compile(r"&#?[0-9A-Za-z]*")
-
-
-def _char_index(text: str, size: int) -> int:
-    """The index in ``text`` at which its first ``size`` UTF-8 bytes end (about)."""
-    if text.isascii():
-        return max(0, min(size, len(text)))
-    prefix = text.encode("utf-8", "surrogatepass")[: max(0, size)]
-    return len(prefix.decode("utf-8", "ignore"))
-
-
-def _char_start(data: bytes, at: int) -> int:
-    """``at``, moved back to the first byte of the UTF-8 character it falls in."""
-    while 0 < at < len(data) and data[at] & 0xC0 == 0x80:
-        at -= 1
-    return at
-
-
-def _text(value: Any) -> str:
-    """Notebook text: a string, or (as files store it) a list of lines."""
-    return value if isinstance(value, str) else "".join(value)
-
-
-def _size(text: str) -> int:
-    """UTF-8 bytes of ``text`` (the encoding skipped when it is all ASCII)."""
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-def _amount(size: int) -> str:
-    if size >= 1 << 20:
-        return f"{size / (1 << 20):.1f} MiB".replace(".0 MiB", " MiB")
-    if size >= 1 << 10:
-        return f"{size / (1 << 10):.1f} KiB".replace(".0 KiB", " KiB")
-    return f"{size} bytes"
-
-
-def extract_records(nb: nbformat.NotebookNode) -> object | None:
-    """The JSON the notebook last displayed as records.json (``wb.done()`` does), if any.
-
-    Untyped on purpose: any cell may display that type, with data of any shape, so the
-    render reads it through the model (:class:`~tracework.records.artefacts.KernelRecords`),
-    whose refusal names what is wrong.
-    """
-    found = None
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            data = out.get("data", {})
-            if RECORDS_MIME in data:
-                found = data[RECORDS_MIME]
-    return found
-
-
-def file_sha256(path: Path) -> str | None:
-    return sha256_hex(path.read_bytes()) if path.is_file() else None

@@ -20,7 +20,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import nbformat
 from markupsafe import Markup
 
 from tracework.notebook.scaffold import GUIDE_TAG
@@ -42,7 +41,8 @@ from tracework.version import __version__
 from tracework.views.cards import display_css
 from tracework.views.marks import atlas
 
-if TYPE_CHECKING:  # nbconvert loads on first export
+if TYPE_CHECKING:  # nbformat loads with the notebook (load_nbformat), nbconvert on first export
+    import nbformat
     from nbconvert import HTMLExporter
 
 TEMPLATES = Path(str(files("tracework") / "templates"))
@@ -128,6 +128,8 @@ def reader_notebook(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, s
                 if line.strip():
                     break
     if marks:
+        import nbformat  # loaded by then: the notebook was read (see load_nbformat)
+
         held = nbformat.v4.new_code_cell(outputs=marks)
         held.id = "tracework-marks"  # a fixed id: renders stay byte-identical
         own = _heading_cell(nb, _MARKS_HEADINGS)

@@ -3,8 +3,9 @@
 :func:`drift_summary` is what a render adds to records.json at a commit other than the
 pin: counts of quote states, the first commit that changed each quote (see
 :mod:`tracework.drift.first_change`), broken absences, vanished identifiers and the
-records that need re-review.  :func:`read_history` and :func:`updated_history` keep one
-entry per render.  Both files' shapes are models of :mod:`tracework.records.artefacts`.
+records that need re-review.  :func:`read_history`, :func:`history_entry` and
+:func:`with_entry` keep one entry per render.  Both files' shapes are models of
+:mod:`tracework.records.artefacts`.
 """
 
 from __future__ import annotations
@@ -171,8 +172,8 @@ def _not_a_history(where: str, why: str) -> TraceworkError:
     )
 
 
-def updated_history(entries: list[HistoryEntry], records: ReportRecords) -> list[HistoryEntry]:
-    """The history with this render's entry added (or replaced, for the same commit)."""
+def history_entry(records: ReportRecords) -> HistoryEntry:
+    """This render's entry in the report's history, from its records."""
     drift = records.drift
     changed_in = {
         qid: ChangedIn(
@@ -193,7 +194,7 @@ def updated_history(entries: list[HistoryEntry], records: ReportRecords) -> list
         for aid in drift.broken_absences
         if aid in records.absences
     }
-    entry = HistoryEntry(
+    return HistoryEntry(
         commit=records.commit,
         date=records.commit_date,
         commits_since_pin=drift.commits_since_pin,
@@ -210,6 +211,11 @@ def updated_history(entries: list[HistoryEntry], records: ReportRecords) -> list
         },
         **({"broken": broken} if broken else {}),
     )
+
+
+def with_entry(entries: list[HistoryEntry], entry: HistoryEntry) -> list[HistoryEntry]:
+    """The history ``entries`` with ``entry`` added (or in place of the one for the same
+    render: see :func:`_same_render`), in order."""
     kept = [e for e in entries if not _same_render(e, entry)]
     return sorted([*kept, entry], key=_in_order)
 
