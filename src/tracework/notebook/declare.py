@@ -5,21 +5,28 @@ prefix, the statuses against their vocabularies, the evidence against the regist
 and every reference against the records declared above it, and raises one
 :class:`~tracework.errors.RecordError` naming the record and the field otherwise.
 Re-running the same JupyterLab cell may re-declare a record; another cell may not.
+
+Each method's keywords are its kind's fields (:mod:`tracework.records.kinds`), written
+out with their types so that mypy and JupyterLab's completion show what each takes;
+``tests/test_declare_fields.py`` holds every signature and its docstring to the model,
+so a field added to a kind and not here (or here and not there) fails the suite.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import re
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
-from tracework.capture.evidence import CaseInfo, ExcerptInfo
 from tracework.errors import RecordError, TraceworkError, validation_problem
 from tracework.git.subjects import open_mirror
 from tracework.notebook.jupyter import CaseView, ExcerptView, FileView, Html, QuoteView, cell_id
-from tracework.records.absences import AbsenceResult, search
+from tracework.records.absences import search
 from tracework.records.diagrams import unwrapped
 from tracework.records.kinds import (
     VOCABULARIES,
@@ -29,52 +36,84 @@ from tracework.records.kinds import (
     Claim,
     Component,
     Guarantee,
+    Implementation,
+    Markdown,
+    Operation,
     OperativeObject,
     Record,
     ReviewStamp,
     Route,
+    Strength,
     kind_of,
 )
-from tracework.records.rubrics import Rubric, RubricError, load_rubric
+from tracework.records.rubrics import RubricError, load_rubric
 from tracework.register.models import GitSource
-from tracework.views.cards import FileInfo, QuoteInfo, record_html
+from tracework.views.cards import record_html
 from tracework.views.marks import Mark, mark_html
 
 if TYPE_CHECKING:
-    from tracework.git.subjects import Subject
-    from tracework.register.models import Register
-    from tracework.workspace import Workspace
+    from tracework.notebook.review import Reviews
+    from tracework.notebook.session import RegisterSession
+    from tracework.notebook.state import ReportState
 
 R = TypeVar("R", bound=Record)
+P = ParamSpec("P")
+
+#: What a record's ``evidence=`` takes: quotes (``src.quote(...)``) or their ids, whole
+#: files (``src.file(path)`` or ``"SRC-n:path"``), records declared above (or their ids),
+#: capture cases and transcript excerpts (``cap.case(...)``, ``cap.transcript(...)``) and
+#: source ids (``"SRC-n"``).
+Evidence = QuoteView | FileView | CaseView | ExcerptView | Record | str
+
+#: What a rubric mark's ``evidence=`` takes: quotes or their ids, record ids and source ids.
+MarkEvidence = QuoteView | str
+
+#: What ``reviewed=`` takes: a date ``"YYYY-MM-DD"`` (confirmed against the pin on that
+#: date), ``(commit, date)`` (against that commit, a unique prefix of it will do), or a
+#: stamp made already.
+Reviewed = str | tuple[str, str] | ReviewStamp
+
+
+def _fields_named(method: Callable[P, Html]) -> Callable[P, Html]:
+    """A keyword the kind has no field for (a misspelled one) is a RecordError that names
+    the record and the fields it takes, as every other mistake in declaring is, rather
+    than Python's TypeError."""
+    parameters = inspect.signature(method).parameters
+    taken = [name for name in parameters if name not in ("self", "id")]
+
+    @functools.wraps(method)
+    def declaring(*args: P.args, **kwargs: P.kwargs) -> Html:
+        for name in kwargs:
+            if name in taken or name == "id":
+                continue
+            record_id = kwargs.get("id", args[1] if len(args) > 1 else method.__name__)
+            close = difflib.get_close_matches(name, taken, n=1)
+            raise RecordError(
+                f"{record_id}: {method.__name__}() has no field {name}=",
+                hint=(f"did you mean {close[0]}=? " if close else "")
+                + "it takes "
+                + ", ".join(f"{n}=" for n in taken),
+            )
+        return method(*args, **kwargs)
+
+    return declaring
 
 
 class RecordDeclarations:
     """The record-declaring half of the Workbench."""
 
-    ws: Workspace
-    register: Register
-    subject: Subject
-    pin: str
-    commit: str
-    _records: dict[str, Record]
-    _cells: dict[str, str | None]
-    _quotes: dict[str, QuoteInfo]
-    _files: dict[str, FileInfo]
-    _capture_evidence: dict[str, CaseInfo | ExcerptInfo]
-    _absences: dict[str, AbsenceResult]
-    _marks: dict[str, Mark]
-    _rubrics: dict[str, tuple[Rubric, str]]
-    # provided by the Workbench: a quote's state at the commit, and the drifted evidence
-    _info: Callable[[str], QuoteInfo]
-    _file_info: Callable[[str, str], FileInfo]
-    _drifted: Callable[[], dict[str, list[str]]]
-    _review_drift: Callable[[], tuple[dict[str, list[str]], dict[str, set[str]]]]
-    _flagged: Callable[..., tuple[list[str], set[str]]]
+    # provided by the Workbench: the register opened, what the report holds so far, and
+    # which records and marks need re-review
+    _session: RegisterSession
+    _state: ReportState
+    _reviews: Reviews
 
-    def _evidence(self, refs: Iterable[Any], record_id: str) -> tuple[str, ...]:
+    def _evidence(self, refs: Iterable[Evidence], record_id: str) -> tuple[str, ...]:
         """The ids of what a record cites: quotes, whole files (``src.file(path)``, or
         ``"SRC-n:path"``), records declared above it (never itself, never in a cycle),
         and sources (``"SRC-n"``)."""
+        session, state = self._session, self._state
+        register = session.register
         out: list[str] = []
         for ref in refs:
             if isinstance(ref, QuoteView | FileView | CaseView | ExcerptView):
@@ -87,30 +126,30 @@ class RecordDeclarations:
                     f"{record_id}: evidence must be quotes, files, records, their ids or SRC ids"
                 )
             if re.fullmatch(r"SRC-[0-9]+", ref):
-                if ref not in self.register.sources:
+                if ref not in register.sources:
                     raise RecordError(
                         f"{record_id}: evidence {ref} is not a source of the register"
                     )
-            elif ref in self.register.quotes:
-                self._quotes.setdefault(ref, self._info(ref))
-            elif ref in self._records:
+            elif ref in register.quotes:
+                state.quotes.setdefault(ref, session.quote_info(ref))
+            elif ref in state.records:
                 self._refuse_cycle(record_id, ref)
-            elif ref in self._capture_evidence:
+            elif ref in state.capture_evidence:
                 pass  # cited through cap.case(...) or cap.transcript(...) above
             elif re.match(r"SRC-[0-9]+:", ref):
                 sid, path = ref.split(":", 1)
-                source = self.register.sources.get(sid)
+                source = register.sources.get(sid)
                 if not isinstance(source, GitSource) or path not in source.files:
                     raise RecordError(
                         f"{record_id}: evidence {ref!r} is not a file registered in {sid}",
                         hint=f'cite it as wb.source("{sid}").file("{path}") (author mode '
                         "registers it)",
                     )
-                self._files.setdefault(ref, self._file_info(sid, path))
+                state.files.setdefault(ref, session.file_info(sid, path))
             else:
                 raise RecordError(
                     f"{record_id}: evidence {ref!r} is not a quote in register "
-                    f"{self.register.name}, nor a record declared above",
+                    f"{register.name}, nor a record declared above",
                     hint="quote it first with wb.source(...).quote(...), or declare the "
                     "record it names before this one",
                 )
@@ -120,6 +159,7 @@ class RecordDeclarations:
     def _refuse_cycle(self, record_id: str, cited: str) -> None:
         """A record may cite a record, never itself, directly or through others: the
         re-review of one would wait on the other for ever."""
+        records = self._state.records
         seen, todo = set(), [cited]
         while todo:
             current = todo.pop()
@@ -129,18 +169,19 @@ class RecordDeclarations:
                     + (" through other records)" if current != cited else ")"),
                     hint="cite the quotes or files behind it instead",
                 )
-            if current not in seen and current in self._records:
+            if current not in seen and current in records:
                 seen.add(current)
-                todo.extend(e for e in self._records[current].evidence if e in self._records)
+                todo.extend(e for e in records[current].evidence if e in records)
 
     def _declare(
         self,
         cls: type[R],
         record_id: str,
-        evidence: Sequence[Any],
-        reviewed: Any,
-        fields: dict[str, Any],
+        evidence: Sequence[Evidence],
+        reviewed: Reviewed | None,
+        fields: Mapping[str, object],
     ) -> R:
+        state = self._state
         expected = kind_of(record_id)
         if expected is not cls:
             raise RecordError(
@@ -148,7 +189,7 @@ class RecordDeclarations:
                 hint=f"{cls.kind} ids start with {cls.prefix}",
             )
         cell = cell_id()
-        if record_id in self._records and (cell is None or self._cells.get(record_id) != cell):
+        if record_id in state.records and (cell is None or state.cells.get(record_id) != cell):
             raise RecordError(
                 f"{record_id} is declared twice", hint="every record id must be unique in a report"
             )
@@ -161,7 +202,7 @@ class RecordDeclarations:
                 )
         cited = self._evidence(evidence, record_id)
         if fields.get("operation") == "observed" and not any(
-            e in self._capture_evidence for e in cited
+            e in state.capture_evidence for e in cited
         ):
             raise RecordError(
                 f'{record_id}: operation="observed" needs evidence of it running: a case or '
@@ -170,34 +211,37 @@ class RecordDeclarations:
                 'wb.capture("NAME"); or say "uninspected" or "reported"',
             )
         try:
-            record = cls(
-                id=record_id,
-                evidence=cited,
-                reviewed_at=self._stamp(reviewed, record_id),
-                **fields,
+            record = cls.model_validate(
+                {
+                    "id": record_id,
+                    "evidence": cited,
+                    "reviewed_at": self._stamp(reviewed, record_id),
+                    **fields,
+                }
             )
         except ValidationError as exc:
             raise RecordError(f"{record_id}: {validation_problem(exc)}") from None
         for field_name, ref in record.references().items():
-            if ref not in self._records or ref == record_id:
+            if ref not in state.records or ref == record_id:
                 raise RecordError(
                     f"{record_id}: {field_name} names {ref!r}, which is not declared above",
                     hint="declare the record it refers to first",
                 )
-        self._records[record_id] = record
-        self._cells[record_id] = cell
+        state.records[record_id] = record
+        state.cells[record_id] = cell
         return record
 
-    def _stamp(self, reviewed: Any, record_id: str) -> ReviewStamp | None:
-        if reviewed is None:
-            return None
+    def _stamp(self, reviewed: Reviewed | None, record_id: str) -> ReviewStamp | None:
+        if reviewed is None or isinstance(reviewed, ReviewStamp):
+            return reviewed
+        session = self._session
         try:
             if isinstance(reviewed, str):
-                return ReviewStamp(commit=self.pin, date=reviewed)
-            if isinstance(reviewed, dict):
+                return ReviewStamp(commit=session.pin, date=reviewed)
+            if isinstance(reviewed, dict):  # a stamp as records.json writes it
                 return ReviewStamp(**reviewed)
             commit, date = reviewed
-            full = open_mirror(self.ws, self.subject.name).resolve_commit(commit)
+            full = open_mirror(session.ws, session.subject.name).resolve_commit(commit)
             return ReviewStamp(commit=full, date=date)
         except ValidationError as exc:
             raise RecordError(
@@ -211,26 +255,28 @@ class RecordDeclarations:
             ) from None
 
     def _view(self, record: Record) -> Html:
-        titles = {r.id: r.label for r in self._records.values()}
-        absence = self._absences.get(record.id)
+        state = self._state
+        titles = {r.id: r.label for r in state.records.values()}
         markup = record_html(
             record,
-            self._quotes,
+            state.quotes,
             titles,
-            absence=absence,
-            drifted=self._drifted().get(record.id, ()),
+            absence=state.absences.get(record.id),
+            drifted=self._reviews.records().get(record.id, ()),
         )
         return Html(markup, f"<{record.kind} {record.id}: {record.label}>")
 
+    @_fields_named
     def component(
         self,
         id: str,
         *,
         label: str,
-        identity: str,
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
+        identity: Markdown,
+        details: Markdown | None = None,
+        evidence: Sequence[Evidence] = (),
+        reviewed: Reviewed | None = None,
+        notes: Markdown | None = None,
     ) -> Html:
         """Declare a component (`RT-CMP-…`): a part of the system with an identity in the source.
 
@@ -238,9 +284,10 @@ class RecordDeclarations:
             id: `RT-CMP-` and a name.
             label: A short name.
             identity: How the source names it (Markdown): the class, module or service.
+            details: More about it (Markdown).
             evidence: What backs it (see the class description).
             reviewed: The review stamp.
-            **fields: `details`, `notes`.
+            notes: Markdown shown under the record.
 
         Returns:
             The record as it will show in the report.
@@ -252,21 +299,21 @@ class RecordDeclarations:
                          evidence=[keep], reviewed="2026-03-20")
             ```
         """
-        return self._view(
-            self._declare(
-                Component, id, evidence, reviewed, dict(label=label, identity=identity, **fields)
-            )
-        )
+        fields = {"label": label, "identity": identity, "details": details, "notes": notes}
+        return self._view(self._declare(Component, id, evidence, reviewed, fields))
 
+    @_fields_named
     def operative_object(
         self,
         id: str,
         *,
         label: str,
-        description: str,
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
+        description: Markdown,
+        held_by: str | None = None,
+        persistence: Markdown | None = None,
+        evidence: Sequence[Evidence] = (),
+        reviewed: Reviewed | None = None,
+        notes: Markdown | None = None,
     ) -> Html:
         """Declare an operative object (`RT-OBJ-…`): retained material that code acts on.
 
@@ -274,9 +321,11 @@ class RecordDeclarations:
             id: `RT-OBJ-` and a name.
             label: A short name.
             description: What it is (Markdown).
+            held_by: The id of the declared record that holds it.
+            persistence: How long it lasts, and where (Markdown).
             evidence: What backs it.
             reviewed: The review stamp.
-            **fields: `held_by` (a declared record's id), `persistence`, `notes`.
+            notes: Markdown shown under the record.
 
         Returns:
             The record as it will show in the report.
@@ -289,27 +338,38 @@ class RecordDeclarations:
                                 evidence=[keep])
             ```
         """
-        return self._view(
-            self._declare(
-                OperativeObject,
-                id,
-                evidence,
-                reviewed,
-                dict(label=label, description=description, **fields),
-            )
-        )
+        fields = {
+            "label": label,
+            "description": description,
+            "held_by": held_by,
+            "persistence": persistence,
+            "notes": notes,
+        }
+        return self._view(self._declare(OperativeObject, id, evidence, reviewed, fields))
 
+    @_fields_named
     def route(
         self,
         id: str,
         *,
         label: str,
-        progression: str,
-        implementation: str,
-        operation: str,
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
+        progression: Markdown,
+        implementation: Implementation,
+        operation: Operation,
+        passes_through: Sequence[str] = (),
+        trigger: Markdown | None = None,
+        proposer: Markdown | None = None,
+        decider: Markdown | None = None,
+        immediate_return: Markdown | None = None,
+        later_read_back: Markdown | None = None,
+        delegated_visibility: Markdown | None = None,
+        selection_predicate: Markdown | None = None,
+        invalidation: Markdown | None = None,
+        activation: Markdown | None = None,
+        evidence_limits: Markdown | None = None,
+        evidence: Sequence[Evidence] = (),
+        reviewed: Reviewed | None = None,
+        notes: Markdown | None = None,
     ) -> Html:
         """Declare a route (`RT-RTE-…`): a path through the code from a trigger to an effect.
 
@@ -320,12 +380,20 @@ class RecordDeclarations:
             implementation: `wired`, `partial`, `absent` or `unknown`.
             operation: `observed`, `reported` or `uninspected`; `observed` needs capture
                 evidence.
+            passes_through: Ids of declared records it passes through, in order.
+            trigger: What starts it (Markdown).
+            proposer: Who proposes what it does (Markdown).
+            decider: Who decides (Markdown).
+            immediate_return: What comes back at once (Markdown).
+            later_read_back: What is read back later, and when (Markdown).
+            delegated_visibility: What a delegate gets to see (Markdown).
+            selection_predicate: What selects the material it carries (Markdown).
+            invalidation: What invalidates or expires it (Markdown).
+            activation: Its activation or effect (Markdown).
+            evidence_limits: What the evidence does not show (Markdown).
             evidence: What backs it.
             reviewed: The review stamp.
-            **fields: `passes_through` (ids of declared records, in order), `trigger`,
-                `proposer`, `decider`, `immediate_return`, `later_read_back`,
-                `delegated_visibility`, `selection_predicate`, `invalidation`, `activation`,
-                `evidence_limits`, `notes`.
+            notes: Markdown shown under the record.
 
         Returns:
             The record as it will show in the report.
@@ -337,33 +405,39 @@ class RecordDeclarations:
                      implementation="wired", operation="uninspected", evidence=[keep])
             ```
         """
-        return self._view(
-            self._declare(
-                Route,
-                id,
-                evidence,
-                reviewed,
-                dict(
-                    label=label,
-                    progression=progression,
-                    implementation=implementation,
-                    operation=operation,
-                    **fields,
-                ),
-            )
-        )
+        fields = {
+            "label": label,
+            "progression": progression,
+            "implementation": implementation,
+            "operation": operation,
+            "passes_through": passes_through,
+            "trigger": trigger,
+            "proposer": proposer,
+            "decider": decider,
+            "immediate_return": immediate_return,
+            "later_read_back": later_read_back,
+            "delegated_visibility": delegated_visibility,
+            "selection_predicate": selection_predicate,
+            "invalidation": invalidation,
+            "activation": activation,
+            "evidence_limits": evidence_limits,
+            "notes": notes,
+        }
+        return self._view(self._declare(Route, id, evidence, reviewed, fields))
 
+    @_fields_named
     def claim(
         self,
         id: str,
         *,
         label: str,
-        claim: str,
-        assessment: str,
-        operation: str,
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
+        claim: Markdown,
+        assessment: Markdown,
+        operation: Operation,
+        implementation: Implementation = "unknown",
+        evidence: Sequence[Evidence] = (),
+        reviewed: Reviewed | None = None,
+        notes: Markdown | None = None,
     ) -> Html:
         """Declare a claim (`RT-CLM-…`): what the subject says of itself, and what the source shows.
 
@@ -373,9 +447,10 @@ class RecordDeclarations:
             claim: The claimed behaviour, as the subject states it (Markdown).
             assessment: What the source shows of it (Markdown).
             operation: `observed`, `reported` or `uninspected`.
+            implementation: `wired`, `partial`, `absent` or `unknown`.
             evidence: What backs it.
             reviewed: The review stamp.
-            **fields: `implementation` (default `unknown`), `notes`.
+            notes: Markdown shown under the record.
 
         Returns:
             The record as it will show in the report.
@@ -388,29 +463,28 @@ class RecordDeclarations:
                      operation="reported", implementation="wired", evidence=["RT-ABS-disk"])
             ```
         """
-        return self._view(
-            self._declare(
-                Claim,
-                id,
-                evidence,
-                reviewed,
-                dict(
-                    label=label, claim=claim, assessment=assessment, operation=operation, **fields
-                ),
-            )
-        )
+        fields = {
+            "label": label,
+            "claim": claim,
+            "assessment": assessment,
+            "operation": operation,
+            "implementation": implementation,
+            "notes": notes,
+        }
+        return self._view(self._declare(Claim, id, evidence, reviewed, fields))
 
+    @_fields_named
     def absence(
         self,
         id: str,
         *,
-        statement: str,
+        statement: Markdown,
         scope: Sequence[str],
         patterns: Sequence[str],
         label: str = "",
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
+        evidence: Sequence[Evidence] = (),
+        reviewed: Reviewed | None = None,
+        notes: Markdown | None = None,
     ) -> Html:
         r"""Declare an evidenced absence (`RT-ABS-…`) and search its scope for its patterns.
 
@@ -427,7 +501,7 @@ class RecordDeclarations:
             label: A short name (default: the statement's first sentence).
             evidence: What else backs it.
             reviewed: The review stamp.
-            **fields: `notes`.
+            notes: Markdown shown under the record.
 
         Returns:
             The record with the search's result, as it will show in the report.
@@ -438,39 +512,38 @@ class RecordDeclarations:
                        scope=["larkspur/**"], patterns=[r"\bopen\(", r"sqlite3|pickle"])
             ```
         """
-        record = self._declare(
-            Absence,
-            id,
-            evidence,
-            reviewed,
-            dict(
-                label=label or statement.split(".")[0][:80],
-                statement=statement,
-                scope=tuple(scope),
-                patterns=tuple(patterns),
-                **fields,
-            ),
-        )
-        mirror = open_mirror(self.ws, self.subject.name)
+        fields = {
+            "label": label or statement.split(".")[0][:80],
+            "statement": statement,
+            "scope": tuple(scope),
+            "patterns": tuple(patterns),
+            "notes": notes,
+        }
+        record = self._declare(Absence, id, evidence, reviewed, fields)
+        session = self._session
+        mirror = open_mirror(session.ws, session.subject.name)
         try:
-            self._absences[id] = search(mirror, self.commit, record.scope, record.patterns)
+            self._state.absences[id] = search(mirror, session.commit, record.scope, record.patterns)
         except TraceworkError:
-            del self._records[id]
+            del self._state.records[id]
             raise
         return self._view(record)
 
+    @_fields_named
     def authority_path(
         self,
         id: str,
         *,
-        consumer: str,
-        channel: str,
-        force: str,
-        horizon: str,
+        consumer: Markdown,
+        channel: Markdown,
+        force: Markdown,
+        horizon: Markdown,
         label: str = "",
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
+        source_material: str | None = None,
+        route: str | None = None,
+        evidence: Sequence[Evidence] = (),
+        reviewed: Reviewed | None = None,
+        notes: Markdown | None = None,
     ) -> Html:
         """Declare a behavioural-authority path (`RT-BAP-…`): retained material to its consumer.
 
@@ -484,10 +557,11 @@ class RecordDeclarations:
             horizon: How long it keeps that weight (Markdown).
             label: A short name (default: the consumer's first sentence, code spans
                 shown without their backticks).
+            source_material: The id of a declared record, the retained material.
+            route: The id of a declared route it travels.
             evidence: What backs it.
             reviewed: The review stamp.
-            **fields: `source_material` (a declared record, the retained material), `route`
-                (a declared route), `notes`.
+            notes: Markdown shown under the record.
 
         Returns:
             The record as it will show in the report.
@@ -500,35 +574,36 @@ class RecordDeclarations:
                               route="RT-RTE-recall", evidence=[q_prompt])
             ```
         """
-        return self._view(
-            self._declare(
-                AuthorityPath,
-                id,
-                evidence,
-                reviewed,
-                dict(
-                    label=label or unwrapped(consumer).split(". ")[0][:80],
-                    consumer=consumer,
-                    channel=channel,
-                    force=force,
-                    horizon=horizon,
-                    **fields,
-                ),
-            )
-        )
+        fields = {
+            "label": label or unwrapped(consumer).split(". ")[0][:80],
+            "consumer": consumer,
+            "channel": channel,
+            "force": force,
+            "horizon": horizon,
+            "source_material": source_material,
+            "route": route,
+            "notes": notes,
+        }
+        return self._view(self._declare(AuthorityPath, id, evidence, reviewed, fields))
 
+    @_fields_named
     def guarantee(
         self,
         id: str,
         *,
-        owner: str,
-        enforcement_point: str,
-        strength: str,
-        covered_path: str,
+        owner: Markdown,
+        enforcement_point: Markdown,
+        strength: Strength,
+        covered_path: Markdown,
         label: str = "",
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
+        qualifier: Markdown | None = None,
+        alternate_paths: Markdown | None = None,
+        required_external_contract: Markdown | None = None,
+        implementation: Implementation = "unknown",
+        operation: Operation = "uninspected",
+        evidence: Sequence[Evidence] = (),
+        reviewed: Reviewed | None = None,
+        notes: Markdown | None = None,
     ) -> Html:
         """Declare a guarantee (`RT-GRT-…`): a promise, where it is enforced and how strongly.
 
@@ -540,11 +615,14 @@ class RecordDeclarations:
                 prevented), `conventional` (by agreement only) or `none`.
             covered_path: What the guarantee covers (Markdown).
             label: A short name (default: the covered path's first sentence).
+            qualifier: What the strength means here, in words (Markdown).
+            alternate_paths: Paths around the enforcement point (Markdown).
+            required_external_contract: What it relies on outside the code (Markdown).
+            implementation: `wired`, `partial`, `absent` or `unknown`.
+            operation: `observed`, `reported` or `uninspected`.
             evidence: What backs it.
             reviewed: The review stamp.
-            **fields: `qualifier` (the strength in words), `alternate_paths`,
-                `required_external_contract`, `implementation` (default `unknown`),
-                `operation` (default `uninspected`), `notes`.
+            notes: Markdown shown under the record.
 
         Returns:
             The record as it will show in the report.
@@ -556,32 +634,32 @@ class RecordDeclarations:
                          covered_path="Notes added through `keep`.", evidence=[q_guard])
             ```
         """
-        return self._view(
-            self._declare(
-                Guarantee,
-                id,
-                evidence,
-                reviewed,
-                dict(
-                    label=label or covered_path.split(".")[0][:80],
-                    owner=owner,
-                    enforcement_point=enforcement_point,
-                    strength=strength,
-                    covered_path=covered_path,
-                    **fields,
-                ),
-            )
-        )
+        fields = {
+            "label": label or covered_path.split(".")[0][:80],
+            "owner": owner,
+            "enforcement_point": enforcement_point,
+            "strength": strength,
+            "covered_path": covered_path,
+            "qualifier": qualifier,
+            "alternate_paths": alternate_paths,
+            "required_external_contract": required_external_contract,
+            "implementation": implementation,
+            "operation": operation,
+            "notes": notes,
+        }
+        return self._view(self._declare(Guarantee, id, evidence, reviewed, fields))
 
+    @_fields_named
     def annotate(
         self,
         id: str,
         *,
         on: str,
-        text: str,
-        evidence: Sequence[Any] = (),
-        reviewed: Any = None,
-        **fields: Any,
+        text: Markdown,
+        label: str = "",
+        evidence: Sequence[Evidence] = (),
+        reviewed: Reviewed | None = None,
+        notes: Markdown | None = None,
     ) -> Html:
         """Attach an annotation (`RT-ANN-…`) to a declared record.
 
@@ -589,9 +667,10 @@ class RecordDeclarations:
             id: `RT-ANN-` and a name.
             on: The id of the record it remarks on, declared above.
             text: The remark (Markdown).
+            label: A short name.
             evidence: What backs it.
             reviewed: The review stamp.
-            **fields: `label`, `notes`.
+            notes: Markdown shown under the record.
 
         Returns:
             The annotation as it will show in the report.
@@ -602,9 +681,8 @@ class RecordDeclarations:
                         text="Not safe across threads: `keep` appends without a lock.")
             ```
         """
-        return self._view(
-            self._declare(Annotation, id, evidence, reviewed, dict(on=on, text=text, **fields))
-        )
+        fields = {"on": on, "text": text, "label": label, "notes": notes}
+        return self._view(self._declare(Annotation, id, evidence, reviewed, fields))
 
     # -- rubric marks --------------------------------------------------------------------
 
@@ -614,9 +692,9 @@ class RecordDeclarations:
         mechanism: str,
         *,
         present: bool,
-        evidence: Sequence[Any] = (),
-        note: str | None = None,
-        reviewed: Any = None,
+        evidence: Sequence[MarkEvidence] = (),
+        note: Markdown | None = None,
+        reviewed: Reviewed | None = None,
         reviewer: str | None = None,
     ) -> Html:
         """Mark a mechanism of a rubric (`registers/rubrics/RUBRIC.yaml`) present or absent.
@@ -646,13 +724,14 @@ class RecordDeclarations:
                     reviewed="2026-03-20", reviewer="A. Analyst")
             ```
         """
+        state = self._state
         if not isinstance(present, bool):
             raise RecordError(f"mark {rubric}/{mechanism}: present= takes True or False")
         if note is not None and not isinstance(note, str):
             raise RecordError(f"mark {rubric}/{mechanism}: note= takes text (Markdown)")
-        if rubric not in self._rubrics:
-            self._rubrics[rubric] = load_rubric(self.ws, rubric)
-        definition, _ = self._rubrics[rubric]
+        if rubric not in state.rubrics:
+            state.rubrics[rubric] = load_rubric(self._session.ws, rubric)
+        definition, _ = state.rubrics[rubric]
         if definition.mechanism(mechanism) is None:
             raise RubricError(
                 f"rubric {rubric} has no mechanism {mechanism!r}",
@@ -667,7 +746,7 @@ class RecordDeclarations:
                     hint='cite a record by its id, e.g. evidence=["RT-CMP-store"]',
                 )
             if isinstance(ref, str) and ref.startswith("RT-"):
-                if ref not in self._records:
+                if ref not in state.records:
                     raise RecordError(
                         f"{where}: evidence {ref} is not a record declared above",
                         hint="declare the record before marking with it",
@@ -690,20 +769,8 @@ class RecordDeclarations:
         made = Mark(rubric, mechanism, present, tuple(refs), note, stamp, reviewer)
         cell = cell_id()
         key = made.anchor
-        if key in self._marks and (cell is None or self._cells.get(key) != cell):
+        if key in state.marks and (cell is None or state.cells.get(key) != cell):
             raise RecordError(f"{where} is marked twice", hint="mark each mechanism once")
-        self._marks[key], self._cells[key] = made, cell
-        markup = mark_html(made, definition, self._marks_drifted().get(key, ()))
+        state.marks[key], state.cells[key] = made, cell
+        markup = mark_html(made, definition, self._reviews.marks().get(key, ()))
         return Html(markup, f"<mark {rubric}/{mechanism}: {'present' if present else 'absent'}>")
-
-    def _marks_drifted(self) -> dict[str, list[str]]:
-        """Per mark (by anchor), the cited evidence that no longer holds at the commit, as
-        for a record, less what the mark's review covers: evidence unchanged since the
-        commit it was reviewed against (see :mod:`tracework.notebook.review`)."""
-        records, behind = self._review_drift()
-        out: dict[str, list[str]] = {}
-        for key, mark in self._marks.items():
-            bad, _ = self._flagged(mark.evidence, mark.reviewed_at, records, behind)
-            if bad:
-                out[key] = bad
-        return out

@@ -117,7 +117,7 @@ class CaseView:
 
 #: How a capture compares an excerpt with a reference: ``(info, quote, case, path,
 #: previous)`` to the excerpt with that comparison (the workbench's).
-Compare = Callable[[ExcerptInfo, Any, str | None, str | None, bool], ExcerptInfo]
+Compare = Callable[[ExcerptInfo, QuoteView | str | None, str | None, str | None, bool], ExcerptInfo]
 
 
 class ExcerptView:
@@ -150,7 +150,7 @@ class ExcerptView:
 
     def against(
         self,
-        quote: Any = None,
+        quote: QuoteView | str | None = None,
         *,
         case: str | None = None,
         path: str | None = None,

@@ -81,6 +81,12 @@ def excerpt_html(info: ExcerptInfo, *, anchor: bool = False) -> str:
     )
 
 
+def meta_html(rows: Iterable[tuple[str, str]]) -> str:
+    """A capture's facts as a definition list: each row a term and its HTML, written by
+    the caller (the section's method, the provenance part)."""
+    return '<dl class="tw-meta">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
+
+
 def capture_html(
     at: CapturedAt,
     cases: list[CaseInfo],
@@ -133,7 +139,7 @@ def capture_html(
     return (
         f'<section class="tw-capture"><h2 id="capture-{esc(cap.name)}">Runtime capture: '
         f"{esc(cap.name)}</h2>{notice}{stale}"
-        f'<dl class="tw-meta">{"".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in method)}</dl>'
+        + meta_html(method)
         + cases_table_html(c for arm in (cap.results, cap.model_arm) if arm for c in arm.cases)
         + tables
         + (f"<h3>Cited from this capture</h3>{cited}" if cited else "")

@@ -11,16 +11,16 @@ notebook (``cap.provenance()``, ``cap.conditions()``, ``cap.results()``,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from tracework.capture.evidence import CapturedAt
 from tracework.capture.store import CaptureResults, CaseResult, EnvironmentProvenance, ModelArm
-from tracework.views.capture import cases_table_html, observed_line, state_badge, table_html
+from tracework.views.capture import (
+    cases_table_html,
+    meta_html,
+    observed_line,
+    state_badge,
+    table_html,
+)
 from tracework.views.cards import badge, esc, esc_name, sha256_html
-
-
-def _meta(rows: Iterable[tuple[str, str]]) -> str:
-    return '<dl class="tw-meta">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
 
 
 def _code(text: str) -> str:
@@ -76,7 +76,7 @@ def provenance_html(at: CapturedAt, subject_url: str | None) -> str:
         for f in m.files
     )
     return (
-        f'<section class="tw-capture tw-provenance">{_stale(at)}{_meta(rows)}'
+        f'<section class="tw-capture tw-provenance">{_stale(at)}{meta_html(rows)}'
         + (_distributions_html(made) if made is not None else "")
         + "<h3>Subject files hashed before the harness ran</h3>"
         + (
