@@ -27,11 +27,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "tracework"
 UNTYPED = re.compile(r"\b[Dd]ict\[str, Any\]")
 
 #: The most lines with a ``dict[str, Any]`` the package may hold (the aim: twelve).
-CEILING = 49
+CEILING = 26
 
 #: Modules whose dictionaries are still to be typed: counted against the ceiling, not
 #: yet held to a reason.  Each entry goes once its module is typed.
-PENDING = ("site/", "render/", "notebook/", "drift/check.py")
+PENDING = ("site/",)
 
 
 def _occurrences() -> list[tuple[str, int, str, bool]]:

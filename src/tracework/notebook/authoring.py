@@ -16,7 +16,7 @@ if another writer gave an id or a span to other evidence meanwhile.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from tracework.git.mirror import Mirror
 from tracework.git.subjects import open_mirror
@@ -112,7 +112,7 @@ class PendingQuotes:
             self._held = None  # the old span may now have no holder, or another
         elif self._held is not None:
             self._held.setdefault(_key(quote), qid)
-        updates: dict[str, Any] = {"quotes": {**register.quotes, qid: quote}}
+        updates: dict[str, object] = {"quotes": {**register.quotes, qid: quote}}
         if file is not None:
             files = {**source.files, path: file}
             updates["sources"] = {

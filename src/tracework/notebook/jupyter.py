@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,7 +206,7 @@ class ExcerptView:
         return f"<excerpt {self.id} sha256 {self.sha256[:12]} {self.info.state}{compared}>"
 
 
-def display(obj: Any, metadata: dict[str, Any] | None = None, raw: bool = False) -> None:
+def display(obj: Any, metadata: Mapping[str, object] | None = None, raw: bool = False) -> None:
     try:
         from IPython.display import display
     except ImportError:  # plain Python: print the text form

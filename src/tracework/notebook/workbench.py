@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from tracework.drift.check import CheckItem, CheckReport
 from tracework.errors import ChecksFailed, RegisterError, TraceworkError, check_iso_date
@@ -45,6 +44,7 @@ from tracework.notebook.review import Reviews
 from tracework.notebook.session import Mode, RegisterSession
 from tracework.notebook.state import ReportState
 from tracework.notebook.summary import check_summary
+from tracework.readers import Table
 from tracework.records.absences import AbsenceResult
 from tracework.records.artefacts import (
     RECORDS_MIME,
@@ -423,7 +423,7 @@ class Workbench(RecordDeclarations):
 
     # -- the checks and the end ----------------------------------------------------------
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> Table:
         """Every check on this report at its commit, as data: what records.json keeps as `checks`.
 
         Returns:
@@ -432,7 +432,7 @@ class Workbench(RecordDeclarations):
         """
         return to_json(self._check_summary())
 
-    def records_json(self) -> dict[str, Any]:
+    def records_json(self) -> Table:
         """Everything the report declares and checked, as records.json holds it.
 
         Returns:

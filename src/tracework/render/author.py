@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import ValidationError
 
@@ -100,7 +100,18 @@ def records_text(result: AuthorResult) -> list[str]:
     return lines
 
 
-def as_json(result: AuthorResult, root: Path) -> dict[str, Any]:
+class AuthorJson(TypedDict):
+    """``tracework author --json``."""
+
+    ok: bool
+    name: str
+    commit: str
+    directory: str
+    records: list[Any]  # each record as records.json holds it (its schema: records)
+    checks: Any  # the check summary as records.json holds it (its schema: check-summary)
+
+
+def as_json(result: AuthorResult, root: Path) -> AuthorJson:
     """``tracework author --json``: where the draft is, the records and the checks, each
     as records.json holds it."""
     return {

@@ -18,11 +18,12 @@ import threading
 from html.parser import HTMLParser
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from markupsafe import Markup
 
 from tracework.notebook.scaffold import GUIDE_TAG
+from tracework.readers import Table
 from tracework.records.artefacts import (
     RECORDS_MIME,
     HistoryEntry,
@@ -44,6 +45,8 @@ from tracework.views.marks import atlas
 if TYPE_CHECKING:  # nbformat loads with the notebook (load_nbformat), nbconvert on first export
     import nbformat
     from nbconvert import HTMLExporter
+
+    from tracework.render.outputs import Resources
 
 TEMPLATES = Path(str(files("tracework") / "templates"))
 
@@ -199,7 +202,7 @@ def _reader_output(output: nbformat.NotebookNode) -> nbformat.NotebookNode | Non
     if not output.data:
         return None
     metadata = output.get("metadata", {})
-    kept: dict[str, Any] = {}
+    kept: Table = {}  # an output's metadata: nbformat's JSON
     if "tracework" in metadata:
         kept["tracework"] = metadata["tracework"]
     for mimetype in ("image/png", "image/jpeg"):
@@ -214,7 +217,7 @@ def _reader_output(output: nbformat.NotebookNode) -> nbformat.NotebookNode | Non
     return output
 
 
-def _for_readers(output: dict[str, Any]) -> bool:
+def _for_readers(output: nbformat.NotebookNode) -> bool:
     """records.json, the in-notebook summary (shown in the appendix) and stderr are not."""
     if RECORDS_MIME in output.get("data", {}):
         return False
@@ -318,7 +321,38 @@ def appendix_html(
     )
 
 
-def _history_entry(entry: HistoryEntry) -> dict[str, Any]:
+class ChangedRow(TypedDict):
+    """A quote that changed at a render, as the appendix lists it."""
+
+    id: str
+    path: str
+    commit: str
+    format_only: bool
+
+
+class BrokenRow(TypedDict):
+    """An absence broken at a render, as the appendix lists it."""
+
+    id: str
+    commit: str | None  # where it first broke, when the search found it
+    matches: int
+    files: int
+
+
+class HistoryRow(TypedDict):
+    """One render of the history, as the appendix's template reads it."""
+
+    commit: str
+    date: str
+    since: int
+    verified: int
+    total: int
+    others: str
+    changed: list[ChangedRow]
+    broken: list[BrokenRow]
+
+
+def _history_entry(entry: HistoryEntry) -> HistoryRow:
     """One render of the history, as the appendix lists it."""
     counts = entry.counts
     return {
@@ -495,7 +529,7 @@ def export_html(
     # the displays' stylesheet once, here: the sanitiser drops the copy each display carries
     css = (TEMPLATES / "tracework" / "report.css").read_text(encoding="utf-8")
     css += "\n" + display_css() + "\n"
-    resources: dict[str, dict[str, Any]] = {
+    resources: Resources = {
         "tracework": {
             "title": title,
             "version": __version__,

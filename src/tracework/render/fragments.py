@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import jinja2
 
@@ -53,9 +53,31 @@ def render(template: str, **context: Any) -> str:
     return environment().get_template(template).render(**context)
 
 
-def register_sources(register: Register) -> list[dict[str, Any]]:
+class FileRow(TypedDict):
+    """A registered file, as the register's table lists it."""
+
+    path: str
+    kind: str
+    size: int | str  # "" for a capture's file, whose size the register does not hold
+    sha256: str
+
+
+class SourceRow(TypedDict):
+    """A source of the register, as the report's appendix and the site's register page
+    list it."""
+
+    id: str
+    kind: str
+    what: str
+    subject: str
+    pinned: str
+    date: str
+    files: list[FileRow]
+
+
+def register_sources(register: Register) -> list[SourceRow]:
     """Each source of the register, in SRC order, with what it is and its files."""
-    out = []
+    out: list[SourceRow] = []
     for sid, src in sorted(register.sources.items(), key=lambda kv: int(kv[0].split("-")[1])):
         if isinstance(src, GitSource):
             out.append(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -27,7 +27,7 @@ from tracework.drift.first_change import (
 from tracework.errors import TraceworkError, validation_problem
 from tracework.git.mirror import Mirror
 from tracework.git.subjects import open_mirror
-from tracework.readers import DataError, load_json
+from tracework.readers import DataError, Table, load_json
 from tracework.records.absences import search
 from tracework.records.artefacts import (
     BrokenIn,
@@ -123,7 +123,7 @@ def _first_broken(
     return found
 
 
-def history_data(path: Path) -> list[dict[str, Any]]:
+def history_data(path: Path) -> list[Table]:
     """The report's render history as JSON: none yet when the file is missing.
 
     A file that cannot be read as a list of entries, each with its commit id, is an

@@ -17,7 +17,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import tracework.register.store as reg
 from tracework.errors import RenderError, TraceworkError, check_iso_date
@@ -69,8 +69,17 @@ class Plan:
     analysis_date: str | None
     notebook: Any  # nbformat.NotebookNode: the copy that runs, saved outputs cleared
     cleared: int  # code cells whose saved outputs were cleared in that copy
-    parameters: dict[str, Any]  # what papermill injects (and the manifest records)
+    parameters: Parameters  # what papermill injects (and the manifest records)
     limits: Limits
+
+
+class Parameters(TypedDict, total=False):
+    """What papermill injects into the notebook's parameters cell."""
+
+    register: str
+    commit: str
+    mode: str
+    analysis_date: str
 
 
 def prepare(
@@ -92,7 +101,7 @@ def prepare(
         notebook = ws.notebooks / f"{name}.ipynb"
         raise RenderError(f"{notebook.relative_to(ws.root)}: " + "; ".join(problems))
     runnable, cleared = without_outputs(inputs.notebook)
-    parameters: dict[str, Any] = {"register": name, "commit": full, "mode": "render"}
+    parameters: Parameters = {"register": name, "commit": full, "mode": "render"}
     if analysis_date is not None:
         parameters["analysis_date"] = analysis_date
     return Plan(

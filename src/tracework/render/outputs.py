@@ -25,12 +25,18 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Integer, List, Unicode
 
+from tracework.readers import Table
 from tracework.render.cuts import SETTING, amount, cut_html, cut_text, utf8_size
 from tracework.workspace import RENDER_DEFAULTS
 
 #: Output kinds that are text, whose head and tail a reader can be shown; other kinds
 #: (images, SVG, LaTeX, scripts) cannot be cut without breaking them.
 _CUTTABLE = ("text/plain", "text/markdown")
+
+
+#: nbconvert's resources: the dictionary its preprocessors and exporters hand along, its
+#: keys theirs (nbconvert types it no further).
+Resources = dict[str, Any]
 
 
 class _Preprocessor(Preprocessor):
@@ -40,11 +46,9 @@ class _Preprocessor(Preprocessor):
         Preprocessor.__init__(self, **kw)
 
     def preprocess(
-        self, nb: nbformat.NotebookNode, resources: dict[str, Any]
-    ) -> tuple[nbformat.NotebookNode, dict[str, Any]]:
-        done: tuple[nbformat.NotebookNode, dict[str, Any]] = Preprocessor.preprocess(
-            self, nb, resources
-        )
+        self, nb: nbformat.NotebookNode, resources: Resources
+    ) -> tuple[nbformat.NotebookNode, Resources]:
+        done: tuple[nbformat.NotebookNode, Resources] = Preprocessor.preprocess(self, nb, resources)
         return done
 
 
@@ -60,15 +64,15 @@ class StripVolatilePreprocessor(_Preprocessor):
     ).tag(config=True)
 
     def preprocess(
-        self, nb: nbformat.NotebookNode, resources: dict[str, Any]
-    ) -> tuple[nbformat.NotebookNode, dict[str, Any]]:
+        self, nb: nbformat.NotebookNode, resources: Resources
+    ) -> tuple[nbformat.NotebookNode, Resources]:
         papermill = nb.metadata.get("papermill", {})
         nb.metadata["papermill"] = {"parameters": papermill.get("parameters", {})}
         return super().preprocess(nb, resources)
 
     def preprocess_cell(
-        self, cell: nbformat.NotebookNode, resources: dict[str, Any], index: int
-    ) -> tuple[nbformat.NotebookNode, dict[str, Any]]:
+        self, cell: nbformat.NotebookNode, resources: Resources, index: int
+    ) -> tuple[nbformat.NotebookNode, Resources]:
         for key in self.volatile_cell_keys:
             cell.metadata.pop(key, None)
         if "injected-parameters" in cell.metadata.get("tags", []):
@@ -101,8 +105,8 @@ class CapOutputsPreprocessor(_Preprocessor):
     ).tag(config=True)
 
     def preprocess_cell(
-        self, cell: nbformat.NotebookNode, resources: dict[str, Any], index: int
-    ) -> tuple[nbformat.NotebookNode, dict[str, Any]]:
+        self, cell: nbformat.NotebookNode, resources: Resources, index: int
+    ) -> tuple[nbformat.NotebookNode, Resources]:
         outputs = cell.get("outputs")
         if outputs:
             kept = _capped_outputs(outputs, self.output_cap)
@@ -114,7 +118,7 @@ class CapOutputsPreprocessor(_Preprocessor):
 def what_ran(nb: nbformat.NotebookNode, cap: int) -> nbformat.NotebookNode:
     """The executed notebook ``nb``, normalised and each output capped to ``cap`` bytes,
     by the preprocessors in order (``nb`` itself: its cells list is updated in place)."""
-    resources: dict[str, Any] = {}
+    resources: Resources = {}
     for preprocessor in (StripVolatilePreprocessor(), CapOutputsPreprocessor(output_cap=cap)):
         nb, resources = preprocessor.preprocess(nb, resources)
     return nb
@@ -168,7 +172,7 @@ def _capped_output(out: Any, cap: int) -> Any:
     data = out.get("data")
     if not isinstance(data, dict):
         return out
-    kept: dict[str, Any] = {}
+    kept: Table = {}  # a MIME bundle: nbformat's JSON
     left_out: list[str] = []
     for mime, value in data.items():
         if mime == "application/json" or mime.endswith("+json"):
