@@ -62,6 +62,7 @@ from typing import Any, Literal
 
 from tracework.hashing import Lines
 from tracework.register import edits as regy
+from tracework.register import nodes
 from tracework.register.models import Anchor
 from tracework.register.quotes import make_quote
 from tracework.register.spans import Span
@@ -420,7 +421,7 @@ def build_workspace(
             quote = make_quote(
                 SOURCE, module.path, lines_of[q.module], Span(q.first, q.last), q.anchor()
             )
-            section[q.qid] = regy.quote_node(quote)
+            section[q.qid] = nodes.quote_node(quote)
     return register_path
 
 

@@ -62,7 +62,7 @@ from click.testing import CliRunner
 import tracework.register.store as reg
 from tracework.cli import main
 from tracework.hashing import Lines
-from tracework.register import append
+from tracework.register import append, nodes
 from tracework.register import edits as regy
 from tracework.register.quotes import QuoteRequest, add_quote, make_quote
 from tracework.register.spans import Span
@@ -118,7 +118,7 @@ def build(root: Path, quotes: int) -> tuple[Workspace, Path, int]:
             i, k = q % files, q // files
             first = 1 + 2 * k
             quote = make_quote("SRC-1", path_of(i), Lines(module(i)), Span(first, first + 1), None)
-            section[f"Q-{q}"] = regy.quote_node(quote)
+            section[f"Q-{q}"] = nodes.quote_node(quote)
     return ws, register, files
 
 
