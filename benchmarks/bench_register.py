@@ -41,6 +41,13 @@ layout's write, in the same run.
     .venv/bin/python benchmarks/bench_register.py                  # 1k, 10k, 50k
     .venv/bin/python benchmarks/bench_register.py --sizes 1000 --layout-size 1000  # smoke
     .venv/bin/python benchmarks/bench_register.py --sizes '' --layout-size 10000   # layout
+    .venv/bin/python benchmarks/bench_register.py --sizes '' --layout-size 0 --cli-size 10000
+
+Last, for a register of ``--cli-size`` quotes (10,000; 0 skips it), the command line as an
+analyst runs it: ``tracework quote`` of a new span against ``tracework check --json`` of the
+same register, each a process of its own (start-up, imports and the register's load
+included), alternating, ``--repeat`` times; PASS when the quote's median is at most 3× the
+check's.
 """
 
 from __future__ import annotations
@@ -249,6 +256,12 @@ def main_() -> int:
     parser.add_argument(
         "--layout-size", type=int, default=10000, help="quotes in the layout case (0: skip)"
     )
+    parser.add_argument(
+        "--cli-size",
+        type=int,
+        default=10000,
+        help="quotes in the command-line case, quote vs check (0: skip)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     rows = {}
@@ -265,7 +278,46 @@ def main_() -> int:
         print(f"{verdict}: add and replace in a 10,000-quote register ≤ {TARGET} s")
     if args.layout_size:
         print_layout(args.layout_size, measure_layout(args.layout_size))
+    if args.cli_size:
+        print_cli(args.cli_size, measure_cli(args.cli_size, args.repeat))
     return 0
+
+
+def measure_cli(quotes: int, repeat: int) -> dict[str, list[float]]:
+    """``tracework quote`` (a new span each time) and ``tracework check --json`` of the
+    same register, as an analyst runs them: each a new process, start-up and imports
+    included, alternating; the check's compiled copy made first, as any command makes it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ws, _, files = build(Path(tmp), quotes)
+        command = str(Path(sys.executable).parent / "tracework")
+        subprocess.run([command, "check", "bench", "--json"], capture_output=True, check=False)
+        times: dict[str, list[float]] = {"check --json": [], "quote": []}
+        for n in range(repeat):
+            last = f"{LINES_PER_FILE - 1}-{LINES_PER_FILE}"  # a span no quote holds yet
+            span = ["SRC-1", path_of(n % files), "--lines", last]
+            runs = (
+                ("check --json", [command, "check", "bench", "--json"]),
+                ("quote", [command, "quote", "bench", *span, "--id", f"Q-cli-{n}"]),
+            )
+            for key, args in runs:
+                start = time.perf_counter()
+                done = subprocess.run(args, cwd=ws.root, capture_output=True, check=False)
+                times[key].append(time.perf_counter() - start)
+                if key == "quote" and done.returncode != 0:
+                    raise SystemExit(f"quote failed: {done.stderr.decode()}")
+        return times
+
+
+def print_cli(size: int, times: dict[str, list[float]]) -> None:
+    check, quote = (statistics.median(times[k]) for k in ("check --json", "quote"))
+    load = os.getloadavg()[0]
+    print()
+    print(f"| {size:,} quotes, from the command line | median | min |")
+    print("|---|---:|---:|")
+    for key, values in times.items():
+        print(f"| `tracework {key}` | {statistics.median(values):.3f} s | {min(values):.3f} s |")
+    verdict = "PASS" if quote <= 3 * check else "MISS"
+    print(f"{verdict}: quote / check = {quote / check:.2f}× (target ≤ 3×), load average {load:.1f}")
 
 
 def print_sizes(rows: dict[int, dict[str, float]], cells: int) -> None:
