@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import tracework.register.store as reg
 from tracework.capture.compare import Comparison, Reference, compare, compared_text, quoted_text
@@ -114,6 +114,7 @@ from tracework.records.kinds import (
     ReviewStamp,
     Route,
 )
+from tracework.records.mermaidpy import FlowChartObject, diagram_text
 from tracework.records.rubrics import Rubric
 from tracework.register.evidence import add_files
 from tracework.register.models import CaptureSource, GitSource, Register
@@ -142,6 +143,9 @@ from tracework.views.cards import (
 )
 from tracework.views.marks import Mark, marks_section, rubric_marks
 from tracework.workspace import Workspace
+
+if TYPE_CHECKING:  # GitPython is imported when src.repo is first read
+    from tracework.git.history import HistoryRepo
 
 Mode = Literal["author", "render"]
 
@@ -220,6 +224,27 @@ class SourceHandle:
             ```
         """
         return self.wb._file(self.id, path)
+
+    @property
+    def repo(self) -> HistoryRepo:
+        """A read-only GitPython `Repo` over the subject's mirror, for exploring its history.
+
+        `repo.head.commit` is the commit the notebook reads; the mirror's branches and tags
+        are there too.  Its git runs tracework's hardened environment in a view of the
+        mirror, so the mirror's own config never runs anything; writes are refused (see
+        :mod:`tracework.git.history`).  It explores: what a report cites is quoted.
+
+        Examples:
+            ```python
+            repo = wb.source("SRC-1").repo
+            [c.summary for c in repo.iter_commits(max_count=5, paths="larkspur/notes.py")]
+            repo.git.log("-p", "-1", "--", "larkspur/notes.py")
+            ```
+        """
+        from tracework.git.history import history
+
+        mirror = open_mirror(self.wb.ws, self.wb.register.git_source(self.id).subject)
+        return history(mirror, self.wb._commit_for(self.id))
 
     def __repr__(self) -> str:
         src = self.wb.register.git_source(self.id)
@@ -1046,7 +1071,7 @@ class Workbench(RecordDeclarations):
     def diagram(
         self,
         name: str,
-        source: str | None = None,
+        source: str | FlowChartObject | None = None,
         *,
         caption: str,
         routes: Sequence[str] = (),
@@ -1066,7 +1091,8 @@ class Workbench(RecordDeclarations):
 
         Args:
             name: The diagram's name: letters, digits, `-` and `_`.
-            source: Mermaid flowchart text.
+            source: Mermaid flowchart text, or a mermaid-py `mermaid.flowchart.FlowChart`
+                (read as objects, never sent to its web service; see the diagrams how-to).
             caption: The figure's caption, also its text alternative.
             routes: Ids of declared routes (`RT-RTE-…`).
             records: `"all"`, or ids of declared components, operative objects, routes and
@@ -1081,6 +1107,9 @@ class Workbench(RecordDeclarations):
               %% bind msg RT-RTE-keep
             ''', caption="One turn of Larkspur.")
             wb.diagram("runtime", caption="What runs, and what it keeps.", records="all")
+            from mermaid.flowchart import FlowChart, Link, Node
+            msg, store = Node("msg", "user message"), Node("RT-CMP-note-store", "the store")
+            wb.diagram("chart", FlowChart("Keep", [msg, store], [Link(msg, store)]), caption="…")
             ```
         """
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", name):
@@ -1103,6 +1132,7 @@ class Workbench(RecordDeclarations):
         kind = "hand-written" if source else "generated"
         titles = {rid: r.label or rid for rid, r in self._records.items()}
         try:
+            source = diagram_text(source, self._records)  # a mermaid-py FlowChart as text
             if routes:
                 chosen = [self._record_of(rid, (Route,), name, "routes") for rid in routes]
                 source = from_routes(chosen, titles, direction or "TB")
