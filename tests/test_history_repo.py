@@ -279,7 +279,7 @@ def test_writes_are_refused_and_the_mirror_is_never_written(armed):
         lambda: repo.git.hash_object("-w", "--stdin"),
         lambda: repo.git.log(output="x.txt"),
         lambda: repo.git.log("--outp=x.txt"),
-        lambda: repo.git.diff("--no-index", "/etc/hostname", "/etc/hosts"),
+        lambda: repo.git.diff("--no-index", "a.txt", "b.txt"),
         lambda: repo.git.grep("-nO", "wick", first),
         lambda: repo.git.grep("--open-files-in-pager=sh", "wick", first),
         lambda: repo.git(c="core.pager=x").log(),
