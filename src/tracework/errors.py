@@ -92,6 +92,11 @@ class ChecksFailed(TraceworkError):
     exit_code = 1
 
 
+class ReadOnlyRepository(TraceworkError):
+    """A write, or a git command that does not only read, asked of ``src.repo`` (the
+    read-only GitPython view of a subject's mirror)."""
+
+
 class RenderError(TraceworkError):
     """A render that could not run or finish (its previous good output is kept)."""
 

@@ -28,6 +28,7 @@ from tracework.records.diagrams import (
 )
 from tracework.records.diagrams import check as check_diagram
 from tracework.records.kinds import AuthorityPath, Component, OperativeObject, Record, Route
+from tracework.records.mermaidpy import FlowChartObject, diagram_text
 from tracework.register.models import GitSource
 from tracework.views.cards import Diagram
 
@@ -47,7 +48,7 @@ class Diagrams:
     def draw(
         self,
         name: str,
-        source: str | None,
+        source: str | FlowChartObject | None,
         *,
         caption: str,
         routes: Sequence[str],
@@ -77,6 +78,7 @@ class Diagrams:
         declared = self.state.records
         titles = {rid: r.label or rid for rid, r in declared.items()}
         try:
+            source = diagram_text(source, declared)  # a mermaid-py FlowChart as text
             if routes:
                 chosen = [self._record_of(rid, (Route,), name, "routes") for rid in routes]
                 source = from_routes(chosen, titles, direction or "TB")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tracework.drift.check import CheckItem, CheckReport
 from tracework.errors import ChecksFailed, RegisterError, TraceworkError, check_iso_date
@@ -55,6 +56,7 @@ from tracework.records.artefacts import (
 )
 from tracework.records.diagrams import drawable
 from tracework.records.kinds import Record
+from tracework.records.mermaidpy import FlowChartObject
 from tracework.register.models import Register
 from tracework.register.quotes import QuoteRequest
 from tracework.screen import Screen
@@ -71,6 +73,9 @@ from tracework.views.cards import (
 )
 from tracework.views.marks import Mark, marks_section
 from tracework.workspace import Workspace
+
+if TYPE_CHECKING:  # GitPython is imported when src.repo is first read
+    from tracework.git.history import HistoryRepo
 
 
 class SourceHandle:
@@ -145,6 +150,27 @@ class SourceHandle:
             ```
         """
         return self.wb._file(self.id, path)
+
+    @property
+    def repo(self) -> HistoryRepo:
+        """A read-only GitPython `Repo` over the subject's mirror, for exploring its history.
+
+        `repo.head.commit` is the commit the notebook reads; the mirror's branches and tags
+        are there too.  Its git runs tracework's hardened environment in a view of the
+        mirror, so the mirror's own config never runs anything; writes are refused (see
+        :mod:`tracework.git.history`).  It explores: what a report cites is quoted.
+
+        Examples:
+            ```python
+            repo = wb.source("SRC-1").repo
+            [c.summary for c in repo.iter_commits(max_count=5, paths="larkspur/notes.py")]
+            repo.git.log("-p", "-1", "--", "larkspur/notes.py")
+            ```
+        """
+        from tracework.git.history import history
+
+        mirror = open_mirror(self.wb.ws, self.wb.register.git_source(self.id).subject)
+        return history(mirror, self.wb._session.commit_for(self.id))
 
     def __repr__(self) -> str:
         src = self.wb.register.git_source(self.id)
@@ -290,7 +316,7 @@ class Workbench(RecordDeclarations):
     def diagram(
         self,
         name: str,
-        source: str | None = None,
+        source: str | FlowChartObject | None = None,
         *,
         caption: str,
         routes: Sequence[str] = (),
@@ -310,7 +336,8 @@ class Workbench(RecordDeclarations):
 
         Args:
             name: The diagram's name: letters, digits, `-` and `_`.
-            source: Mermaid flowchart text.
+            source: Mermaid flowchart text, or a mermaid-py `mermaid.flowchart.FlowChart`
+                (read as objects, never sent to its web service; see the diagrams how-to).
             caption: The figure's caption, also its text alternative.
             routes: Ids of declared routes (`RT-RTE-…`).
             records: `"all"`, or ids of declared components, operative objects, routes and
@@ -325,6 +352,9 @@ class Workbench(RecordDeclarations):
               %% bind msg RT-RTE-keep
             ''', caption="One turn of Larkspur.")
             wb.diagram("runtime", caption="What runs, and what it keeps.", records="all")
+            from mermaid.flowchart import FlowChart, Link, Node
+            msg, store = Node("msg", "user message"), Node("RT-CMP-note-store", "the store")
+            wb.diagram("chart", FlowChart("Keep", [msg, store], [Link(msg, store)]), caption="…")
             ```
         """
         drawn = self._drawn.draw(

@@ -17,8 +17,9 @@ strict mode keeps ``<img>``, which fetches), style values other than plain colou
 widths, and control, bidi and invisible characters, raw or as entity codes (they would
 reorder or hide what the diagram shows; generated labels show them as ``<U+202E>``, as
 record cards do).
-mermaid-py is deliberately not used: its display renders through mermaid.ink, a
-third-party service, and it neither escapes labels nor keeps record ids as node ids.
+mermaid-py's own display renders through mermaid.ink, a third-party service, and its
+text neither escapes labels nor keeps record ids as node ids: a mermaid-py flowchart is
+read as objects by :mod:`tracework.records.mermaidpy`, which writes the text parsed here.
 """
 
 from __future__ import annotations
@@ -153,6 +154,8 @@ _SHAPES = [  # longest openers first
     ("{", "}"),
     (">", "]"),
 ]
+#: The node shapes the parser reads, as (opener, closer) pairs.
+SHAPES: tuple[tuple[str, str], ...] = tuple(_SHAPES)
 _ARROW = re.compile(
     r"\s*(?:"
     r"(?P<text>--\s+(?P<t1>[^-|][^|]*?)\s+-->|==\s+(?P<t2>[^=|][^|]*?)\s+==>)"
