@@ -97,7 +97,9 @@ def has_diagrams(nb: nbformat.NotebookNode) -> bool:
 
 
 def diagram_sources(nb: nbformat.NotebookNode) -> dict[str, str]:
-    """Each diagram's Mermaid source by name, from the executed notebook's outputs."""
+    """Each diagram's Mermaid source by name, from the executed notebook's outputs: the
+    source as written (code in backticks), which the display's metadata keeps beside the
+    text drawn (code as ``<code>``)."""
     found: dict[str, str] = {}
     for cell in nb.cells:
         for out in cell.get("outputs", []):
@@ -105,7 +107,8 @@ def diagram_sources(nb: nbformat.NotebookNode) -> dict[str, str]:
             meta = out.get("metadata", {}).get("tracework")
             name = meta.get("diagram") if isinstance(meta, dict) else None
             if text is not None and name:
-                found[str(name)] = str(text)
+                source = meta.get("source") if isinstance(meta, dict) else None
+                found[str(name)] = str(source if isinstance(source, str) else text)
     return found
 
 
