@@ -466,16 +466,18 @@ def running_in(folder: Path, *marks: str) -> dict[int, str]:
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
 
 
-def render_store_report(root: Path, cells: list[Any]) -> Path:
-    """A subject holding ``pkg/store.py`` (class ``Store``), a workspace under ``root``
-    with report ``demo`` pinned at its one commit, ``cells`` (code as text, or nbformat
-    cells) inserted after the notebook's set-up, ``Store.put`` quoted, rendered; returns
-    the render's folder."""
+def render_store_report(root: Path, cells: list[Any], files: dict[str, str] | None = None) -> Path:
+    """A subject holding ``pkg/store.py`` (class ``Store``) and ``files``, a workspace
+    under ``root`` with report ``demo`` pinned at its one commit, ``cells`` (code as text,
+    or nbformat cells) inserted after the notebook's set-up, ``Store.put`` quoted,
+    rendered; returns the render's folder."""
     import json
 
     import nbformat
 
     toy = init_repo(root / "toy").write("pkg/store.py", STORE)
+    for path, text in (files or {}).items():
+        toy.write(path, text)
     first = toy.commit("first")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
@@ -514,3 +516,14 @@ class PathStub:
     source_material: str
     consumer: str
     channel: str
+
+
+def markdown_headings(nb: Any) -> list[str]:
+    """The ``## `` headings of a notebook's markdown cells, in order."""
+    return [
+        line[3:]
+        for cell in nb.cells
+        if cell.cell_type == "markdown"
+        for line in cell.source.splitlines()
+        if line.startswith("## ")
+    ]

@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from capture_setup import PLAIN_HARNESS, capture_workspace
+from conftest import markdown_headings
 
 PARTS = [
     "Question",
@@ -33,16 +34,6 @@ capture.table("items by run", ["run", "items"], [[1, 1]], notes="one run, one it
 )
 
 
-def _headings(nb: nbformat.NotebookNode) -> list[str]:
-    return [
-        line[3:]
-        for cell in nb.cells
-        if cell.cell_type == "markdown"
-        for line in cell.source.splitlines()
-        if line.startswith("## ")
-    ]
-
-
 @pytest.mark.slow
 def test_an_investigation_renders_its_parts_from_the_capture(pinned, tw, workspace):
     setup = capture_workspace(pinned, tw)
@@ -54,7 +45,7 @@ def test_an_investigation_renders_its_parts_from_the_capture(pinned, tw, workspa
     )  # fmt: skip
     assert made.exit_code == 0, made.output
     nb = nbformat.read(workspace.notebooks / "inv.ipynb", as_version=4)
-    assert _headings(nb) == PARTS
+    assert markdown_headings(nb) == PARTS
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert 'cap = wb.capture("cap")' in code and "cap.provenance()" in code
 

@@ -8,6 +8,7 @@ import re
 import nbformat
 import pytest
 
+from conftest import markdown_headings
 from tracework.notebook.scaffold import GUIDE_TAG, notebook_for
 
 RUBRIC = """\
@@ -19,16 +20,6 @@ mechanisms:
     definition: Items leave on their own.
     evidence: The rule that ages them out.
 """
-
-
-def _headings(nb: nbformat.NotebookNode) -> list[str]:
-    return [
-        line[3:]
-        for cell in nb.cells
-        if cell.cell_type == "markdown"
-        for line in cell.source.splitlines()
-        if line.startswith("## ")
-    ]
 
 
 def _guides(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
@@ -51,7 +42,7 @@ def test_guidance_is_only_in_tagged_cells(kind):
 def test_an_atlas_has_its_known_shape():
     nb = notebook_for("mem", "atlas", rubric="keeping")
     assert nb.cells[0].source == "# mem: atlas report"
-    assert _headings(nb) == ["Summary", "Mental model", "Mechanisms", "Open questions"]
+    assert markdown_headings(nb) == ["Summary", "Mental model", "Mechanisms", "Open questions"]
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     assert "wb.screen()" in code  # the screen heads its own section: no second heading
     assert any('wb.mark("keeping", "mechanism-id"' in c for c in code)

@@ -3,13 +3,11 @@ a card at 390 px, every cell wide enough to read, nothing past the page's edge."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from conftest import init_repo, invoke, needs_chromium, page_fits, pin_subject
+from conftest import needs_chromium, page_fits, render_store_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -28,28 +26,14 @@ jobs:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     needs_chromium()
+    cell = (
+        'q = src.quote("pkg/store.py", symbol="Store.put")\n'
+        'wb.component("RT-CMP-x", label="X", identity="The module.", evidence=[q])\n'
+        "wb.screen()"
+    )
     root = tmp_path_factory.mktemp("screen")
-    toy = init_repo(root / "toy").write("pkg/store.py", "X = 1\n")
-    toy.write(".github/workflows/ci.yml", WORKFLOW)
-    first = toy.commit("first")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(root)
-        assert invoke("init", "ws").exit_code == 0
-        patch.chdir(root / "ws")
-        pin_subject(invoke, toy, first, reports=["demo"])
-        path = root / "ws" / "notebooks" / "demo.ipynb"
-        nb = nbformat.read(path, as_version=4)
-        cell = (
-            'q = src.quote("pkg/store.py", lines=(1, 1))\n'
-            'wb.component("RT-CMP-x", label="X", identity="The module.", evidence=[q])\n'
-            "wb.screen()"
-        )
-        nb.cells.insert(4, nbformat.v4.new_code_cell(cell))
-        nbformat.write(nb, path)
-        assert invoke("author", "demo").exit_code == 0
-        result = invoke("render", "demo", "--json")
-        assert result.exit_code == 0, result.output
-        return root / "ws" / json.loads(result.output)["directory"] / "report.html"
+    folder = render_store_report(root, [cell], {".github/workflows/ci.yml": WORKFLOW})
+    return folder / "report.html"
 
 
 @pytest.mark.parametrize("width", [390, 1280])
