@@ -8,6 +8,7 @@ import click
 
 from tracework.cli.common import find_workspace, print_json
 from tracework.cli.output import (
+    prepare_capture,
     print_capture,
     print_environment,
 )
@@ -51,7 +52,9 @@ def capture_run(name: str, commit: str | None, repeat: int, as_json: bool) -> No
 
     ws = find_workspace()
     try:
-        outcome = do_capture(ws, name, commit, repeat)
+        outcome = do_capture(
+            ws, name, commit, repeat, meanwhile=None if as_json else prepare_capture
+        )
     except (HarnessFailed, NotDeterministic) as exc:
         if not as_json:
             raise
