@@ -35,10 +35,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import tracework.capture.isolation as isolation
 from tracework.capture import seal
+from tracework.capture.build import BuildPlan, build, sync_command
 from tracework.capture.cache import cache_folder
 from tracework.capture.config import CaptureConfig
 from tracework.capture.envtree import remove
@@ -79,9 +79,6 @@ from tracework.capture.store import (
 )
 from tracework.fsio import locked, write_atomic
 from tracework.hashing import sha256_hex
-
-if TYPE_CHECKING:  # building is imported only to build (a capture finds it built)
-    from tracework.capture.build import BuildPlan
 
 #: Bump when the way environments are built changes: every key changes with it.
 FORMAT = 3
@@ -238,8 +235,6 @@ def build_environment(
 
     The interpreter recorded the last time is tried first (an environment built with it
     is reused as it is); only to build is uv asked to find one again."""
-    from tracework.capture.build import BuildPlan, build
-
     interpreter = recorded_interpreter(config.python)
     extra_lock = current_extra_lock(config, name, extra_lock_at)
     fits = not config.extra_resolved or stale(extra_lock, config, interpreter.version) is None
@@ -356,8 +351,6 @@ def _provenance(
     name: str,
 ) -> EnvironmentProvenance:
     """What the environment holds and how it was made, read on the host."""
-    from tracework.capture.build import sync_command
-
     pins = pins_of(plan.requirements, "requirements") | pins_of(plan.extra, "extra")
     if extra_lock is not None:
         pins |= {p.name: Pin(p.version, p.hashes, "extra", p.files) for p in extra_lock.packages}
