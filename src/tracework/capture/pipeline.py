@@ -227,10 +227,18 @@ def capture(
                 # 6.-7. run, and turn each run into files
                 runs: list[dict[str, bytes]] = []
                 group_used = None
-                after = _Background(lambda: _after_the_run(config, meanwhile))
+                after: list[_Background[None]] = []
+
+                def begin_after() -> None:  # once the first run's sandbox is started
+                    if not after:
+                        after.append(_Background(lambda: _after_the_run(config, meanwhile)))
+
                 for number in range(1, repeat + 1):
-                    run, carried = _run_once(config, name, harness, tree, env, backend)
-                    after.result()  # done while the first run's harness ran
+                    run, carried = _run_once(
+                        config, name, harness, tree, env, backend, started=begin_after
+                    )
+                    for imports in after:
+                        imports.result()  # done while the first run's harness ran
                     group_used = run.group
                     runs.append(
                         _files(run, config, name, full, harness, tree, env, number, carried)
@@ -380,9 +388,12 @@ def _run_once(
     tree: Path,
     env: Environment,
     backend: isolation.Backend,
+    *,
+    started: Callable[[], object] | None = None,
 ) -> tuple[Run, list[Carried] | None]:
     """One run of the harness in a fresh sandbox (its own scratch folder, /tmp, home),
-    and with ``[model]`` every connection its model relay carried."""
+    and with ``[model]`` every connection its model relay carried; ``started``: called
+    once the sandbox is started (:func:`tracework.capture.process.run_sandboxed`)."""
     with tempfile.TemporaryDirectory(prefix="tracework-run-") as folder, ExitStack() as stack:
         scratch = Path(folder)
         copy = scratch / "harness.py"
@@ -447,6 +458,7 @@ def _run_once(
                 output_limit=config.limits.output_mib << 20,
                 group=group,
                 watch=relay.stopped if relay is not None else None,
+                started=started,
             )
         if relay is None:
             return run, None
