@@ -28,11 +28,13 @@ Prints min/median/max over N runs (default 7), PASS or MISS for each goal, and t
 machine's load average at the start and the end.  Run `make demo` first (it fetches
 Fennel and builds the environment); `--workspace` and `--capture` name another
 workspace and capture (a test runs this at a tiny size on a copy of the demo).
-Under `PYTHONDONTWRITEBYTECODE` an editable install compiles tracework's modules from
-source at every start, which an installed wheel never does; `--compiled` times the
-commands with their bytecode kept in a temporary folder, as installed.
+Where `PYTHONDONTWRITEBYTECODE` is set, an editable install compiles tracework's
+modules from source at every start, which an installed wheel (its bytecode compiled
+when installed) never does: the `tracework` commands are then timed with their bytecode
+kept in a temporary folder (`PYTHONPYCACHEPREFIX`), as installed, and the first line
+says so; `--from-source` times them compiled at every start instead.
 
-    .venv/bin/python benchmarks/bench_capture.py [--runs 7] [--second 1.0] [--compiled]
+    .venv/bin/python benchmarks/bench_capture.py [--runs 7] [--second 1.0] [--from-source]
 """
 
 from __future__ import annotations
@@ -123,7 +125,9 @@ def main() -> None:
     parser.add_argument("--workspace", type=Path, default=ROOT)
     parser.add_argument("--capture", default="fennel")
     parser.add_argument(
-        "--compiled", action="store_true", help="keep the commands' bytecode, as installed"
+        "--from-source",
+        action="store_true",
+        help="under PYTHONDONTWRITEBYTECODE, compile tracework at every start (not as installed)",
     )
     args = parser.parse_args()
     root = args.workspace.resolve()
@@ -145,7 +149,8 @@ def main() -> None:
         sys.exit("run `make demo` first: the benchmark captures the demo's Fennel")
     scratch = Path(tempfile.mkdtemp(prefix="bench-capture-"))
     ours_env = dict(os.environ)
-    if args.compiled:
+    kept = bool(os.environ.get("PYTHONDONTWRITEBYTECODE")) and not args.from_source
+    if kept:
         ours_env.pop("PYTHONDONTWRITEBYTECODE", None)
         ours_env["PYTHONPYCACHEPREFIX"] = str(scratch / "bytecode")
     try:
@@ -202,7 +207,7 @@ def main() -> None:
         sandboxed = lambda: pipeline._run_once(config, name, harness, tree, env, backend)  # noqa: E731
         cached_env = command(tracework, "capture", "env", name, "--json", env=ours_env, cwd=root)
 
-        ours()  # warm the file cache once (and, with --compiled, write the bytecode)
+        ours()  # warm the file cache once (and write the bytecode kept)
         ours_long()
         times: dict[str, list[float]] = {
             "bare": [],
@@ -234,9 +239,9 @@ def main() -> None:
     median = {k: statistics.median(v) for k, v in times.items()}
     load_end = os.getloadavg()
     bytecode = (
-        "bytecode kept (--compiled)"
-        if args.compiled
-        else "tracework compiled from source at each start"
+        "tracework's bytecode kept in a temporary folder, as installed"
+        if kept
+        else "tracework compiled from source at every start (--from-source)"
         if os.environ.get("PYTHONDONTWRITEBYTECODE")
         else "bytecode as Python keeps it"
     )
