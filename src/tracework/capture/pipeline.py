@@ -206,7 +206,7 @@ def capture(
             registry_setting(ws.settings()),
             extra_lock_at=ws.root / lock_path(name),
         )
-    except BaseException:
+    except Exception:
         chooser.join()  # its outcome is not used: what failed first is the error
         raise
     backend = chooser.result()
