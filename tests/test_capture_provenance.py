@@ -552,3 +552,86 @@ def test_the_installed_distributions_are_read_from_their_dist_info(tmp_path):
     (site / "odd-1.0.dist-info" / "METADATA").write_text("Name: odd\x1b[31m\nVersion: 1.0\n")
     with pytest.raises(EnvironmentRefused, match="names a distribution as no installer"):
         installed(tmp_path)
+
+
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files the provenance module opens from now on, by path."""
+    import builtins
+
+    from tracework.capture import provenance
+
+    opened: list[str] = []
+
+    def counted(file, *args, **kwargs):
+        opened.append(os.fspath(file))
+        return builtins.open(file, *args, **kwargs)
+
+    monkeypatch.setattr(provenance, "open", counted, raising=False)
+    return opened
+
+
+def _as_a_new_process() -> None:
+    from tracework.capture import provenance
+
+    provenance._file_sha256.cache_clear()
+    provenance._library_named.cache_clear()
+
+
+def test_an_interpreter_is_read_once_while_its_whole_stat_is_unchanged(tmp_path, monkeypatch):
+    """Every capture names its interpreter's SHA-256 and its libpython's: kept in the
+    cache with the file's device, inode, size, mtime and ctime, and read again once any
+    of them changes (here a rewrite to the same size with the old mtime put back), or
+    when the record is not one tracework wrote."""
+    from tracework.capture.provenance import interpreter_library, interpreter_sha256
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    prefix = tmp_path.resolve() / "python"  # as the interpreter's real path names it
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "lib").mkdir()
+    exe = prefix / "bin" / "python3.11"
+    exe.write_bytes(b"\x7fELF libpython3.11.so.1.0 one")
+    library = prefix / "lib" / "libpython3.11.so.1.0"
+    library.write_bytes(b"the interpreter's code")
+    exe_sha = hashlib.sha256(exe.read_bytes()).hexdigest()
+    library_sha = hashlib.sha256(library.read_bytes()).hexdigest()
+    opened = _counting_reads(monkeypatch)
+
+    def ask() -> tuple[str, tuple[str, str] | None]:
+        return interpreter_sha256(str(exe)), interpreter_library(str(exe), str(prefix))
+
+    assert ask() == (exe_sha, (str(library), library_sha))
+    assert sorted(opened) == sorted([str(exe), str(exe), str(library)])
+    _as_a_new_process()
+    assert ask() == (exe_sha, (str(library), library_sha))
+    assert len(opened) == 3  # nothing read again: the records held
+    records = sorted((tmp_path / "cache" / "tracework" / "captures" / "files").iterdir())
+    values = sorted(json.loads(r.read_text())["value"] for r in records)
+    assert values == sorted([exe_sha, library_sha, "libpython3.11.so.1.0"])
+
+    before = os.stat(exe)
+    while os.stat(exe).st_ctime_ns == before.st_ctime_ns:  # until the kernel's clock moves
+        exe.write_bytes(b"\x7fELF libpython3.11.so.1.0 two")  # the same size
+        os.utime(exe, ns=(before.st_atime_ns, before.st_mtime_ns))  # the same mtime
+    after = os.stat(exe)
+    same = ("st_dev", "st_ino", "st_size", "st_mtime_ns")
+    assert [getattr(after, k) for k in same] == [getattr(before, k) for k in same]
+    _as_a_new_process()
+    del opened[:]
+    assert ask() == (hashlib.sha256(exe.read_bytes()).hexdigest(), (str(library), library_sha))
+    assert sorted(opened) == [str(exe), str(exe)]  # the library is unchanged: not read
+
+    for junk in ("not json", "[]", '{"kind": "sha256"}', "{}"):
+        for record in records:
+            if json.loads(record.read_text()).get("path") == str(library):
+                record.write_text(junk)
+        _as_a_new_process()
+        del opened[:]
+        assert ask()[1] == (str(library), library_sha)
+        assert opened == [str(library)]
+    for record in records:  # a record naming the file with a value not a SHA-256
+        kept = json.loads(record.read_text())
+        if kept.get("path") == str(library):
+            record.write_text(json.dumps(kept | {"value": "0" * 63}))
+    _as_a_new_process()
+    del opened[:]
+    assert ask()[1] == (str(library), library_sha) and opened == [str(library)]

@@ -1,5 +1,10 @@
 """Where exported trees and environments are kept: the user's cache, shared by workspaces.
 
+Beside them, ``interpreters/`` records the Python each version asked for was found
+as, and ``files/`` what was read of the host files every capture names (the
+interpreter's SHA-256, its libpython's), each while that file's full ``stat`` is
+unchanged.
+
 ``$XDG_CACHE_HOME/tracework/captures/`` (default ``~/.cache``), beside the register
 seal key: environments are large and the same lock gives the same environment in any
 workspace, so they are kept once per user, keyed by what they were built from.  Any

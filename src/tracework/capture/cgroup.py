@@ -134,10 +134,18 @@ def _v1(name: str, memory: int, processes: int, made: list[Path]) -> Group | Non
     return Group("v1", tuple(folders))
 
 
+#: Seconds given to what is left in a group to die once killed, polled from 1 ms up to
+#: every ``_POLL`` s: the kernel empties a group whose PID namespace ended within a
+#: millisecond or two, and each run waits for it.
+_EMPTYING = 1.0
+_POLL = 0.02
+
+
 def _remove(folders: list[Path]) -> None:
     """Kill what is left in each group, then remove it (a group must be empty)."""
     for folder in reversed(folders):
-        for _ in range(50):
+        delay, waited = 0.001, 0.0
+        while waited < _EMPTYING:
             try:
                 pids = [int(p) for p in (folder / "cgroup.procs").read_text().split()]
             except OSError:
@@ -147,7 +155,9 @@ def _remove(folders: list[Path]) -> None:
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
-            time.sleep(0.02)
+            time.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, _POLL)
         try:
             folder.rmdir()
         except OSError as exc:

@@ -29,11 +29,13 @@ The file is written by hand, so every key is checked and an unknown one is refus
 (a misspelt ``timout`` must not silently mean 120 s).
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: pydantic would evaluate each field's
+# annotation from its string (a compile and an eval apiece), and building these models
+# is most of what a capture imports before its harness runs.
 
 import re
 import tomllib
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -273,7 +275,7 @@ class CaptureConfig(Frozen):
         return bool(self.extra) and not PINNED.fullmatch(self.extra[0])
 
     @model_validator(mode="after")
-    def _one_environment(self) -> CaptureConfig:
+    def _one_environment(self) -> Self:
         if self.allow_sources and self.lock is None:
             raise ValueError('allow_sources names packages of a lock: it needs lock = "uv"')
         chosen = [

@@ -23,10 +23,12 @@ import json
 import posixpath
 import re
 import tempfile
-from contextlib import ExitStack
+import threading
+from collections.abc import Callable
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 import tracework.capture.isolation as isolation
 from tracework.capture.cgroup import run_group
@@ -35,11 +37,8 @@ from tracework.capture.environment import Environment, build_environment, cached
 from tracework.capture.errors import CaptureConfigError, HarnessFailed, NotDeterministic
 from tracework.capture.extralock import lock_path
 from tracework.capture.interpreter import prefix_to_show
-from tracework.capture.model import Carried, Label, Relay, fetch_info
-from tracework.capture.normalise import BUILT_IN, HarnessRule, NormaliseProblem, Normaliser
 from tracework.capture.preflight import verify_registered
 from tracework.capture.process import Run, run_sandboxed
-from tracework.capture.protocol import ProtocolProblem, RawCapture, RawCase, parse
 from tracework.capture.registry import registry_setting
 from tracework.capture.store import (
     Capture,
@@ -65,6 +64,13 @@ from tracework.hashing import sha256_hex
 from tracework.staging import Staging
 from tracework.version import __version__
 from tracework.workspace import Workspace
+
+if TYPE_CHECKING:  # imported while the first run is waited on: see _after_the_run
+    from tracework.capture.model import Carried, Label
+    from tracework.capture.normalise import Normaliser
+    from tracework.capture.protocol import RawCapture, RawCase
+
+T = TypeVar("T")
 
 #: The most runs one capture makes (each is a whole run of the harness).
 MAX_REPEAT = 10
@@ -157,30 +163,58 @@ def isolation_setting(ws: Workspace) -> str:
     return str(value)
 
 
-def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1) -> CaptureOutcome:
+def capture(
+    ws: Workspace,
+    name: str,
+    commit: str | None = None,
+    repeat: int = 1,
+    *,
+    meanwhile: Callable[[], object] | None = None,
+) -> CaptureOutcome:
     """Run capture ``name`` at ``commit`` (default: its declared one) ``repeat`` times and
-    write it; see the module's docstring for the stages."""
+    write it; see the module's docstring for the stages.  ``meanwhile``: what the caller
+    will need once the capture is written (importing what prints it, say), done while
+    the first run's harness is waited on.
+
+    Two things are done in a thread of their own, so that start-up costs less than it
+    would in turn, and neither decides anything on its own: the isolation is probed
+    (a sandbox running ``true``) while the tree is exported and checked, and is used
+    only once everything before it passed, as in turn; and what turns a run into files
+    is imported while the first run's harness runs (:func:`_after_the_run`)."""
     # 1. what runs, against what
     if not 1 <= repeat <= MAX_REPEAT:
         raise CaptureConfigError(f"--repeat must be 1 to {MAX_REPEAT}, not {repeat}")
-    config, config_raw = load_config(ws, capture_name(name))
-    harness_path = ws.captures / f"{name}.py"
-    if not harness_path.is_file():
-        raise CaptureConfigError(
-            f"capture {name} has no harness: captures/{name}.py does not exist",
-            hint="write the harness beside its .toml (see docs/manual/captures.md)",
+    chooser = _Background(lambda: isolation.choose(isolation_setting(ws)))
+    try:
+        config, config_raw = load_config(ws, capture_name(name))
+        harness_path = ws.captures / f"{name}.py"
+        if not harness_path.is_file():
+            raise CaptureConfigError(
+                f"capture {name} has no harness: captures/{name}.py does not exist",
+                hint="write the harness beside its .toml (see docs/manual/captures.md)",
+            )
+        harness = harness_path.read_bytes()
+        mirror = open_mirror(ws, config.subject)
+        full = mirror.resolve_commit(commit or config.commit)
+        # 2.-5. the tree, the evidence, the environment, the isolation
+        tree = export_tree(mirror, full, config.limits)
+        preflight = verify_registered(ws, config, mirror, full, tree)
+        env = cached_environment(
+            config,
+            tree,
+            name,
+            registry_setting(ws.settings()),
+            extra_lock_at=ws.root / lock_path(name),
         )
-    harness = harness_path.read_bytes()
-    mirror = open_mirror(ws, config.subject)
-    full = mirror.resolve_commit(commit or config.commit)
-    # 2.-5. the tree, the evidence, the environment, the isolation
-    tree = export_tree(mirror, full, config.limits)
-    preflight = verify_registered(ws, config, mirror, full, tree)
-    env = cached_environment(
-        config, tree, name, registry_setting(ws.settings()), extra_lock_at=ws.root / lock_path(name)
-    )
-    backend = isolation.choose(isolation_setting(ws))
-    info = fetch_info(config.model, name) if config.model is not None else None
+    except Exception:
+        chooser.join()  # its outcome is not used: what failed first is the error
+        raise
+    backend = chooser.result()
+    info = None
+    if config.model is not None:
+        from tracework.capture.model import fetch_info
+
+        info = fetch_info(config.model, name)
 
     out_root = ws.captures / name
     out_root.mkdir(parents=True, exist_ok=True)
@@ -193,8 +227,18 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
                 # 6.-7. run, and turn each run into files
                 runs: list[dict[str, bytes]] = []
                 group_used = None
+                after: list[_Background[None]] = []
+
+                def begin_after() -> None:  # once the first run's sandbox is started
+                    if not after:
+                        after.append(_Background(lambda: _after_the_run(config, meanwhile)))
+
                 for number in range(1, repeat + 1):
-                    run, carried = _run_once(config, name, harness, tree, env, backend)
+                    run, carried = _run_once(
+                        config, name, harness, tree, env, backend, started=begin_after
+                    )
+                    for imports in after:
+                        imports.result()  # done while the first run's harness ran
                     group_used = run.group
                     runs.append(
                         _files(run, config, name, full, harness, tree, env, number, carried)
@@ -249,6 +293,49 @@ def capture(ws: Workspace, name: str, commit: str | None = None, repeat: int = 1
     return CaptureOutcome(final, loaded, repeat, backend, env)
 
 
+class _Background(threading.Thread, Generic[T]):
+    """``work()`` in a thread of its own, started at once; :meth:`result` waits for it
+    and returns what it returned, or raises what it raised."""
+
+    def __init__(self, work: Callable[[], T]) -> None:
+        super().__init__(name="tracework-capture", daemon=True)
+        self._work = work
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self._value = self._work()
+        except BaseException as exc:  # raised in the caller's thread, by result()
+            self._error = exc
+
+    def result(self) -> T:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+
+def _after_the_run(config: CaptureConfig, meanwhile: Callable[[], object] | None) -> None:
+    """Import what turns a run's messages into the capture's files (and the caller's
+    ``meanwhile``), while the first run is waited on: the main thread then waits in
+    ``epoll`` for the harness, so the imports cost a capture no time of its own.  A
+    module that fails to import here is imported again where it is used, and fails
+    there with its own error."""
+    import importlib
+
+    modules = ["tracework.capture.protocol", "tracework.capture.normalise"]
+    if config.model is not None:
+        modules.append("tracework.capture.exchanges")
+    for module in modules:
+        with suppress(Exception):  # raised again where it is used
+            importlib.import_module(module)
+    if meanwhile is not None:
+        with suppress(Exception):  # the caller does it again, and sees why
+            meanwhile()
+
+
 class _RunFailed(Exception):
     """A run that failed, with what to keep of it in ``failed-<commit12>/``."""
 
@@ -301,9 +388,12 @@ def _run_once(
     tree: Path,
     env: Environment,
     backend: isolation.Backend,
+    *,
+    started: Callable[[], object] | None = None,
 ) -> tuple[Run, list[Carried] | None]:
     """One run of the harness in a fresh sandbox (its own scratch folder, /tmp, home),
-    and with ``[model]`` every connection its model relay carried."""
+    and with ``[model]`` every connection its model relay carried; ``started``: called
+    once the sandbox is started (:func:`tracework.capture.process.run_sandboxed`)."""
     with tempfile.TemporaryDirectory(prefix="tracework-run-") as folder, ExitStack() as stack:
         scratch = Path(folder)
         copy = scratch / "harness.py"
@@ -321,6 +411,8 @@ def _run_once(
             extra.append(isolation.Bind(prefix, str(prefix)))
         relay, model = None, None
         if config.model is not None:  # the one way out: see tracework.capture.model
+            from tracework.capture.model import Relay
+
             relay = Relay(config.model, scratch / "model", config.limits.output_mib << 20)
             extra.append(isolation.Bind(relay.socket_path.parent, isolation.MODEL))
             model = {
@@ -366,6 +458,7 @@ def _run_once(
                 output_limit=config.limits.output_mib << 20,
                 group=group,
                 watch=relay.stopped if relay is not None else None,
+                started=started,
             )
         if relay is None:
             return run, None
@@ -450,8 +543,8 @@ def _files(
     kept as they crossed it (``model-arm/exchanges.jsonl``, never normalised)."""
     from tracework.capture.config import limit_maximum
     from tracework.capture.errors import HarnessOverLimit
-    from tracework.capture.exchanges import records
-    from tracework.capture.protocol import OverLimit
+    from tracework.capture.normalise import HarnessRule, NormaliseProblem, Normaliser
+    from tracework.capture.protocol import OverLimit, ProtocolProblem, parse
 
     keep = {"log.txt": run.log}
     which = f"run {number}: " if number > 1 else ""
@@ -488,7 +581,12 @@ def _files(
         (str(env.venv), "<env>"),
         (isolation.TMP, "<tmp>"),
     ]
-    lines, by_label = records(carried) if carried is not None else ([], {})
+    lines: list[bytes] = []
+    by_label: dict[Label | None, list[int]] = {}
+    if carried is not None:
+        from tracework.capture.exchanges import records
+
+        lines, by_label = records(carried)
     try:
         normaliser = Normaliser(paths, [HarnessRule(r.pattern, r.placeholder) for r in raw.rules])
         files = _results(raw, normaliser, config, name, commit, by_label)
@@ -545,6 +643,8 @@ def _results(
 ) -> dict[str, bytes]:
     """results.json, model-arm.json and the transcripts, normalised: scripted first,
     then model-driven (see :mod:`tracework.capture.normalise` on numbering)."""
+    from tracework.capture.normalise import BUILT_IN
+
     files: dict[str, bytes] = {}
     arms: dict[str, tuple[list[CaseResult], list[ResultTable]]] = {}
     rules = [

@@ -50,12 +50,14 @@ def run_sandboxed(
     output_limit: int,
     group: Group | None = None,
     watch: Callable[[], str | None] | None = None,
+    started: Callable[[], object] | None = None,
 ) -> Run:
     """Start ``launch_for(fd)`` — ``fd`` is the results socket's sandbox end, passed
     on — and read both until the run ends, is too slow, says too much, or a process
     other than the harness writes a result; in control group ``group``, if given.
     ``watch``, polled at least once a second, says why the run must stop (the model
-    relay past a bound), or None."""
+    relay past a bound), or None.  ``started`` is called once the sandbox is started,
+    before its output is read (to begin what may be done while the run is waited on)."""
     results, sandbox_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     results.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     proto_r, proto_w = results.fileno(), sandbox_end.detach()
@@ -82,6 +84,8 @@ def run_sandboxed(
     os.close(proto_w)
     os.close(log_w)
     _give(proc, launch.stdin)
+    if started is not None:
+        started()
     buffers = {proto_r: bytearray(), log_r: bytearray()}
     names = {proto_r: "results", log_r: "output (stdout and stderr)"}
     stopped = None

@@ -16,7 +16,9 @@ linear in what was sent (a case id or a table name is looked up in a set, not in
 list of those before it).
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: pydantic would evaluate each field's
+# annotation from its string (a compile and an eval apiece), and a capture imports this
+# module while its first run is waited on.
 
 import json
 import math

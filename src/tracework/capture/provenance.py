@@ -27,20 +27,27 @@ with the hash of its file (or the hashes accepted), which ``uv pip install
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from functools import cache
 from itertools import product
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar, cast
 
+from tracework.capture.cache import cache_folder
 from tracework.capture.envtree import EnvironmentRefused
 from tracework.capture.errors import NotRegular
 from tracework.capture.hostfiles import opened_folder, read_regular
 from tracework.capture.lock import LockedFile
 from tracework.capture.store import Distribution
+from tracework.fsio import write_atomic
+
+T = TypeVar("T")
 
 #: The largest METADATA or WHEEL file read, and the most distributions.
 MAX_METADATA = 4 << 20
@@ -243,25 +250,72 @@ def hashed_freeze(python: str, dists: tuple[Distribution, ...]) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
+def _identity(path: str) -> tuple[int, ...]:
+    """What changes whenever a file's bytes may have: its device, inode, size, and its
+    modification and status-change times (the kernel sets the last on every write,
+    ``chmod`` or ``utime``, so a file rewritten to its old size and time still differs)."""
+    info = os.stat(path)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _remembered(
+    kind: str,
+    path: str,
+    identity: tuple[int, ...],
+    read: Callable[[], T],
+    valid: Callable[[object], bool],
+) -> T:
+    """What ``read`` says of the file ``path`` (``kind``: the SHA-256 of its bytes, say),
+    kept in the user's cache (``captures/files/``) while the file's :func:`_identity` is
+    ``identity``, so that the interpreter every capture names is read once, not at each
+    capture.  A record is written only when the file was unchanged while it was read; one
+    naming another identity, or holding a value that is not ``valid``, is read again."""
+    digest = hashlib.sha256(f"{kind}\0{path}".encode()).hexdigest()
+    record = cache_folder("files") / f"{digest}.json"
+    with suppress(OSError, ValueError, AttributeError):
+        known = json.loads(record.read_bytes())
+        if (
+            known.get("kind") == kind
+            and known.get("path") == path
+            and known.get("identity") == list(identity)
+            and valid(known.get("value"))
+        ):
+            return cast(T, known["value"])
+    value = read()
+    if _identity(path) == identity:
+        with suppress(OSError):
+            kept = {"identity": list(identity), "kind": kind, "path": path, "value": value}
+            write_atomic(record, json.dumps(kept, sort_keys=True) + "\n")
+    return value
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
 @cache
 def _file_sha256(path: str, identity: tuple[int, ...]) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+    def read() -> str:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        return digest.hexdigest()
+
+    return _remembered(
+        "sha256", path, identity, read, lambda v: isinstance(v, str) and bool(_SHA256.fullmatch(v))
+    )
 
 
 def interpreter_sha256(path: str) -> str:
     """SHA-256 of the interpreter's executable: the file its path resolves to (the host's
     own Python, never the environment's), read once while it is unchanged."""
     real = os.path.realpath(path)
-    info = os.stat(real)
-    return _file_sha256(real, (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns))
+    return _file_sha256(real, _identity(real))
 
 
 #: How an executable names the libpython it links to (its ELF ``DT_NEEDED`` string).
 _LIBPYTHON = re.compile(rb"libpython[0-9]+\.[0-9]+[a-z]*\.so(?:\.[0-9]+)*")
+_LIBPYTHON_NAME = re.compile(_LIBPYTHON.pattern.decode("ascii"))
 
 
 def interpreter_library(path: str, prefix: str) -> tuple[str, str] | None:
@@ -270,8 +324,7 @@ def interpreter_library(path: str, prefix: str) -> tuple[str, str] | None:
     and it is in the interpreter's ``lib`` folder or the system's; None for a static
     build."""
     real = os.path.realpath(path)
-    info = os.stat(real)
-    name = _library_named(real, (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns))
+    name = _library_named(real, _identity(real))
     if name is None:
         return None
     system = sorted(Path("/usr/lib").glob("*-linux-gnu"))
@@ -284,9 +337,18 @@ def interpreter_library(path: str, prefix: str) -> tuple[str, str] | None:
 
 @cache
 def _library_named(path: str, identity: tuple[int, ...]) -> str | None:
-    with open(path, "rb") as handle:
-        named = _LIBPYTHON.search(handle.read(64 << 20))
-    return named.group().decode("ascii") if named else None
+    def read() -> str | None:
+        with open(path, "rb") as handle:
+            named = _LIBPYTHON.search(handle.read(64 << 20))
+        return named.group().decode("ascii") if named else None
+
+    return _remembered(
+        "libpython",
+        path,
+        identity,
+        read,
+        lambda v: v is None or (isinstance(v, str) and bool(_LIBPYTHON_NAME.fullmatch(v))),
+    )
 
 
 _REQUIREMENT = re.compile(

@@ -17,7 +17,9 @@ A report cites a capture through :func:`load_capture`, which refuses a folder wh
 files no longer match its manifest (:func:`verify_capture` says which).
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: pydantic would evaluate each field's
+# annotation from its string (a compile and an eval apiece), and building these models
+# is most of what a capture imports before its harness runs.
 
 import json
 from pathlib import Path

@@ -238,6 +238,14 @@ def print_screen(subject_name: str, result: Any) -> None:
         console.print(Text(f"{visible_name(lock.path)}: {lock.note}"))
 
 
+def prepare_capture() -> None:
+    """Import what :func:`print_capture` uses: a capture does it while its harness runs."""
+    import importlib
+
+    for module in ("rich.console", "rich.table", "rich.text", "tracework.text"):
+        importlib.import_module(module)
+
+
 def print_capture(outcome: Any) -> None:
     from rich.table import Table
     from rich.text import Text
