@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
-from tracework.notebook.scaffold import GUIDE_TAG
 from tracework.records.artefacts import (
     RECORDS_MIME,
     HistoryEntry,
@@ -463,6 +462,10 @@ def html_exporter() -> HTMLExporter:
     if exporter is None:
         from nbconvert import HTMLExporter
         from nbconvert.preprocessors import TagRemovePreprocessor
+
+        # here, not at the top: scaffold imports nbformat, which must come after
+        # load_nbformat (a second of CPU otherwise; the notebook was read by now)
+        from tracework.notebook.scaffold import GUIDE_TAG
 
         exporter = HTMLExporter(
             template_name="tracework",
