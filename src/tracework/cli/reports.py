@@ -106,11 +106,24 @@ def author(name: str, commit: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def render(name: str, commit: str | None, analysis_date: str | None, as_json: bool) -> None:
     """Execute notebooks/NAME.ipynb with papermill and export reports/NAME/<commit12>/."""
-    from tracework.records.artefacts import to_json
-    from tracework.render.pipeline import render as do_render
+    from tracework.kernels.warm import WarmKernel, shutdown
+    from tracework.render.history import read_history
+    from tracework.render.inputs import prepare
 
     ws = find_workspace()
-    result = do_render(ws, name, commit, analysis_date)
+    # bad input, a broken history included, is refused before a kernel starts; then the
+    # kernel boots while the rest of the render loads
+    plan = prepare(ws, name, commit, analysis_date)
+    read_history(ws.reports / plan.name / "history.json")
+    booting = WarmKernel(ws.root)
+    try:
+        from tracework.records.artefacts import to_json
+        from tracework.render.pipeline import render as do_render
+
+        result = do_render(ws, name, commit, analysis_date, km=booting, plan=plan)
+    finally:  # the run stopped it; but a failure before the run would leave it booting
+        booting.discard()
+        shutdown(booting.km)
     summary = result.summary
     if result.cleared:
         click.echo(
