@@ -362,6 +362,12 @@ def test_the_page_reloads_on_each_save_shows_errors_and_recovers(
         expect(page.locator("main")).to_contain_text("The second label", timeout=120_000)
         assert reloads and page.locator("#tw-preview-error").count() == 0
 
+        # a save that changes no byte: nothing to render, no reload
+        before = len(preview.lines)
+        _save(path, nb)
+        preview.wait_for(r"^unchanged \(", after=before)
+        assert len(reloads) == 1
+
         # a cell that fails: its one line over the last good page
         nb.cells.insert(5, nbformat.v4.new_code_cell(BROKEN_CELL))
         _save(path, nb)

@@ -193,6 +193,9 @@ def preview(
                 err=True,
             )
         took = f"{outcome.seconds:.2f} s"
+        if outcome.unchanged:
+            click.echo(f"unchanged ({took}): the inputs are the bytes rendered last")
+            return
         problem, summary = outcome.problem, outcome.summary
         if problem is not None:
             click.echo(f"failed in {took}: {visible(problem.message)}")

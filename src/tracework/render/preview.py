@@ -50,7 +50,7 @@ from tracework.records.artefacts import (
 from tracework.records.rubrics import rubric_names, rubric_path
 from tracework.register.models import CaptureSource
 from tracework.render.history import history_entry, read_history, with_entry
-from tracework.render.inputs import Plan, prepare
+from tracework.render.inputs import Plan, plan_key, prepare
 from tracework.render.pipeline import RENDER_FILES, check, manifest_for, run, write_page
 from tracework.render.preview_server import Board, PreviewServer, Problem
 from tracework.staging import Staging
@@ -79,6 +79,7 @@ class Outcome:
     summary: CheckSummary | None = None  # when it rendered
     problem: Problem | None = None  # when it did not
     cleared: int = 0  # code cells whose saved outputs were cleared in the run's copy
+    unchanged: bool = False  # the inputs were the bytes of the page shown: not run again
     page: bytes = field(default=b"", repr=False)
     files: dict[str, bytes] = field(default_factory=dict, repr=False)
 
@@ -87,9 +88,7 @@ class Outcome:
         return self.problem is None
 
 
-def watched(
-    ws: Workspace, name: str, captures: set[str] | frozenset[str] = frozenset()
-) -> list[Path]:
+def watched(ws: Workspace, name: str, captures: frozenset[str] = frozenset()) -> list[Path]:
     """What a run of report ``name`` reads that an analyst saves: its notebook and
     register, every rubric of the workspace, and each manifest of the ``captures`` its
     register cites (see :func:`cited_captures`)."""
@@ -152,6 +151,7 @@ class Preview:
         self.board = Board(f"notebooks/{name}.ipynb")
         self._server: PreviewServer | None = None
         self._cited: tuple[Stat, frozenset[str]] | None = None
+        self._shown_key: str | None = None  # what the page shown was rendered from
         self._stack = ExitStack()
 
     @property
@@ -246,7 +246,9 @@ class Preview:
 
     def show(self, outcome: Outcome) -> None:
         """Show a run's page, or its error over the last good page."""
-        if outcome.problem is not None:
+        if outcome.unchanged:
+            self.board.idle()
+        elif outcome.problem is not None:
             self.board.failed(outcome.problem)
         else:
             self.board.rendered(outcome.page, outcome.files)
@@ -255,13 +257,18 @@ class Preview:
 
     def render_once(self) -> Outcome:
         """Render the report into ``reports/NAME/preview/`` (replaced only when the run
-        succeeded); what it gave, or its error as one line and its hint."""
+        succeeded); what it gave, or its error as one line and its hint.  Inputs whose
+        bytes are those of the page shown (a save that changed nothing) are not run
+        again: a render of them gives the same bytes."""
         started = time.perf_counter()
         stage = Staging(self.root, FOLDER, RENDER_FILES)
         cleared = 0
         try:
             plan = prepare(self.ws, self.name, self.commit, self.analysis_date)
             cleared = plan.cleared
+            key = plan_key(self.ws, plan)
+            if key == self._shown_key and self.board.shown.problem is None:
+                return Outcome(time.perf_counter() - started, cleared=cleared, unchanged=True)
             history = read_history(self.root / "history.json")
             with stage.hold() as folder:
                 try:
@@ -275,6 +282,7 @@ class Preview:
                 files = _served_files(folder)
                 stage.swap()
                 stage.drop_failed()
+                self._shown_key = key
         except TraceworkError as exc:
             problem = Problem(exc.message, exc.hint)
             return Outcome(time.perf_counter() - started, problem=problem, cleared=cleared)
