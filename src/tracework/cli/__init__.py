@@ -45,6 +45,7 @@ for command in (
     reports.new,
     reports.author,
     reports.render,
+    reports.preview,
     reports.rerender,
     reports.publish,
     screens.screen,

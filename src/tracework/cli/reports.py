@@ -106,11 +106,24 @@ def author(name: str, commit: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def render(name: str, commit: str | None, analysis_date: str | None, as_json: bool) -> None:
     """Execute notebooks/NAME.ipynb with papermill and export reports/NAME/<commit12>/."""
-    from tracework.records.artefacts import to_json
-    from tracework.render.pipeline import render as do_render
+    from tracework.kernels.warm import WarmKernel, shutdown
+    from tracework.render.history import read_history
+    from tracework.render.inputs import prepare
 
     ws = find_workspace()
-    result = do_render(ws, name, commit, analysis_date)
+    # bad input, a broken history included, is refused before a kernel starts; then the
+    # kernel boots while the rest of the render loads
+    plan = prepare(ws, name, commit, analysis_date)
+    read_history(ws.reports / plan.name / "history.json")
+    booting = WarmKernel(ws.root)
+    try:
+        from tracework.records.artefacts import to_json
+        from tracework.render.pipeline import render as do_render
+
+        result = do_render(ws, name, commit, analysis_date, km=booting, plan=plan)
+    finally:  # the run stopped it; but a failure before the run would leave it booting
+        booting.discard()
+        shutdown(booting.km)
     summary = result.summary
     if result.cleared:
         click.echo(
@@ -137,6 +150,69 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
         from tracework.text import visible
 
         click.echo(f"  - {visible(problem)}")
+
+
+@click.command()
+@click.argument("name")
+@click.option("--commit", default=None, help="Render at this commit (default: the pin).")
+@click.option(
+    "--analysis-date",
+    default=None,
+    metavar="YYYY-MM-DD",
+    help="Override the notebook's analysis_date parameter.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Port on 127.0.0.1 to serve on (0: a free one the system picks).",
+)
+@click.option("--open", "open_page", is_flag=True, help="Open the page in the default browser.")
+def preview(
+    name: str, commit: str | None, analysis_date: str | None, port: int, open_page: bool
+) -> None:
+    """Serve the draft of NAME on 127.0.0.1, rendered again each time its notebook,
+    register, a rubric or a capture it cites is saved; the page reloads itself.
+
+    Render mode, in reports/NAME/preview/ (never a render's folder or the history), in a
+    fresh kernel booted before each save.  A failed run keeps the last good page, with
+    the error's line and hint over it.  Ctrl-C stops the server and its kernels."""
+    from tracework.render.preview import Outcome, Preview
+    from tracework.text import visible
+
+    ws = find_workspace()
+    shown = set()
+
+    def heard(outcome: Outcome) -> None:
+        if outcome.cleared and outcome.cleared not in shown:
+            shown.add(outcome.cleared)
+            click.echo(
+                f"notebooks/{name}.ipynb: the outputs of {outcome.cleared} cells are "
+                "cleared in each run's copy (the notebook itself is unchanged)",
+                err=True,
+            )
+        took = f"{outcome.seconds:.2f} s"
+        if outcome.unchanged:
+            click.echo(f"unchanged ({took}): the inputs are the bytes rendered last")
+            return
+        problem, summary = outcome.problem, outcome.summary
+        if problem is not None:
+            click.echo(f"failed in {took}: {visible(problem.message)}")
+            if problem.hint:
+                click.echo(f"  hint: {visible(problem.hint)}")
+        elif summary is not None:
+            held = "every check holds" if summary.ok else f"{len(summary.problems)} problems"
+            click.echo(f"rendered in {took}: {held}")
+
+    with Preview(ws, name, commit, analysis_date, port) as session:
+        click.echo(f"serving {session.url} (Ctrl-C stops)")
+        click.echo(f"drafts in {session.folder.relative_to(ws.root).as_posix()}/")
+        if open_page:
+            import webbrowser
+
+            webbrowser.open(session.url)
+        session.watch(heard)
 
 
 @click.command()

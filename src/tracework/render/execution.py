@@ -111,18 +111,33 @@ def execute(
 
     Without a kernel ``km`` (a batch gives one it booted ahead), the kernel is started
     here, armed to die with this process however it ends, SIGKILL included; it boots
-    while papermill loads, and is stopped when the run ends.
+    while papermill loads, and is stopped when the run ends.  ``km`` may also be a
+    :class:`~tracework.kernels.warm.WarmKernel` still booting (a render starts one as
+    soon as its inputs are checked): it is then this run's own, taken once papermill
+    has loaded and stopped when the run ends, as one started here would be.
     """
     kernel = ensure_kernelspec()
-    own = None
+    own = km if isinstance(km, WarmKernel) else None
     if km is None:
         own = WarmKernel(cwd)
     try:
+        _load_runner()  # while the kernel boots
         return _run(nb, output, parameters, cwd, limits, kernel, own.take() if own else km)
     finally:
         if own is not None:  # however the run ended, even before the kernel was taken:
             own.discard()  # its warm-up stopped, the kernel killed and reaped
             shutdown(own.km)  # its connection file, ports and sockets released
+
+
+def _load_runner() -> None:
+    """Import papermill, nbclient and the output preprocessors: half a second of imports
+    that a kernel's start-up hides when they come before the wait for it.  All of them
+    import nbformat, which comes first (see load_nbformat)."""
+    load_nbformat()
+    import nbclient  # noqa: F401
+    import papermill  # noqa: F401
+
+    import tracework.render.outputs  # noqa: F401
 
 
 def _run(
@@ -135,10 +150,7 @@ def _run(
     km: Any,
 ) -> nbformat.NotebookNode:
     """:func:`execute`'s run, in kernel ``km`` (None: papermill starts one)."""
-    # papermill, nbclient and nbconvert (which the output preprocessors subclass) load
-    # here, while the kernel boots: half a second of imports that its start-up hides,
-    # and all of them import nbformat, which comes first (see load_nbformat)
-    load_nbformat()
+    # loaded by _load_runner, while the kernel booted (see there)
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, TypedDict
 
 from markupsafe import Markup
 
-from tracework.notebook.scaffold import GUIDE_TAG
 from tracework.readers import Table
 from tracework.records.artefacts import (
     RECORDS_MIME,
@@ -501,6 +500,10 @@ def html_exporter() -> HTMLExporter:
         from nbconvert import HTMLExporter
         from nbconvert.preprocessors import TagRemovePreprocessor
 
+        # here, not at the top: scaffold imports nbformat, which must come after
+        # load_nbformat (a second of CPU otherwise; the notebook was read by now)
+        from tracework.notebook.scaffold import GUIDE_TAG
+
         exporter = HTMLExporter(
             template_name="tracework",
             extra_template_basedirs=[str(TEMPLATES)],
@@ -515,6 +518,36 @@ def html_exporter() -> HTMLExporter:
             TagRemovePreprocessor(remove_cell_tags={GUIDE_TAG}, enabled=True), enabled=True
         )
         _exporters.html = exporter
+    return exporter
+
+
+def warmed_exporter() -> HTMLExporter:
+    """:func:`html_exporter`, warm: the first time in a thread, one page of a notebook
+    of two cells is exported and thrown away, so the templates are compiled and the
+    page's accessibility pass (BeautifulSoup, its CSS selectors) loaded.  That is most
+    of a cold render's first page; a render calls this while its kernel boots.  The
+    exporter gives the same bytes after it (each export passes its own notebook and
+    resources, as a batch's many reports do)."""
+    exporter = html_exporter()
+    if getattr(exporter, "_tracework_warm", False):
+        return exporter
+    import nbformat  # loaded by then: the render read its notebook (see load_nbformat)
+
+    v4 = nbformat.v4
+    cells = [
+        v4.new_markdown_cell("Warm-up: *text* and `code`."),
+        v4.new_code_cell(
+            outputs=[
+                v4.new_output("stream", name="stdout", text="out\n"),
+                v4.new_output("display_data", data={"text/html": "<p>html</p>"}),
+            ]
+        ),
+    ]
+    shown = {"title": "", "version": __version__, "css": "", "scripts": [], "nonce": ""}
+    parts = ("header_html", "appendix_html", "drift_html", "footer_html", "csp")
+    resources = {"tracework": {**shown, **dict.fromkeys(parts, "")}}
+    exporter.from_notebook_node(v4.new_notebook(cells=cells), resources=resources)
+    exporter._tracework_warm = True  # type: ignore[attr-defined]
     return exporter
 
 

@@ -21,28 +21,46 @@ if TYPE_CHECKING:  # imported by load_nbformat, the first time a notebook is rea
     import nbformat
 
 
+#: The optional packages jsonschema's format checkers import when they are installed
+#: (JupyterLab's event schemas ask for them): ``rfc3987_syntax`` compiles a grammar,
+#: ``isoduration`` loads arrow and dateutil; no notebook reader checks a format.
+FORMAT_CHECKERS = (
+    "rfc3987_syntax",
+    "rfc3987",
+    "isoduration",
+    "fqdn",
+    "idna",
+    "jsonpointer",
+    "rfc3339_validator",
+    "rfc3986_validator",
+    "uri_template",
+    "webcolors",
+)
+
+
 def load_nbformat() -> None:
     """Import nbformat, keeping jsonschema from building a grammar no notebook needs.
 
     nbformat validates notebooks with jsonschema.  When the optional ``rfc3987_syntax``
     package is installed (JupyterLab's event schemas ask for it), importing jsonschema
     compiles a Lark Earley parser for its ``iri`` format checks: a second or more of
-    CPU in every process that reads a notebook.  nbformat, papermill, nbclient and
-    nbconvert never check formats, so jsonschema is imported with that package
-    hidden; the package itself stays importable for anything else in the process.
+    CPU in every process that reads a notebook, and the other checkers' packages
+    another tenth (:data:`FORMAT_CHECKERS`).  nbformat, papermill, nbclient and
+    nbconvert never check formats, so jsonschema is imported with those packages
+    hidden; each stays importable for anything else in the process.
     (So the render imports nbformat, nbconvert and papermill only after this has run:
     :mod:`.outputs`, the one module that imports them at its top, is imported by
     :mod:`.execution` once it has.)
     """
     if "jsonschema" not in sys.modules:
-        hidden = "rfc3987_syntax" not in sys.modules
-        if hidden:
-            sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # import fails
+        hidden = [name for name in FORMAT_CHECKERS if name not in sys.modules]
+        for name in hidden:
+            sys.modules[name] = None  # type: ignore[assignment]  # its import fails
         try:
             importlib.import_module("jsonschema")
         finally:
-            if hidden:
-                del sys.modules["rfc3987_syntax"]
+            for name in hidden:
+                del sys.modules[name]
     import nbformat  # noqa: F401
 
 

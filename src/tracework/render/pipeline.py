@@ -85,10 +85,13 @@ def render(
     commit: str | None = None,
     analysis_date: str | None = None,
     km: Any = None,
+    plan: Plan | None = None,
 ) -> RenderResult:
     """Render report ``name`` at ``commit`` (default: the register's pin), in kernel ``km``
-    (a batch boots one ahead; default: one started for this render)."""
-    plan = prepare(ws, name, commit, analysis_date)
+    (a batch boots one ahead; a single render's command starts one booting as soon as
+    ``plan``, the inputs prepared, shows them sound; default: one started for this
+    render)."""
+    plan = plan or prepare(ws, name, commit, analysis_date)
     out_root = ws.reports / name
     history_path = out_root / "history.json"
     read_history(history_path)  # a broken history stops us before a kernel does
@@ -98,6 +101,7 @@ def render(
     stage.sweep()  # folders a killed render left behind
     with stage.hold() as folder, _kept_when_failed(stage, ws.root):
         with _write_errors_named(folder, shown):
+            export.warmed_exporter()  # while the kernel boots (see there)
             executed = run(ws, plan, folder, km)
             records = check(ws, plan, executed)
             write_records(folder / "records.json", records)

@@ -94,8 +94,11 @@ def markdown(text: str) -> str:
     return str(_MD.render(visible(text)))
 
 
+@functools.lru_cache(maxsize=1024)
 def code_block(text: str, path: str, first_line: int) -> str:
-    """Highlighted code with line numbers starting at ``first_line`` (pygments escapes it)."""
+    """Highlighted code with line numbers starting at ``first_line`` (pygments escapes it).
+    Kept per span: a quote is shown where it is made and again under each record citing
+    it, and highlighting is most of what declaring a record costs."""
     formatter = HtmlFormatter(
         linenos="inline", linenostart=first_line, cssclass="tw-hl", wrapcode=True
     )
