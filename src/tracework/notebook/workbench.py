@@ -441,6 +441,7 @@ class Workbench(RecordDeclarations):
         self._quotes_shown: set[str] = set()
         self._diagrams: dict[str, Diagram] = {}
         self._texts: list[bytes] | None = None
+        self._pinned_texts: dict[tuple[str, str, str], str | None] = {}  # (subject, pin, path)
         self._screen: Screen | None = None
         install_error_display()
         watched = watch_cells(self._cell_starts, self._cell_ends)
@@ -583,7 +584,24 @@ class Workbench(RecordDeclarations):
             self._commit_for(quote.source),
             self._url(quote.source),
             item,
+            self._pinned_text(quote.source, quote.path),
         )
+
+    def _pinned_text(self, sid: str, path: str) -> str | None:
+        """A quoted file's text at its pin, read once, so a quote is highlighted as it
+        reads in its file (display only); None when it cannot be read."""
+        source = self.register.git_source(sid)
+        key = (source.subject, source.commit, path)
+        if key not in self._pinned_texts:
+            text = None
+            try:
+                mirror = open_mirror(self.ws, source.subject)
+                data = mirror.read_blob(mirror.entry(source.commit, path).oid).data
+                text = data.decode("utf-8", "replace") if data is not None else None
+            except (TraceworkError, OSError) as exc:
+                log.debug("no text of %s at %s to highlight with: %s", path, sid, exc)
+            self._pinned_texts[key] = text
+        return self._pinned_texts[key]
 
     def _file(self, sid: str, path: str) -> FileView:
         source = self.register.git_source(sid)
