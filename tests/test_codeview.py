@@ -88,14 +88,24 @@ def test_rows_carry_their_numbers_and_hanging_indents():
     assert found[4][2] == []  # an empty line is a row of its own
 
 
-def test_a_break_may_come_between_any_two_tokens_and_nowhere_else():
-    markup = code_html("    return store.startswith(text)\n", "x.py", 1)
+def _pieces(line: str) -> list[str]:
+    """A line's text, cut where it may wrap between tokens."""
+    markup = code_html(line + "\n", "x.py", 1)
     body = re.search(r'<span class="tw-cc[^"]*">(.*)\n</span>', markup, re.S)
     assert body
-    pieces = body.group(1).split("<wbr>")
-    # between `store` `.` `startswith` `(` `text` `)`: never beside white space
-    words = [html.unescape(re.sub(r"<[^>]+>", "", p)) for p in pieces]
-    assert words == ["    return store", ".", "startswith", "(", "text", ")"]
+    return [html.unescape(re.sub(r"<[^>]+>", "", p)) for p in body.group(1).split("<wbr>")]
+
+
+def test_a_line_may_wrap_between_tokens_where_code_reads_on():
+    # after a dot and an opening bracket; never before a dot, a comma, a colon or a
+    # closing bracket, nor between a name and its call (and never beside a space)
+    assert _pieces("    return store.startswith(text)") == [
+        "    return store.",
+        "startswith(",
+        "text)",
+    ]
+    assert _pieces("x[0]: y = f(a, b)[1]") == ["x[", "0]: y = f(", "a, b)[", "1]"]
+    assert _pieces("total=a+b") == ["total", "=", "a", "+", "b"]
 
 
 def test_subject_text_is_escaped_and_hidden_characters_shown():
@@ -130,3 +140,31 @@ def test_the_shown_text_is_the_quoted_text(parts, newline, before):
         shown = visible(text)
         assert shown_text(markup) == (shown if shown.endswith("\n") else shown + "\n")
     assert sha256_hex(text.encode("utf-8")) == digest
+
+
+def test_a_diff_is_rows_of_signs_beside_its_lines():
+    from tracework.codeview import diff_html
+
+    diff = "--- a.py:1-2 @ 1\n+++ a.py:1-2 @ 2\n@@ -1,2 +1,2 @@\n keep = 1\n-old = 2\n+new = 3\n"
+    markup = diff_html(diff, "a.py")
+    signs = re.findall(r'<span class="linenos">([^<]*)</span>', markup)
+    assert signs == ["", "", "", "", "-", "+"]
+    assert re.findall(r'<span class="tw-cl( tw-\w+)?">', markup) == [
+        "",
+        "",
+        "",
+        "",
+        " tw-del",
+        " tw-ins",
+    ]
+    text = html.unescape(
+        re.sub(r"<[^>]+>", "", re.sub(r'<span class="linenos">[^<]*</span>', "", markup))
+    )
+    assert text.split("\n")[:6] == [
+        "--- a.py:1-2 @ 1",
+        "+++ a.py:1-2 @ 2",
+        "@@ -1,2 +1,2 @@",
+        "keep = 1",
+        "old = 2",
+        "new = 3",
+    ]

