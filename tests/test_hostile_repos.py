@@ -724,7 +724,9 @@ def test_subject_text_never_reaches_unescaped_formatter_options(pinned, tw, monk
     )
     view = quote_html(info_for("Q-s", drift=drift))
     terminal_lines("b = 2\n", 2, name, color=True)
-    assert len(seen) == 3  # the code, the diff, the terminal
+    # the terminal's only: a quote's code and its diff are written by tracework.views.code,
+    # which takes no formatter options at all (the file name only chooses the lexer)
+    assert len(seen) == 1
     for options in seen:
         assert not set(options) & set(UNESCAPED_OPTIONS), options
         assert not any("script" in str(v) for v in options.values()), options
@@ -770,7 +772,10 @@ def test_one_render_shows_every_hostile_case_safely(pinned, tw, workspace):
     result = tw("render", "demo", "--json")
     assert result.exit_code == 0, result.output
     page = (workspace.reports / "demo" / repo.commits[0][:12] / "report.html").read_text()
-    assert "<script" not in page.lower()
+    head, _, body = page.partition("</head>")
+    # no script but the page's own theme script, inline in its head
+    assert "<script" not in body.lower() and head.lower().count("<script") == 1
+    assert '"tracework-theme"' in head
     assert "\x1b" not in page and "\u202e" not in page
     assert "Git LFS pointer" in page
     assert "caf\ufffd cr\ufffdme" in html_module.unescape(page)

@@ -187,13 +187,19 @@ def test_site_pages_carry_a_csp_that_allows_nothing_from_outside(site):
         assert csp, f"{path} has no Content-Security-Policy"
         assert "default-src 'none'" in csp and "http" not in csp
         assert "connect-src 'none'" in csp
-        # scripts: none, or exactly the page's own by nonce ('self' is any file on file://)
+        # scripts: exactly the page's own by nonce ('self' is any file on file://): every
+        # page its theme script, inline in the head; the index, a rubric page and a
+        # report with diagrams files of their own too
         scripts = re.search(r"script-src ([^;]*);", csp)
-        assert scripts and re.fullmatch(r"'none'|'nonce-[\w-]{24}'", scripts.group(1)), csp
-        if scripts.group(1) != "'none'":
-            nonce = scripts.group(1)[7:-1]
-            tags = re.findall(r"<script\b[^>]*>", path.read_text(encoding="utf-8"))
-            assert tags and all(f'nonce="{nonce}"' in t for t in tags), tags
+        assert scripts and re.fullmatch(r"'nonce-[\w-]{24}'", scripts.group(1)), csp
+        nonce = scripts.group(1)[7:-1]
+        text = path.read_text(encoding="utf-8")
+        tags = re.findall(r"<script\b[^>]*>", text)
+        assert tags and all(f'nonce="{nonce}"' in t for t in tags), tags
+        head = text[: text.index("</head>")]
+        assert len(re.findall(r"<script\b[^>]*>", head)) == len(tags)  # all in the head
+        assert '"tracework-theme"' in head, path  # the theme script, inline
+        if any("src=" in t for t in tags):
             scripted.add(path.name)
     assert scripted == {"index.html", "report.html", "retention.html"}
 
@@ -949,7 +955,7 @@ def test_charts_are_inline_svg_with_text_alternatives(site, demo):
     )
     bars = [t for t in chart["titles"] if t.startswith("at ")]
     assert bars[1] == (
-        f"at {commits[-1][:12]} (2026-03-23), 3 after the pin: 5 of 13 quotes verified, "
+        f"at {commits[-1][:12]} (2026-03-23), 3 commits after the pin: 5 of 13 quotes verified, "
         "2 moved, 1 changed (format only), 3 changed, 2 missing"
     )
     states = [a["class"] for tag, a in chart["inside"] if tag == "rect"]
@@ -1135,7 +1141,12 @@ def test_a_compare_page_says_what_changed_state_between_two_renders(site, demo):
     assert "Q-length-guard: verified → missing" in text
     assert "Q-drop: verified → moved" in text
     keep = page.split('id="Q-keep"', 1)[1].split("</article>", 1)[0]
-    diff = html.unescape(keep.split('<pre class="diff"><code>', 1)[1].split("</code>", 1)[0])
+    diff = keep.split('<pre class="diff"><code>', 1)[1].split("</code>", 1)[0]
+    # a line per span, the kind it is as its class, the sign kept in the text
+    kinds = re.findall(r'<span class="d d-(\w+)">([^<]*)\n</span>', diff)
+    assert [k for k, _ in kinds[:3]] == ["file", "file", "hunk"]
+    assert all(k == {"+": "add", "-": "del"}.get(t[:1], "same") for k, t in kinds[3:])
+    diff = html.unescape(re.sub(r"<[^>]+>", "", diff))
     assert diff.startswith(f"--- larkspur/notes.py:30-39 @ {pin}\n+++ larkspur/notes.py:")
     assert any(line.startswith("-") and not line.startswith("---") for line in diff.splitlines())
     assert any(line.startswith("+") and not line.startswith("+++") for line in diff.splitlines())

@@ -13,6 +13,7 @@ error).  Every read of the register forgets the checks made against the previous
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +31,8 @@ from tracework.register.quotes import QuoteRequest, make_quote, quotable_lines, 
 from tracework.views.cards import FileInfo, QuoteInfo, file_key
 from tracework.workspace import Workspace
 
+log = logging.getLogger(__name__)
+
 #: ``author``: new quotes and files go into the register; ``render``: it is never written.
 Mode = Literal["author", "render"]
 
@@ -45,6 +48,8 @@ class RegisterSession:
         #: whether quotes wait for the cell's end to be written (else each is written at once)
         self.write_at_cell_end = False
         self.checks = SourceChecks(self)
+        #: quoted files' texts at their pins, read once: (subject, pin, path) → text
+        self._pinned_texts: dict[tuple[str, str, str], str | None] = {}
         self.read()
         register = self.register
         gits = [(sid, s) for sid, s in register.sources.items() if isinstance(s, GitSource)]
@@ -138,7 +143,24 @@ class RegisterSession:
             self.commit_for(quote.source),
             self.url(quote.source),
             self.checks.quote_item(qid),
+            self.pinned_text(quote.source, quote.path),
         )
+
+    def pinned_text(self, sid: str, path: str) -> str | None:
+        """A quoted file's text at its pin, read once, so that a quote is highlighted as it
+        reads in its file (display only); None when it cannot be read."""
+        source = self.register.git_source(sid)
+        key = (source.subject, source.commit, path)
+        if key not in self._pinned_texts:
+            text = None
+            try:
+                mirror = open_mirror(self.ws, source.subject)
+                data = mirror.read_blob(mirror.entry(source.commit, path).oid).data
+                text = data.decode("utf-8", "replace") if data is not None else None
+            except (TraceworkError, OSError) as exc:
+                log.debug("no text of %s at %s to highlight with: %s", path, sid, exc)
+            self._pinned_texts[key] = text
+        return self._pinned_texts[key]
 
     def file_info(self, sid: str, path: str) -> FileInfo:
         """Registered file ``path`` of ``sid`` with its state at the commit it is read at."""

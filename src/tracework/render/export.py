@@ -36,6 +36,7 @@ from tracework.records.artefacts import (
 from tracework.register.models import DocumentSource, Register
 from tracework.render import fragments
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
+from tracework.render.theme import page_code_css, theme_js
 from tracework.text import visible_markup
 from tracework.version import __version__
 from tracework.views.cards import display_css
@@ -51,8 +52,9 @@ TEMPLATES = Path(str(files("tracework") / "templates"))
 
 
 #: No request may leave the page: everything it needs is inline or beside it.  Scripts
-#: run only from the page's own ``<script>`` elements (the pinned Mermaid and report.js
-#: beside it, each with the page's nonce), and only when the page has diagrams;
+#: run only from the page's own ``<script>`` elements, each with the page's nonce: the
+#: theme script inline in its head, and, when the page has diagrams, the pinned Mermaid
+#: and report.js beside it;
 #: Mermaid's inline SVG styles need 'unsafe-inline' for styles.  No ``frame-ancestors``:
 #: browsers ignore it in a <meta> policy, and log an error for it.
 CSP = (
@@ -564,7 +566,7 @@ def export_html(
     title = report_title(nb, records)
     # the displays' stylesheet once, here: the sanitiser drops the copy each display carries
     css = (TEMPLATES / "tracework" / "report.css").read_text(encoding="utf-8")
-    css += "\n" + display_css() + "\n"
+    css += "\n" + display_css() + "\n" + page_code_css()
     resources: Resources = {
         "tracework": {
             "title": title,
@@ -585,10 +587,9 @@ def export_html(
     }
     scripts = list(ASSETS) if has_diagrams(reader) else []
     resources["tracework"]["scripts"] = scripts
+    resources["tracework"]["theme_js"] = theme_js()
     resources["tracework"]["nonce"] = NONCE_SLOT
-    resources["tracework"]["csp"] = CSP.format(
-        scripts=f"'nonce-{NONCE_SLOT}'" if scripts else "'none'"
-    )
+    resources["tracework"]["csp"] = CSP.format(scripts=f"'nonce-{NONCE_SLOT}'")
     body, _ = html_exporter().from_notebook_node(reader, resources=resources)
     page = str(body).replace("<!--tw-toc-->", toc_html(str(body)), 1)
     return seal(visible_markup(page))

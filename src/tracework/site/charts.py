@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracework.site.read import Report
+from tracework.text import counted
 
 #: Quote states from the best news to the worst, the order bars stack from the bottom.
 #: "changed (format only)" is a changed quote whose content still occurs.
@@ -81,6 +82,7 @@ class Sparkline:
     points: str
     last: tuple[float, float]
     summary: str
+    label: str  # shown beside it: the first and the newest share
 
 
 def quote_states(counts: dict[str, Any], format_only: int) -> dict[str, int]:
@@ -139,8 +141,8 @@ def history_chart(report: Report) -> HistoryChart | None:
     series = renders_of(report)
     if not series:
         return None
-    step, bar, top, plot = 44, 30, 16, 120
-    left = 34
+    step, bar, top, plot = 48, 32, 18, 120
+    left = 40
     highest = max(max(sum(s.values()) for *_, s in series), 1)
     bars = []
     for i, (commit, date, since, states) in enumerate(series):
@@ -154,7 +156,8 @@ def history_chart(report: Report) -> HistoryChart | None:
             y -= height
             segments.append(Segment(state, round(y, 2), round(height, 2), n))
         label = "pin" if since == 0 else f"+{since}"
-        text = f"at {commit[:12]} ({date}), {label if since == 0 else f'{since} after the pin'}: "
+        where = "the pin" if since == 0 else f"{counted(since, 'commit')} after the pin"
+        text = f"at {commit[:12]} ({date}), {where}: "
         bars.append(Bar(left + i * step + 7, bar, label, segments, text + _sentence(states)))
     shown = [s for s in STACK if any(g.state == s for b in bars for g in b.segments)]
     first, last = series[0], series[-1]
@@ -166,7 +169,7 @@ def history_chart(report: Report) -> HistoryChart | None:
     )
     return HistoryChart(
         width=left + len(series) * step + 8,
-        height=top + plot + 24,
+        height=top + plot + 28,
         base=float(top + plot),
         top=highest,
         bars=bars,
@@ -177,7 +180,7 @@ def history_chart(report: Report) -> HistoryChart | None:
 
 def distribution_chart(distribution: list[dict[str, Any]], mechanisms: int) -> DistributionChart:
     """A horizontal bar per "carries k of M", as long as its share of systems."""
-    row, left, room = 22, 64, 200
+    row, left, room = 26, 72, 180
     rows = [
         DistributionRow(
             label=f"{d['carries']} of {mechanisms}",
@@ -212,10 +215,14 @@ def sparkline(report: Report) -> Sparkline | None:
         "s" if len(shares) != 1 else ""
     )
     summary += ", oldest first: " + ", ".join(f"{round(100 * v)}%" for v in shares)
+    ends = [shares[0]] if len(shares) == 1 else [shares[0], shares[-1]]
+    label = "Verified: " + " → ".join(f"{round(100 * v)}%" for v in ends)
+    label += f" ({counted(len(shares), 'render')})"
     return Sparkline(
         width,
         height,
         " ".join(f"{x},{y}" for x, y in xy),
         xy[-1],
         summary,
+        label,
     )

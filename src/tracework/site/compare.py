@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracework.errors import TraceworkError
+from tracework.git.forge import upstream_url
 from tracework.git.mirror import Mirror
 from tracework.git.subjects import open_mirror
 from tracework.records.artefacts import MarkEntry, QuoteEntry
@@ -65,6 +66,23 @@ class Spans:
         pieces = data.split(b"\n")  # git's line rule: a line ends after each "\n" only
         lines = [p + b"\n" for p in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
         return [line.decode("utf-8", "replace") for line in lines]
+
+
+def diff_lines(diff: str) -> list[tuple[str, str]]:
+    """A unified diff's lines, each with what it is: ``file`` (the two names it opens
+    with), ``hunk`` (``@@``), ``add``, ``del`` or ``same``; the page tints each kind
+    (and keeps its sign).  Split at newlines only, as git splits lines."""
+    lines = diff.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    out = []
+    for n, line in enumerate(lines):
+        if n < 2 and line.startswith(("--- ", "+++ ")):
+            kind = "file"
+        else:
+            kind = {"@": "hunk", "+": "add", "-": "del"}.get(line[:1], "same")
+        out.append((kind, line))
+    return out
 
 
 def _state(quote: QuoteEntry | None) -> str:
@@ -124,7 +142,7 @@ def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
                 "before": _state(a),
                 "after": _state(b) + (" (re-quoted: its text changed)" if requoted else ""),
                 "where": names,
-                "diff": diff,
+                "diff": None if diff is None else diff_lines(diff),
                 "cited": b is not None,
             }
         )
@@ -152,6 +170,7 @@ def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
                 marks.append({"rubric": rubric, "mechanism": mid, "before": before, "after": after})
     absences = []
     old_a, new_a = old.records.absences, new.records.absences
+    labels = {r.id: r.label for r in new.records.records}
     for aid in sorted(set(old_a) | set(new_a)):
         searched = new_a.get(aid)
         words = [
@@ -161,15 +180,29 @@ def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
         if words[0] != words[1]:
             broke = new.records.drift.first_broken.get(aid) if searched is not None else None
             culprit = new.records.drift.culprits.get(broke) if broke else None
+            matches = list(searched.matches) if searched is not None else []
             absences.append(
                 {
                     "id": aid,
+                    "label": labels.get(aid, ""),
                     "before": words[0],
                     "after": words[1],
                     "shown": searched is not None,
                     "first_broken": broke,
                     "date": culprit.date if culprit else "",
-                    "matches": list(searched.matches) if searched is not None else [],
+                    "subject": culprit.subject if culprit else "",
+                    "searched": searched.files if searched is not None else 0,
+                    "matches": [
+                        {
+                            "path": m.path,
+                            "line": m.line,
+                            "text": m.text,
+                            "href": upstream_url(
+                                new.records.url, new.commit, m.path, (m.line, m.line)
+                            ),
+                        }
+                        for m in matches
+                    ],
                     "files": searched.matched_files if searched is not None else 0,
                 }
             )

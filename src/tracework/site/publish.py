@@ -22,12 +22,14 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
+from markupsafe import Markup
 
 from tracework.errors import TraceworkError
 from tracework.records.artefacts import HistoryEntry, MarkEntry
 from tracework.records.rubrics import Rubric
 from tracework.render.fragments import SHARED, add_filters, register_sources
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
+from tracework.render.theme import theme_js
 from tracework.site import charts
 from tracework.site.compare import Spans, compare, page_name
 from tracework.site.read import SITE_MARKER, Render, Report, Site, gather
@@ -43,14 +45,13 @@ TEMPLATES = Path(str(files("tracework") / "templates"))
 _RUBRIC_MD = MarkdownIt("js-default", {"typographer": False}).disable(
     ["image", "heading", "lheading"]
 )
-#: Site pages load only the site's own stylesheet, and run only their own scripts: the
-#: index its two and a rubric its one, by the page's nonce; other pages none.
+#: Site pages load only the site's own stylesheet, and run only their own scripts, by
+#: the page's nonce: every page the theme script inline in its head, the index its two
+#: search scripts and a rubric page its one.
 CSP = (
-    "default-src 'none'; style-src 'self'; script-src {scripts}; img-src 'self' data:; "
+    "default-src 'none'; style-src 'self'; script-src 'nonce-{nonce}'; img-src 'self' data:; "
     "connect-src 'none'; base-uri 'none'; form-action 'none'"
 )
-#: The pages that run scripts: the index (the search), a rubric (the choice of render).
-_SCRIPTED = {"index.html.j2", "rubric.html.j2"}
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,9 @@ def environment(site: Site) -> Environment:
     env.filters["markdown"] = _rubric_markdown
     env.filters["plural"] = lambda n, word, plural=None: counted(n, word, plural)
     add_filters(env)
-    env.globals.update(version=__version__, nonce=NONCE_SLOT, site_title=site.title)
+    env.globals.update(
+        version=__version__, nonce=NONCE_SLOT, site_title=site.title, theme_js=Markup(theme_js())
+    )
     env.globals["rubric_links"] = [(n, r.title) for n, (r, _) in site.rubrics.items()]
     return env
 
@@ -190,9 +193,8 @@ def write_site(site: Site, root: Path) -> int:
 
     def page(rel: str, template: str, **context: Any) -> None:
         nonlocal pages
-        scripts = f"'nonce-{NONCE_SLOT}'" if template in _SCRIPTED else "'none'"
         html = env.get_template(template).render(
-            root="../" * rel.count("/"), csp=CSP.format(scripts=scripts), **context
+            root="../" * rel.count("/"), csp=CSP.format(nonce=NONCE_SLOT), **context
         )
         _write(root / rel, seal(visible_markup(html)))
         pages += 1

@@ -23,9 +23,7 @@ from importlib.resources import files
 from typing import Any
 
 from markdown_it import MarkdownIt
-from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import DiffLexer
 
 from tracework.drift.check import CheckItem
 from tracework.git.forge import upstream_file_url, upstream_url
@@ -36,7 +34,8 @@ from tracework.records.diagrams import DiagramCheck
 from tracework.records.kinds import KINDS, Absence, Record
 from tracework.register.models import FileEntry, Quote
 from tracework.screen import Screen
-from tracework.text import counted, lexer_for, visible, visible_name
+from tracework.text import counted, visible, visible_name
+from tracework.views.code import code_html, diff_html
 
 # raw HTML off (js-default); images off too, so no text can make a viewer fetch anything
 _MD = MarkdownIt("js-default", {"typographer": False}).disable("image")
@@ -94,20 +93,16 @@ def markdown(text: str) -> str:
     return str(_MD.render(visible(text)))
 
 
-@functools.lru_cache(maxsize=1024)
-def code_block(text: str, path: str, first_line: int) -> str:
-    """Highlighted code with line numbers starting at ``first_line`` (pygments escapes it).
-    Kept per span: a quote is shown where it is made and again under each record citing
-    it, and highlighting is most of what declaring a record costs."""
-    formatter = HtmlFormatter(
-        linenos="inline", linenostart=first_line, cssclass="tw-hl", wrapcode=True
-    )
-    return str(highlight(visible(text), lexer_for(path), formatter))
+def code_block(text: str, path: str, first_line: int, whole: str | None = None) -> str:
+    """Highlighted code with line numbers starting at ``first_line``, lexed within
+    ``whole`` (the file's text) when given (:func:`tracework.views.code.code_html`)."""
+    return code_html(text, path, first_line, whole)
 
 
-def diff_block(diff: str) -> str:
-    formatter = HtmlFormatter(cssclass="tw-hl tw-diff", wrapcode=True)
-    return str(highlight(visible(diff), DiffLexer(stripnl=False), formatter))
+def diff_block(diff: str, path: str) -> str:
+    """A drifted quote's diff, wrapping as quoted code does
+    (:func:`tracework.views.code.diff_html`)."""
+    return diff_html(diff, path)
 
 
 def badge(state: str, text: str | None = None) -> str:
@@ -125,6 +120,8 @@ class QuoteInfo:
     commit: str
     url: str
     drift: CheckItem | None = None
+    #: the quoted file's text at the pin, to highlight the span as it reads in its file
+    file_text: str | None = None
 
     @property
     def state(self) -> str:
@@ -227,7 +224,7 @@ def quote_html(info: QuoteInfo, *, anchor: bool = False) -> str:
             f'<a class="tw-upstream" href="{esc(link)}" rel="noopener" '
             f'title="the pinned lines, upstream at {esc(info.pin[:12])}">upstream</a>'
         )
-    body = code_block(q.text, q.path, q.lines[0])
+    body = code_block(q.text, q.path, q.lines[0], info.file_text)
     drift = info.drift
     if drift is not None and drift.state != "verified":
         where = visible_name(drift.new_path or q.path)
@@ -252,7 +249,7 @@ def quote_html(info: QuoteInfo, *, anchor: bool = False) -> str:
             note += ", candidates " + esc(", ".join(places))
         body += f'<p class="tw-drift-note">{note}</p>'
         if drift.diff:
-            body += diff_block(drift.diff)
+            body += diff_block(drift.diff, drift.new_path or q.path)
     return (
         f'<figure class="tw-quote tw-state-{esc(info.state)}"{ident}>'
         f"<figcaption>{' '.join(parts)}</figcaption>{body}</figure>"
@@ -335,7 +332,8 @@ def _evidence_ref(ref: str, quotes: dict[str, QuoteInfo], titles: dict[str, str]
         return (
             f'<details class="tw-cite"><summary><a class="tw-ref" href="#{esc(ref)}">'
             f'{esc(ref)}</a> <span class="tw-path">{esc(info.location())}</span> '
-            f"{badge(info.state)}</summary>{code_block(q.text, q.path, q.lines[0])}</details>"
+            f"{badge(info.state)}</summary>"
+            f"{code_block(q.text, q.path, q.lines[0], info.file_text)}</details>"
         )
     if ref in titles or (ref.startswith("SRC-") and ":" in ref):
         return f'<a class="tw-ref" href="#{esc(ref)}">{esc(ref)}</a>'
