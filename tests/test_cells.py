@@ -15,7 +15,7 @@ from IPython.core.events import EventManager, available_events
 import tracework
 import tracework.register.store as reg
 from tracework.drift.check import check_register
-from tracework.errors import RecordError, RegisterError
+from tracework.errors import RecordError, RegisterError, TraceworkError
 from tracework.register import append, edits
 from tracework.register.quotes import QuoteRequest, add_quote
 
@@ -401,3 +401,19 @@ def test_a_cell_re_run_without_a_quote_leaves_it_uncited(quoting, shell):
     wb.done()
     detail = wb.summary()["checks"]["records"]["detail"]
     assert "1 register quote not cited: Q-once (`tracework quote demo --remove Q-once` " in detail
+
+
+def test_a_mistake_in_the_first_tw_open_is_shown_as_one_line(monkeypatch):
+    """The one-line error display is installed before tw.open() refuses its own call (a
+    typo in it, a bad mode), so not even the first cell shows a traceback."""
+    installed: list[tuple[type, ...]] = []
+    fake = FakeShell()
+    fake.set_custom_exc = lambda types, handler: installed.append(types)  # type: ignore[method-assign]
+    monkeypatch.setattr("IPython.get_ipython", lambda: fake)
+    with pytest.raises(TraceworkError) as caught:
+        tracework.open("demo", comit="abc")
+    assert caught.value.message == "open() has no keyword comit=; did you mean commit=?"
+    assert installed == [(TraceworkError,)]
+    with pytest.raises(TraceworkError, match="mode 'draft' is not"):
+        tracework.open("demo", mode="draft")
+    assert installed == [(TraceworkError,)] * 2

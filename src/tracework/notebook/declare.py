@@ -267,15 +267,16 @@ class RecordDeclarations:
                 "(commit, date)"
             ) from None
 
-    def _view(self, record: Record) -> Html:
+    def _view(self, record: Record, drifted: Mapping[str, Sequence[str]] | None = None) -> Html:
         state = self._state
         titles = {r.id: r.label for r in state.records.values()}
+        drifted = self._reviews.records() if drifted is None else drifted
         markup = record_html(
             record,
             state.quotes,
             titles,
             absence=state.absences.get(record.id),
-            drifted=self._reviews.records().get(record.id, ()),
+            drifted=drifted.get(record.id, ()),
         )
         return Html(markup, f"<{record.kind} {record.id}: {record.label}>", record.id)
 
@@ -287,6 +288,9 @@ class RecordDeclarations:
         keys = list(dict.fromkeys(state.declared))
         state.declared.clear()
         shown_key = shown.declared if isinstance(shown, Html) else None
+        if not keys or keys == [shown_key]:
+            return None
+        drifted, marks_drifted = self._reviews.records(), self._reviews.marks()
         entries = []
         for key in keys:
             card = None
@@ -294,23 +298,23 @@ class RecordDeclarations:
             if record is not None:
                 absence = state.absences.get(key)
                 states = ["holds" if absence.holds else "broken"] if absence else []
-                if self._reviews.records().get(key):
+                if drifted.get(key):
                     states.append("needs re-review")
                 if key != shown_key:
-                    card = self._view(record).markup
+                    card = self._view(record, drifted).markup
                 entries.append(Declared(key, record.kind, record.label, tuple(states), card))
             elif key in state.marks:
                 made = state.marks[key]
                 mechanism = state.rubrics[made.rubric][0].mechanism(made.mechanism)
                 states = ["present" if made.present else "absent"]
-                if self._reviews.marks().get(key):
+                if marks_drifted.get(key):
                     states.append("needs re-review")
                 if key != shown_key:
-                    card = self._mark_view(made).markup
+                    card = self._mark_view(made, marks_drifted).markup
                 name = f"{made.rubric}/{made.mechanism}"
                 label = mechanism.name if mechanism is not None else ""
                 entries.append(Declared(name, "rubric mark", label, tuple(states), card))
-        if not entries or (len(keys) == 1 and keys[0] == shown_key):
+        if not entries:
             return None
         text = "declared in this cell: " + ", ".join(f"{e.name} ({e.kind})" for e in entries)
         return Html(declared_html(entries), text)
@@ -825,8 +829,9 @@ class RecordDeclarations:
         state.declared.append(key)
         return self._mark_view(made)
 
-    def _mark_view(self, made: Mark) -> Html:
+    def _mark_view(self, made: Mark, drifted: Mapping[str, Sequence[str]] | None = None) -> Html:
         definition, _ = self._state.rubrics[made.rubric]
-        markup = mark_html(made, definition, self._reviews.marks().get(made.anchor, ()))
+        drifted = self._reviews.marks() if drifted is None else drifted
+        markup = mark_html(made, definition, drifted.get(made.anchor, ()))
         shown = "present" if made.present else "absent"
         return Html(markup, f"<mark {made.rubric}/{made.mechanism}: {shown}>", made.anchor)

@@ -226,8 +226,9 @@ class Workbench(RecordDeclarations):
     def _cell_ends(self, shown: object = None) -> None:
         # every declaration of the cell, not only the one it shows as its result; never
         # in a render, whose page has every card already (in "Shared records")
-        summary = self._cell_summary(shown)
-        if summary is not None and self.mode == "author":
+        summary = self._cell_summary(shown) if self.mode == "author" else None
+        self._state.declared.clear()
+        if summary is not None:
             display(summary, metadata={"tracework": "declared"})
         try:
             self._session.write_quotes()
