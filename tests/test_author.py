@@ -61,11 +61,13 @@ def test_an_error_in_a_cell_is_one_line_and_failing_checks_exit_1(notebook, tw):
     nb.cells[4].source = BODY.replace(
         'passes_through=["RT-CMP-store"]', 'passes_through=["RT-CMP-x"]'
     )
+    nb.cells[4].id = "the-body"
     nbformat.write(nb, notebook)
     result = tw("author", "demo")
     assert result.exit_code == 2
-    assert result.stderr.splitlines() == [
-        "tracework: error: the notebook failed in cell 4: RecordError: RT-RTE-put: "
+    assert result.stderr.splitlines() == [  # the cell as JupyterLab shows it: 5th of 8
+        f"tracework: error: the notebook failed in cell 5 of {len(nb.cells)} (id the-body): "
+        "RecordError: RT-RTE-put: "
         "passes_through[0] names 'RT-CMP-x', which is not declared above",
         "  hint: declare the record it refers to first",
     ]

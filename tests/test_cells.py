@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from types import SimpleNamespace
 
@@ -14,7 +15,7 @@ from IPython.core.events import EventManager, available_events
 import tracework
 import tracework.register.store as reg
 from tracework.drift.check import check_register
-from tracework.errors import RecordError, RegisterError
+from tracework.errors import RecordError, RegisterError, TraceworkError
 from tracework.register import append, edits
 from tracework.register.quotes import QuoteRequest, add_quote
 
@@ -139,7 +140,7 @@ def test_what_a_deleted_cell_declared_goes_at_done_with_a_note(pinned, workspace
     wb.done()
     assert records_in(workspace) == ["RT-CMP-kept", "RT-CMP-unsaved"]
     out = capsys.readouterr().out
-    assert out.count("the cell that declared them is no longer in the notebook") == 1
+    assert out.count("the cell that declared or quoted them is no longer in the notebook") == 1
     assert "Removed RT-CMP-deleted:" in out
 
 
@@ -162,9 +163,10 @@ def test_outside_ipython_declarations_stay_as_before(pinned, workspace, monkeypa
 VALUES = "".join(f"value_{n} = {n}\n" for n in range(1, 41))
 
 
-def end(shell: FakeShell) -> None:
-    """What IPython does when a cell has run, whether or not it raised."""
-    shell.events.trigger("post_run_cell", SimpleNamespace())
+def end(shell: FakeShell, shown: object = None) -> None:
+    """What IPython does when a cell has run, whether or not it raised: ``shown`` is what
+    the cell showed as its result (its last expression's value)."""
+    shell.events.trigger("post_run_cell", SimpleNamespace(result=shown))
 
 
 @pytest.fixture
@@ -271,3 +273,147 @@ def test_quotes_checked_one_by_one_match_a_full_check(quoting, shell, tw, monkey
     assert [i.as_json() for i in wb._check("SRC-1").items] == [i.as_json() for i in whole.items]
     states = {i.state for i in whole.items if i.kind == "quote"}
     assert states == {"verified"} if at == "pin" else states >= {"moved", "changed"}
+
+
+# -- every declaration of a cell, shown as the cell ends -----------------------------
+
+
+@pytest.fixture
+def shown(monkeypatch) -> list[object]:
+    """What the workbench displays (the cells' summaries among them)."""
+    seen: list[object] = []
+    monkeypatch.setattr("tracework.notebook.workbench.display", lambda obj, **_: seen.append(obj))
+    return seen
+
+
+def summaries(seen: list[object]) -> list[str]:
+    return [o.markup for o in seen if 'class="tw-declared"' in getattr(o, "markup", "")]
+
+
+def test_a_cell_lists_every_record_it_declared_each_opening_to_its_card(quoting, shell, shown):
+    wb, q = quoting.wb, quoting.src.quote("pkg/store.py", symbol="Store.put")
+    shell.start("cell")
+    component(wb, "RT-CMP-a", q)
+    wb.absence("RT-ABS-disk", statement="Nothing opens a file.", scope=["pkg/**"],
+               patterns=[r"\bopen\("])  # fmt: skip
+    wb.absence("RT-ABS-put", statement="Nothing puts.", scope=["pkg/**"], patterns=["put"])
+    last = wb.component("RT-CMP-c", label="The last", identity="`Store`", evidence=[q])
+    end(shell, last)  # the cell's last line: shown as its result already
+    [summary] = summaries(shown)
+    items = re.split(r'(?=<li><details class="tw-declared-item">|<li class="tw-declared)', summary)
+    items = items[1:]
+    assert [re.findall(r'class="tw-declared-id">([^<]*)<', i) for i in items] == [
+        ["RT-CMP-a"], ["RT-ABS-disk"], ["RT-ABS-put"], ["RT-CMP-c"],
+    ]  # fmt: skip
+    assert "This cell declared 4 records:" in summary
+    assert 'tw-holds">holds' in items[1] and 'tw-broken">broken' in items[2]
+    for item in items[:3]:  # each folded, its whole card inside
+        assert item.startswith('<li><details class="tw-declared-item">') and "tw-record" in item
+    assert "tw-record" not in items[3] and "(its card is above)" in items[3]  # not twice
+    assert "evidenced absence" in items[1] and "Nothing puts" in items[2]
+
+
+def test_a_cell_that_shows_its_one_record_adds_no_list(quoting, shell, shown):
+    wb, q = quoting.wb, quoting.src.quote("pkg/store.py", symbol="Store.put")
+    shell.start("one")
+    end(shell, wb.component("RT-CMP-a", label="A", identity="`Store`", evidence=[q]))
+    assert summaries(shown) == []
+    shell.start("two")
+    wb.component("RT-CMP-b", label="B", identity="`Store`", evidence=[q])
+    end(shell, None)  # assigned, or ended with `;`: the card was never shown
+    [summary] = summaries(shown)
+    assert "This cell declared 1 record:" in summary and "tw-declared-item" in summary
+    shell.start("three")
+    end(shell, None)  # the list is the cell's own: the next declares nothing
+    assert len(summaries(shown)) == 1
+
+
+def test_a_cell_that_fails_half_way_lists_what_it_declared(quoting, shell, shown):
+    wb, q = quoting.wb, quoting.src.quote("pkg/store.py", symbol="Store.put")
+    shell.start("cell")
+    component(wb, "RT-CMP-a", q)
+    with pytest.raises(RecordError):
+        wb.component("RT-CMP-b", label="B", identty="typo")
+    end(shell, None)
+    [summary] = summaries(shown)
+    assert "RT-CMP-a" in summary and "RT-CMP-b" not in summary
+
+
+def test_a_render_lists_nothing_its_page_shows_every_card_already(quoting, shell, shown):
+    shell.start("setup")
+    wb = tracework.open("demo", mode="render")
+    q = wb.source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+    shell.start("cell")
+    component(wb, "RT-CMP-a", q)
+    component(wb, "RT-CMP-b", q)
+    end(shell, None)
+    assert summaries(shown) == []
+
+
+# -- the register's quotes no cell cites -----------------------------------------------
+
+
+def test_a_quote_of_a_deleted_cell_is_not_cited_and_named_with_its_command(
+    quoting, workspace, shell, shown
+):
+    """What JupyterLab's done() says is what a render says: the render never runs the
+    deleted cell, so the kernel forgets what that cell alone quoted."""
+    wb, src = quoting.wb, quoting.src
+    notebook = workspace.notebooks / "demo.ipynb"
+    shell.user_ns["__session__"] = str(notebook)
+    shell.start("kept")
+    q = src.quote("pkg/store.py", symbol="Store.put")
+    component(wb, "RT-CMP-kept", q)
+    shell.start("cites")
+    shared = src.quote("pkg/values.py", lines=(1, 1), id="Q-shared")
+    shell.start("deleted")
+    src.quote("pkg/values.py", lines=(2, 2), id="Q-gone")
+    component(wb, "RT-CMP-shared", shared)  # cites a quote of a cell that stays
+    end(shell)
+    saved = ("setup", "kept", "cites", "done")
+    cells = [{"id": c, "cell_type": "code", "source": ""} for c in saved]
+    notebook.write_text(json.dumps({"cells": cells}))
+    later = time.time() + 5
+    os.utime(notebook, (later, later))
+    shell.start("done")
+    wb._cell_runs["done"] = later + 5
+    wb.done()
+    detail = wb.summary()["checks"]["records"]["detail"]
+    assert detail.endswith(
+        "1 register quote not cited: Q-gone (`tracework quote demo --remove Q-gone` removes it)"
+    ), detail
+    notes = [o.text for o in shown if getattr(o, "text", "").startswith("Removed")]
+    assert notes == [
+        "Removed RT-CMP-shared, quote Q-gone: the cell that declared or quoted them is no "
+        "longer in the notebook."
+    ]
+    assert set(wb.records_json()["quotes"]) == {q.id, "Q-shared"}
+
+
+def test_a_cell_re_run_without_a_quote_leaves_it_uncited(quoting, shell):
+    wb, src = quoting.wb, quoting.src
+    shell.start("cell")
+    src.quote("pkg/values.py", lines=(3, 3), id="Q-once")
+    end(shell)
+    shell.start("cell")  # edited: quotes it no more
+    end(shell)
+    shell.start("done")
+    wb.done()
+    detail = wb.summary()["checks"]["records"]["detail"]
+    assert "1 register quote not cited: Q-once (`tracework quote demo --remove Q-once` " in detail
+
+
+def test_a_mistake_in_the_first_tw_open_is_shown_as_one_line(monkeypatch):
+    """The one-line error display is installed before tw.open() refuses its own call (a
+    typo in it, a bad mode), so not even the first cell shows a traceback."""
+    installed: list[tuple[type, ...]] = []
+    fake = FakeShell()
+    fake.set_custom_exc = lambda types, handler: installed.append(types)  # type: ignore[method-assign]
+    monkeypatch.setattr("IPython.get_ipython", lambda: fake)
+    with pytest.raises(TraceworkError) as caught:
+        tracework.open("demo", comit="abc")
+    assert caught.value.message == "open() has no keyword comit=; did you mean commit=?"
+    assert installed == [(TraceworkError,)]
+    with pytest.raises(TraceworkError, match="mode 'draft' is not"):
+        tracework.open("demo", mode="draft")
+    assert installed == [(TraceworkError,)] * 2

@@ -151,12 +151,70 @@ def test_a_field_on_one_side_only_is_found() -> None:
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
 def test_a_misspelled_field_is_a_record_error_that_names_the_field(kind: type[Record]) -> None:
-    """Not Python's TypeError: one RecordError, as every other mistake in declaring is."""
+    """Not Python's TypeError: one RecordError, as every other mistake in declaring is,
+    naming the field, the closest one the kind has, and (the hint) every one it takes."""
     method = getattr(Workbench, DECLARING[kind])
     with pytest.raises(RecordError) as caught:
         method(object(), f"{kind.prefix}x", lable="A name")
-    assert caught.value.message == f"{kind.prefix}x: {DECLARING[kind]}() has no field lable="
-    assert caught.value.hint is not None and caught.value.hint.startswith("did you mean label=?")
+    assert caught.value.message == (
+        f"{kind.prefix}x: {DECLARING[kind]}() has no field lable=; did you mean label=?"
+    )
+    hint = caught.value.hint or ""
+    assert hint.startswith("it takes id, ")
+    fields = ["reviewed" if n == "reviewed_at" else n for n in kind.model_fields if n != "id"]
+    assert re.findall(r"(\w+)=", hint) == list(_parameters(method))[1:]
+    assert sorted(re.findall(r"(\w+)=", hint)) == sorted(fields)
+
+
+def test_a_field_missing_or_given_by_place_is_a_record_error_too() -> None:
+    with pytest.raises(RecordError) as caught:
+        Workbench.component(object(), "RT-CMP-x", label="A name")
+    assert caught.value.message == "RT-CMP-x: component() needs identity="
+    assert "identity= (required)" in (caught.value.hint or "")
+    with pytest.raises(RecordError) as caught:
+        Workbench.component(object(), "RT-CMP-x", "A name", identity="it")
+    assert caught.value.message == (
+        "RT-CMP-x: component() takes 1 argument by place (id) and the rest by name: "
+        "2 were given by place"
+    )
+    with pytest.raises(RecordError, match=r"^mark retention/persistence: mark\(\) has no keyword"):
+        Workbench.mark(object(), "retention", "persistence", presnt=True)
+
+
+def _api() -> list[tuple[str, Callable[..., Any]]]:
+    """Every function of the notebook API an analyst calls: tw.open, and each public
+    method of what it returns and what those return."""
+    from tracework.notebook.captures import CaptureView
+    from tracework.notebook.jupyter import ExcerptView
+    from tracework.notebook.workbench import SourceHandle, open
+
+    found: list[tuple[str, Callable[..., Any]]] = [("open", open)]
+    for cls in (Workbench, SourceHandle, CaptureView, ExcerptView):
+        for name, member in inspect.getmembers(cls, inspect.isfunction):
+            if not name.startswith("_"):
+                found.append((f"{cls.__name__}.{name}", member))
+    return found
+
+
+@pytest.mark.parametrize(("name", "function"), _api(), ids=[n for n, _ in _api()])
+def test_every_call_of_the_notebook_api_names_a_misspelled_keyword(
+    name: str, function: Callable[..., Any]
+) -> None:
+    """No TypeError with a traceback anywhere in the API an analyst types: a keyword the
+    call does not take is one TraceworkError naming it, the closest and all it takes."""
+    from tracework.errors import TraceworkError
+
+    params = [p for p in inspect.signature(function).parameters if p != "self"]
+    typo = (params[0][:-1] + params[0][-1] * 2) if params else "typo"
+    args = () if name == "open" else (object(),)
+    with pytest.raises(TraceworkError) as caught:
+        function(*args, **{typo: None})
+    message, hint = caught.value.message, caught.value.hint or ""
+    assert f"has no keyword {typo}=" in message or f"has no field {typo}=" in message
+    if params:
+        assert message.endswith(f"; did you mean {params[0]}=?"), message
+    assert hint.startswith("it takes "), hint
+    assert all(re.search(rf"\b{p}\b", hint) for p in params), hint
 
 
 def test_a_review_stamp_is_taken_as_it_is() -> None:

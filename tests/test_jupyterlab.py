@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from typing import Any
 import nbformat
 import pytest
 from click.testing import CliRunner
+from playwright.sync_api import expect
 
 from conftest import needs_chromium
 from tracework.cli import main
@@ -53,10 +55,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: Reports of their own beside the demo, pinned where it is, for the notebook tests that
+#: write into their register (the demo's register stays as the demo has it).
+OWN_REPORTS = ("feedback", "gone", "fails")
+
+
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A JupyterLab server on 127.0.0.1 in a workspace holding the Larkspur demo, with
-    ``notebooks/newest.ipynb``: the demo notebook at the subject's newest commit."""
+def lab_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A workspace holding the Larkspur demo, with ``notebooks/newest.ipynb`` (the demo
+    notebook at the subject's newest commit) and the reports :data:`OWN_REPORTS` made by
+    ``tracework new`` at the demo's pin."""
     needs_chromium()
     root = tmp_path_factory.mktemp("lab")
     runner = CliRunner()
@@ -68,11 +76,23 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         patch.chdir(ws)
         result = runner.invoke(main, ["fetch", "larkspur"], catch_exceptions=False)
         assert result.exit_code == 0, result.output
+        for name in OWN_REPORTS:
+            made = runner.invoke(
+                main, ["new", name, "--subject", "larkspur", "--commit", commits[0]]
+            )
+            assert made.exit_code == 0, made.output
     nb = nbformat.read(ws / "notebooks" / "larkspur.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     params.source = params.source.replace("commit = None", f'commit = "{commits[-1]}"')
     nbformat.write(nb, ws / "notebooks" / "newest.ipynb")
-    home = root / "home"
+    return ws
+
+
+@pytest.fixture(scope="module")
+def lab(lab_workspace: Path) -> Iterator[str]:
+    """A JupyterLab server on 127.0.0.1 in :func:`lab_workspace`; its address."""
+    ws = lab_workspace
+    home = ws.parent / "home"
     settings = home / "lab-settings"
     for rel, values in SETTINGS.items():
         (settings / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -147,16 +167,23 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
-def _run_notebook(browser: Any, lab: str, theme: str) -> tuple[Any, list[str], list[str]]:
-    """Open the notebook at 1280 px, switch to ``theme``, run every cell, wait for the
-    last one's output; returns the page, the requests it made and its console errors."""
+def _run_notebook(
+    browser: Any, lab: str, theme: str, notebook: str = "newest", until: str = ".tw-summary"
+) -> tuple[Any, list[str], list[str]]:
+    """Open ``notebooks/NOTEBOOK.ipynb`` at 1280 px, switch to ``theme``, run every cell,
+    wait for ``until`` to show; returns the page, the requests it made and its console
+    errors."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     requests: list[str] = []
     errors: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.goto(f"{lab}/lab/tree/notebooks/newest.ipynb?token={TOKEN}")
-    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget")
+    # a JupyterLab workspace of its own for each notebook: it reopens no other's tabs
+    page.goto(f"{lab}/lab/workspaces/{notebook}/tree/notebooks/{notebook}.ipynb?token={TOKEN}")
+    page.wait_for_function(
+        "path => window.jupyterapp?.shell.currentWidget?.context?.path === path",
+        arg=f"notebooks/{notebook}.ipynb",
+    )
     page.wait_for_selector(".jp-Notebook .jp-Cell")
     # commands are started, not awaited: a command's promise may outlive the page's use of it
     page.evaluate(
@@ -173,7 +200,7 @@ def _run_notebook(browser: Any, lab: str, theme: str) -> tuple[Any, list[str], l
         timeout=120_000,
     )
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-    page.wait_for_selector(".tw-summary", timeout=240_000)
+    page.wait_for_selector(until, timeout=240_000)
     return page, requests, errors
 
 
@@ -259,3 +286,236 @@ def test_the_demo_notebook_reads_as_the_report_does(browser, lab, tmp_path, them
     outside = [u for u in requests if not u.startswith(("http://127.0.0.1:", "data:", "blob:"))]
     assert outside == [], outside
     page.close()
+
+
+# -- the analyst's feedback: every declaration, one-line mistakes, cells named alike -----
+
+
+def _write_report(ws: Path, name: str, cells: list[tuple[str, str, str]]) -> None:
+    """Write ``notebooks/NAME.ipynb``: the scaffold's title, parameters and set-up cells,
+    then ``cells`` as (id, "code" or "markdown", source)."""
+    path = ws / "notebooks" / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells = nb.cells[:3]
+    for cell_id, kind, source in cells:
+        make = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
+        nb.cells.append(make(source, id=cell_id))
+    nbformat.write(nb, path)
+
+
+DECLARING = r"""q_keep = src.quote("larkspur/notes.py", symbol="NoteStore.keep")
+wb.component("RT-CMP-store", label="The note store", identity="`NoteStore`", evidence=[q_keep])
+wb.component("RT-CMP-helper", label="The helper", identity="`Helper`", evidence=[q_keep])
+wb.absence("RT-ABS-pickle", statement="Nothing is pickled.", scope=["larkspur/**"],
+           patterns=[r"\bpickle\b"])
+wb.absence("RT-ABS-limit", statement="Notes have no length limit.", scope=["larkspur/**"],
+           patterns=["MAX_NOTE_CHARS"])
+wb.component("RT-CMP-prompt", label="The prompt", identity="`build_prompt`", evidence=[q_keep])
+"""
+TYPO = 'wb.component("RT-CMP-typo", label="A typo", identty="`Helper`")'
+
+#: What the test reads of a cell's list of declarations, and of the error a typo made.
+DECLARED = """() => {
+  const list = document.querySelector('.tw-declared');
+  const items = Array.from(list.querySelectorAll(':scope > ul > li'));
+  const badges = li => Array.from(li.querySelectorAll(
+    ':scope > details > summary > .tw-badge, :scope > .tw-declared-line > .tw-badge'));
+  const cell = list.closest('.jp-Cell');
+  const shown = Array.from(cell.querySelectorAll('.tw-record'))
+    .filter(r => !r.closest('.tw-declared'));
+  const error = document.querySelector(
+    '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
+  return {
+    lists: document.querySelectorAll('.tw-declared').length,
+    ids: items.map(li => li.querySelector('.tw-declared-id').textContent),
+    open: items.map(li => li.querySelector(':scope > details')?.open ?? null),
+    states: items.map(li => badges(li).map(b => b.textContent)),
+    colours: Object.fromEntries(items.flatMap(li => badges(li))
+      .map(b => [b.textContent, getComputedStyle(b).color])),
+    shown: shown.map(r => r.querySelector('.tw-record-id').textContent),
+    shownFirst: shown.length === 1
+      && !!(shown[0].compareDocumentPosition(list) & Node.DOCUMENT_POSITION_FOLLOWING),
+    error: error ? error.textContent : null,
+  };
+}"""
+
+
+@pytest.mark.parametrize("theme", ["JupyterLab Light", "JupyterLab Dark"], ids=["light", "dark"])
+def test_a_cell_lists_every_declaration_and_a_typo_is_one_line(
+    browser, lab, lab_workspace, tmp_path, theme
+):
+    """A cell declaring five records shows its last one's card, then one line for each
+    record it declared (an absence with holds or broken), each opening to its card; a
+    misspelled field is one line and a hint, no traceback."""
+    _write_report(
+        lab_workspace,
+        "feedback",
+        [
+            ("heading", "markdown", "## Components"),
+            ("declares", "code", DECLARING),
+            ("done", "code", "wb.done()"),
+            ("typo", "code", TYPO),
+        ],
+    )
+    until = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+    page, requests, errors = _run_notebook(browser, lab, theme, "feedback", until)
+    found = page.evaluate(DECLARED)
+    assert found["lists"] == 1, found  # the declaring cell alone; done() declares nothing
+    assert found["ids"] == [
+        "RT-CMP-store", "RT-CMP-helper", "RT-ABS-pickle", "RT-ABS-limit", "RT-CMP-prompt",
+    ], found  # fmt: skip
+    assert found["open"] == [False, False, False, False, None], found  # the last: shown above
+    assert found["states"] == [[], [], ["holds"], ["broken", "needs re-review"], []], found
+    assert found["shown"] == ["RT-CMP-prompt"] and found["shownFirst"], found
+    r, g, b = _rgb(found["colours"]["broken"])
+    assert r > g + 40 and r > b + 40, found  # broken in the error colour
+    assert found["colours"]["holds"] != found["colours"]["broken"], found
+    lines = [line for line in found["error"].splitlines() if line.strip()]
+    assert lines[0] == (
+        "RecordError: RT-CMP-typo: component() has no field identty=; did you mean identity=?"
+    ), found["error"]
+    assert lines[1].startswith("  hint: it takes id, label= (required), identity= (required)")
+    assert len(lines) == 2 and "Traceback" not in found["error"], found["error"]
+    name = theme.split()[-1].lower()
+    page.locator(until).scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / f"typo-{name}.png"))
+    item = page.locator(".tw-declared > ul > li").nth(3)
+    item.locator("summary").click(position={"x": 4, "y": 6})
+    card = item.locator(".tw-record")
+    assert item.locator("details").evaluate("d => d.open") and card.is_visible()
+    assert card.locator(".tw-record-id").text_content() == "RT-ABS-limit"
+    assert card.locator(".tw-absence .tw-badge.tw-broken").is_visible()
+    inside = card.evaluate(
+        "c => { const r = c.getBoundingClientRect(), l = c.closest('.tw-declared')"
+        ".getBoundingClientRect(); return r.left >= l.left && r.right <= l.right + 0.5; }"
+    )
+    assert inside
+    page.locator(".tw-declared").scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / f"declared-{name}.png"))
+    assert errors == [], errors
+    outside = [u for u in requests if not u.startswith(("http://127.0.0.1:", "data:", "blob:"))]
+    assert outside == [], outside
+    page.close()
+
+
+#: The checks' "records" line of the notebook's summary, as the page shows it.
+RECORDS_LINE = """() => Array.from(document.querySelectorAll('.tw-summary .tw-checks tr'))
+  .filter(tr => tr.querySelector('th').textContent === 'records')
+  .map(tr => tr.lastElementChild.textContent)[0]"""
+
+
+def test_a_deleted_cells_quote_is_uncited_alike_in_jupyterlab_and_render(
+    browser, lab, lab_workspace, monkeypatch
+):
+    """Delete the cell that quoted Q-extra, save, run done() again: JupyterLab says what
+    `tracework render` says, names the quote and the command, which then removes it."""
+    extra = 'src.quote("larkspur/notes.py", symbol="NoteStore.recall", id="Q-extra")'
+    keeps = (
+        'q = src.quote("larkspur/notes.py", symbol="NoteStore.keep")\n'
+        'wb.component("RT-CMP-store", label="Store", identity="`NoteStore`", evidence=[q])'
+    )
+    _write_report(
+        lab_workspace,
+        "gone",
+        [("extra", "code", extra), ("keeps", "code", keeps), ("done", "code", "wb.done()")],
+    )
+    page, _, errors = _run_notebook(browser, lab, "JupyterLab Light", "gone")
+    assert page.evaluate(RECORDS_LINE).endswith("; 0 register quotes not cited")
+    page.evaluate(
+        """() => { const panel = window.jupyterapp.shell.currentWidget, nb = panel.content;
+        nb.activeCellIndex = nb.widgets.findIndex(w => w.model.id === 'extra');
+        window.jupyterapp.commands.execute('notebook:delete-cell'); }"""
+    )
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.content.widgets"
+        ".some(w => w.model.id === 'extra')"
+    )
+    path = lab_workspace / "notebooks" / "gone.ipynb"
+    page.evaluate("() => { window.jupyterapp.commands.execute('docmanager:save'); }")
+    deadline = time.monotonic() + 60
+    while '"extra"' in path.read_text(encoding="utf-8"):  # saved by the server
+        assert time.monotonic() < deadline, "the notebook was never saved"
+        time.sleep(0.2)
+    page.evaluate(
+        """() => { const nb = window.jupyterapp.shell.currentWidget.content;
+        nb.activeCellIndex = nb.widgets.length - 1;
+        window.jupyterapp.commands.execute('notebook:run-cell'); }"""
+    )
+    page.wait_for_function(
+        "() => document.querySelector('.tw-summary')?.textContent.includes('Q-extra')",
+        timeout=120_000,
+    )
+    shown = page.evaluate(RECORDS_LINE)
+    assert shown.endswith(
+        "; 1 register quote not cited: Q-extra (`tracework quote gone --remove Q-extra` removes it)"
+    ), shown
+    notes = page.locator(".tw-note").all_text_contents()
+    gone = "Removed quote Q-extra: the cell that declared or quoted them is no longer in the "
+    assert gone + "notebook." in notes, notes
+    assert errors == [], errors
+    page.close()
+    monkeypatch.chdir(lab_workspace)
+    runner = CliRunner()
+    rendered = runner.invoke(main, ["render", "gone"])
+    assert rendered.exit_code == 0, rendered.output
+    [line] = [ln for ln in rendered.stdout.splitlines() if ln.startswith("  records ")]
+    assert line.split(None, 2)[2] == shown  # the same words, from the same function
+    removed = runner.invoke(main, ["quote", "gone", "--remove", "Q-extra"])
+    assert removed.exit_code == 0, removed.output
+
+
+def test_render_and_quote_name_a_cell_as_jupyterlab_places_it(
+    browser, lab, lab_workspace, monkeypatch
+):
+    """The cell a render failed in, and the cell that still cites a quote, are named by
+    their place among the notebook's cells as JupyterLab holds them, and their id."""
+    quoting = 'q = src.quote("larkspur/notes.py", symbol="NoteStore.keep", id="Q-keep-here")'
+    breaking = (
+        'wb.route("RT-RTE-x", label="X", progression="p", implementation="wired",\n'
+        '         operation="uninspected", passes_through=["RT-CMP-none"], evidence=[q])'
+    )
+    _write_report(
+        lab_workspace,
+        "fails",
+        [
+            ("one", "markdown", "## One"),
+            ("quotes", "code", quoting),
+            ("two", "markdown", "## Two"),
+            ("breaks", "code", breaking),
+            ("done", "code", "wb.done()"),
+        ],
+    )
+    until = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+    page, _, errors = _run_notebook(browser, lab, "JupyterLab Light", "fails", until)
+    places = {}
+    for cell in ("quotes", "breaks"):  # what JupyterLab's status bar says: "Cell 6/9"
+        page.evaluate(
+            """id => { const nb = window.jupyterapp.shell.currentWidget.content;
+            nb.activeCellIndex = nb.widgets.findIndex(w => w.model.id === id); }""",
+            cell,
+        )
+        status = page.locator(".jp-StatusBar-Item", has_text=re.compile(r"^Cell \d+/\d+$"))
+        index = page.evaluate(
+            "id => window.jupyterapp.shell.currentWidget.content.widgets"
+            ".findIndex(w => w.model.id === id) + 1",
+            cell,
+        )
+        expect(status).to_have_text(re.compile(rf"^Cell {index}/\d+$"))
+        place, total = (int(n) for n in status.inner_text().strip()[5:].split("/"))
+        places[cell] = place
+    assert errors == [], errors
+    page.close()
+    monkeypatch.chdir(lab_workspace)
+    runner = CliRunner()
+    rendered = runner.invoke(main, ["render", "fails"])
+    assert rendered.exit_code == 2
+    assert rendered.stderr.startswith(
+        f"tracework: error: the notebook failed in cell {places['breaks']} of {total} "
+        "(id breaks): RecordError: RT-RTE-x: passes_through[0] names 'RT-CMP-none'"
+    ), rendered.stderr
+    refused = runner.invoke(main, ["quote", "fails", "--remove", "Q-keep-here"])
+    assert refused.exit_code == 2
+    assert (
+        f"Q-keep-here is still cited by notebooks/fails.ipynb cell {places['quotes']} of "
+        f"{total} (id quotes)"
+    ) in refused.stderr, refused.stderr

@@ -26,9 +26,9 @@ pytestmark = pytest.mark.slow  # kernels, browsers, sandboxes: not in `make test
 CELL = """q = src.quote("pkg/store.py", symbol="Store.put")
 wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q]);"""
 DIES = "import os\nos._exit(3)"
-# the 5th cell run (the count it would show): parameters, injected parameters,
-# tracework.open, CELL, then DIES
-DIED = "the notebook could not be executed: the kernel died in cell 5"
+# the notebook's 6th cell of 9 (as JupyterLab counts, Markdown included): title,
+# parameters, tracework.open, a heading, CELL, then DIES
+DIED = "the notebook could not be executed: the kernel died in cell 6 of 9 (id dies-here)"
 
 
 @pytest.fixture
@@ -42,6 +42,7 @@ def reports(pinned, workspace):
         nb.cells.insert(4, nbformat.v4.new_code_cell(CELL))
         if name == "dies":
             nb.cells.insert(5, nbformat.v4.new_code_cell(DIES))
+            nb.cells[5].id = "dies-here"
         nbformat.write(nb, path)
         import tracework
 

@@ -523,9 +523,9 @@ def test_a_quote_a_notebook_still_cites_is_not_removed(pinned, tw, workspace):
     before = (workspace.registers / "demo.yaml").read_bytes()
     by_span = tw("quote", "demo", "--remove", "Q-store-Store.put")
     assert by_span.exit_code == 2
-    assert "cited by notebooks/demo.ipynb cell 2 (id cell-1)" in by_span.stderr
+    assert "cited by notebooks/demo.ipynb cell 2 of 3 (id cell-1)" in by_span.stderr
     by_id = tw("quote", "demo", "--remove", "Q-head")
-    assert by_id.exit_code == 2 and "notebooks/demo.ipynb cell 3 (id cell-2)" in by_id.stderr
+    assert by_id.exit_code == 2 and "notebooks/demo.ipynb cell 3 of 3 (id cell-2)" in by_id.stderr
     assert (workspace.registers / "demo.yaml").read_bytes() == before
     _notebook(workspace, 'src = wb.source("SRC-1")')  # the citations are gone
     assert tw("quote", "demo", "--remove", "Q-store-Store.put").exit_code == 0

@@ -94,12 +94,13 @@ def _notebook(ws: Path, name: str, cells: list[str], *, bare: bool = False) -> N
     nothing else in the notebook takes time)."""
     path = ws / "notebooks" / f"{name}.ipynb"
     nb = nbformat.read(ws.parent / "pristine" / path.name, as_version=4)
+    added = [nbformat.v4.new_code_cell(cell, id=f"added-{n}") for n, cell in enumerate(cells)]
     if bare:
         nb.cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-        nb.cells += [nbformat.v4.new_code_cell(cell) for cell in cells]
+        nb.cells += added
     else:
         done = nb.cells.pop()  # wb.done() stays last
-        nb.cells += [nbformat.v4.new_code_cell(cell) for cell in cells] + [done]
+        nb.cells += [*added, done]
     nbformat.write(nb, path)
 
 
@@ -276,7 +277,8 @@ def test_a_cell_past_its_limit_is_stopped_and_named_and_its_kernel_dies(bounds):
     assert result.returncode == 2, result.stderr
     pin = (bounds / "pin.txt").read_text()
     assert result.stderr.splitlines() == [
-        "tracework: error: cell 3 ran past the limit of 3 s for one cell, and was stopped",
+        "tracework: error: cell 2 of 2 (id added-0) ran past the limit of 3 s for one cell, "
+        "and was stopped",
         "  hint: raise [render] cell_timeout in tracework.toml if the cell needs longer; the "
         f"executed notebook is kept in reports/loop/failed-{pin[:12]}/; no report written",
     ]
@@ -286,7 +288,9 @@ def test_a_cell_past_its_limit_is_stopped_and_named_and_its_kernel_dies(bounds):
     batch = run_tracework(bounds, "rerender", "loop", "--commit", pin, "-j", "1", "--json")
     assert batch.returncode == 1, batch.stderr
     (outcome,) = json.loads(batch.stdout)["reports"]
-    assert outcome["error"] == "cell 3 ran past the limit of 3 s for one cell, and was stopped"
+    assert outcome["error"] == (
+        "cell 2 of 2 (id added-0) ran past the limit of 3 s for one cell, and was stopped"
+    )
     assert _gone(bounds)
 
 
@@ -299,7 +303,8 @@ def test_a_render_past_its_limit_is_stopped_in_the_cell_that_ran_it_out(bounds):
     first, hint = result.stderr.splitlines()
     assert (
         first
-        == "tracework: error: the render ran past its limit of 5 s, in cell 3, and was stopped"
+        == "tracework: error: the render ran past its limit of 5 s, in cell 2 of 2 (id added-0), "
+        "and was stopped"
     )
     assert hint.startswith("  hint: raise [render] timeout in tracework.toml")
     assert _gone(bounds)

@@ -123,3 +123,12 @@ def terminal_lines(text: str, first: int, path: str, *, color: bool) -> str:
 def counted(n: int, word: str, plural: str | None = None) -> str:
     """``n`` and the word in the number it takes: "1 file", "3 files", "1 match"."""
     return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+def cell_name(position: int, total: int, cell_id: str | None = None) -> str:
+    """A notebook cell as JupyterLab shows it: its place among all the notebook's cells,
+    Markdown ones included, counted from 1 ("cell 5 of 12"), and its id, which stays the
+    cell's however cells move.  Never an execution count, which changes with each run and
+    skips the cells not run."""
+    where = f"cell {position} of {total}"
+    return f"{where} (id {visible(cell_id)})" if cell_id else where

@@ -20,7 +20,14 @@ from tracework.drift.check import problem_text
 from tracework.errors import QuoteNotInRegister
 from tracework.git.subjects import load_subject
 from tracework.notebook.comparisons import case_reference, previous_reference, quote_reference
-from tracework.notebook.jupyter import CaseView, ExcerptView, Html, QuoteView, cell_id
+from tracework.notebook.jupyter import (
+    CaseView,
+    ExcerptView,
+    Html,
+    QuoteView,
+    arguments_checked,
+    cell_id,
+)
 from tracework.notebook.session import RegisterSession
 from tracework.notebook.state import ReportState
 from tracework.register.models import CaptureSource
@@ -163,6 +170,7 @@ class CaptureView:
         one is cited."""
         return self.at.stale
 
+    @arguments_checked()
     def case(self, case_id: str) -> CaseView:
         """Cite a case of the capture as evidence: its status, as the harness computed it.
 
@@ -179,6 +187,7 @@ class CaptureView:
         """
         return CaseView(self._captures.cite_case(self.at, case_id))
 
+    @arguments_checked()
     def transcript(self, case_id: str, path: str) -> ExcerptView:
         """Cite one value a case recorded as evidence, hashed as canonical JSON.
 
@@ -214,6 +223,7 @@ class CaptureView:
     # them means the analyst lays the capture out by parts, so `wb.done()` does not
     # append the whole section again.
 
+    @arguments_checked()
     def provenance(self) -> Html:
         """The "Data and provenance" part: the subject's commit and the files hashed
         before the run, the environment, isolation, harness and every file kept, with
@@ -233,6 +243,7 @@ class CaptureView:
         )
         return self._part(provenance_html(self.at, url), "provenance")
 
+    @arguments_checked()
     def conditions(self) -> Html:
         """The "Status conditions" part: what makes each case PASS, FAIL or UNKNOWN.
 
@@ -243,6 +254,7 @@ class CaptureView:
         """
         return self._part(conditions_html(self.at), "status conditions")
 
+    @arguments_checked()
     def results(self) -> Html:
         """The "Results" part: the scripted cases and tables, then the model-driven arm
         apart and labelled.
@@ -254,6 +266,7 @@ class CaptureView:
         """
         return self._part(results_html(self.at), "results")
 
+    @arguments_checked()
     def transcripts(self) -> Html:
         """Every case's transcript, folded (the end of the "Runtime capture" section).
 
@@ -265,6 +278,7 @@ class CaptureView:
         root = self._captures.session.ws.root
         return self._part(transcripts_html(root, self.at), "transcripts")
 
+    @arguments_checked()
     def limits(self) -> Html:
         """The "Limits" part, as far as the capture itself shows them: cases left
         UNKNOWN, the arm not graded, code moved since the pin, the limits in force.

@@ -30,21 +30,38 @@ def cell_starts(state: ReportState, cell: str) -> None:
     forget_cell(state, cell)
 
 
+def cited_in(state: ReportState, key: str, cell: str | None) -> None:
+    """Quote ``key`` (or whole file ``"SRC-n:path"``) was quoted or cited in ``cell``."""
+    state.evidence_cells.setdefault(key, set()).add(cell)
+
+
 def forget_cell(state: ReportState, cell: str) -> list[str]:
-    """Drop the records, marks and diagrams one cell declared; returns their names."""
+    """Drop the records, marks and diagrams one cell declared, and the quotes and files
+    no other cell quoted or cited; returns their names."""
     gone = sorted(key for key, c in state.cells.items() if c == cell)
     for key in gone:
         del state.cells[key]
         state.records.pop(key, None)
         state.absences.pop(key, None)
         state.marks.pop(key, None)
+    cited = [key for key, cells in state.evidence_cells.items() if cell in cells]
+    unquoted = []
+    for key in cited:
+        cells = state.evidence_cells[key]
+        cells.discard(cell)
+        if not cells:
+            del state.evidence_cells[key]
+            if state.quotes.pop(key, None) is not None:
+                unquoted.append(f"quote {key}")
+            elif state.files.pop(key, None) is not None:
+                unquoted.append(f"file {key}")
     drawn = sorted(name for name, d in state.diagrams.items() if d.cell == cell)
     for name in drawn:
         del state.diagrams[name]
     for key, ref in [k for k, c in state.comparison_cells.items() if c == cell]:
         del state.comparison_cells[(key, ref)]
         state.comparisons[key].pop(ref, None)
-    return gone + [f"diagram {name}" for name in drawn]
+    return gone + [f"diagram {name}" for name in drawn] + sorted(unquoted)
 
 
 def forget_deleted_cells(state: ReportState) -> list[str]:
@@ -66,12 +83,19 @@ def forget_deleted_cells(state: ReportState) -> list[str]:
         return []
     present = {c.get("id") for c in cells if isinstance(c, dict)}
     declared = {c for c in state.cells.values() if c is not None}
+    declared |= {c for cited in state.evidence_cells.values() for c in cited if c is not None}
+    declared |= {d.cell for d in state.diagrams.values() if d.cell is not None}
+    declared |= {c for c in state.comparison_cells.values() if c is not None}
     notes = []
     for cell in sorted(declared - present):
         if state.cell_runs.get(cell, 0.0) > saved:
             continue
         gone = ", ".join(forget_cell(state, cell))
-        notes.append(f"Removed {gone}: the cell that declared them is no longer in the notebook.")
+        if not gone:  # what it quoted, another cell cites too
+            continue
+        notes.append(
+            f"Removed {gone}: the cell that declared or quoted them is no longer in the notebook."
+        )
     return notes
 
 

@@ -14,18 +14,24 @@ so a field added to a kind and not here (or here and not there) fails the suite.
 
 from __future__ import annotations
 
-import difflib
-import functools
-import inspect
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import ValidationError
 
 from tracework.errors import RecordError, TraceworkError, validation_problem
 from tracework.git.subjects import open_mirror
-from tracework.notebook.jupyter import CaseView, ExcerptView, FileView, Html, QuoteView, cell_id
+from tracework.notebook.cells import cited_in
+from tracework.notebook.jupyter import (
+    CaseView,
+    ExcerptView,
+    FileView,
+    Html,
+    QuoteView,
+    arguments_checked,
+    cell_id,
+)
 from tracework.records.absences import search
 from tracework.records.diagrams import unwrapped
 from tracework.records.kinds import (
@@ -48,7 +54,7 @@ from tracework.records.kinds import (
 )
 from tracework.records.rubrics import RubricError, load_rubric
 from tracework.register.models import GitSource
-from tracework.views.cards import record_html
+from tracework.views.cards import Declared, declared_html, record_html
 from tracework.views.marks import Mark, mark_html
 
 if TYPE_CHECKING:
@@ -57,7 +63,6 @@ if TYPE_CHECKING:
     from tracework.notebook.state import ReportState
 
 R = TypeVar("R", bound=Record)
-P = ParamSpec("P")
 
 #: What a record's ``evidence=`` takes: quotes (``src.quote(...)``) or their ids, whole
 #: files (``src.file(path)`` or ``"SRC-n:path"``), records declared above (or their ids),
@@ -74,29 +79,25 @@ MarkEvidence = QuoteView | str
 Reviewed = str | tuple[str, str] | ReviewStamp
 
 
-def _fields_named(method: Callable[P, Html]) -> Callable[P, Html]:
-    """A keyword the kind has no field for (a misspelled one) is a RecordError that names
-    the record and the fields it takes, as every other mistake in declaring is, rather
-    than Python's TypeError."""
-    parameters = inspect.signature(method).parameters
-    taken = [name for name in parameters if name not in ("self", "id")]
+def _record_named(args: Sequence[object], kwargs: Mapping[str, object]) -> str:
+    """The id a declaring call names (``self`` first), for its messages."""
+    given = kwargs.get("id", args[1] if len(args) > 1 else None)
+    return given if isinstance(given, str) else ""
 
-    @functools.wraps(method)
-    def declaring(*args: P.args, **kwargs: P.kwargs) -> Html:
-        for name in kwargs:
-            if name in taken or name == "id":
-                continue
-            record_id = kwargs.get("id", args[1] if len(args) > 1 else method.__name__)
-            close = difflib.get_close_matches(name, taken, n=1)
-            raise RecordError(
-                f"{record_id}: {method.__name__}() has no field {name}=",
-                hint=(f"did you mean {close[0]}=? " if close else "")
-                + "it takes "
-                + ", ".join(f"{n}=" for n in taken),
-            )
-        return method(*args, **kwargs)
 
-    return declaring
+def _mark_named(args: Sequence[object], kwargs: Mapping[str, object]) -> str:
+    """``mark RUBRIC/MECHANISM``, as far as a ``wb.mark`` call names them."""
+    parts = [
+        kwargs.get(k, args[n] if len(args) > n else None)
+        for n, k in ((1, "rubric"), (2, "mechanism"))
+    ]
+    return "mark " + "/".join(str(p) for p in parts if isinstance(p, str)) if parts[0] else ""
+
+
+#: A misspelled keyword, a field missing or one given by place: one RecordError naming the
+#: record, the field and the closest one the kind has, with every field it takes, as every
+#: other mistake in declaring is (not Python's TypeError).
+_fields_named = arguments_checked(_record_named, error=RecordError, word="field")
 
 
 class RecordDeclarations:
@@ -112,10 +113,19 @@ class RecordDeclarations:
         """The ids of what a record cites: quotes, whole files (``src.file(path)``, or
         ``"SRC-n:path"``), records declared above it (never itself, never in a cycle),
         and sources (``"SRC-n"``)."""
+        single = (str, QuoteView, FileView, CaseView, ExcerptView, Record)
+        if isinstance(refs, single) or not isinstance(refs, Iterable):
+            raise RecordError(
+                f"{record_id}: evidence= takes a list, not one {type(refs).__name__}",
+                hint='e.g. evidence=[q_keep] or evidence=[q_keep, "RT-CMP-store"]',
+            )
         session, state = self._session, self._state
         register = session.register
+        cell = cell_id()
         out: list[str] = []
         for ref in refs:
+            if isinstance(ref, QuoteView | FileView):
+                cited_in(state, ref.id, cell)
             if isinstance(ref, QuoteView | FileView | CaseView | ExcerptView):
                 out.append(ref.id)
                 continue
@@ -132,6 +142,7 @@ class RecordDeclarations:
                     )
             elif ref in register.quotes:
                 state.quotes.setdefault(ref, session.quote_info(ref))
+                cited_in(state, ref, cell)
             elif ref in state.records:
                 self._refuse_cycle(record_id, ref)
             elif ref in state.capture_evidence:
@@ -146,6 +157,7 @@ class RecordDeclarations:
                         "registers it)",
                     )
                 state.files.setdefault(ref, session.file_info(sid, path))
+                cited_in(state, ref, cell)
             else:
                 raise RecordError(
                     f"{record_id}: evidence {ref!r} is not a quote in register "
@@ -229,6 +241,7 @@ class RecordDeclarations:
                 )
         state.records[record_id] = record
         state.cells[record_id] = cell
+        state.declared.append(record_id)
         return record
 
     def _stamp(self, reviewed: Reviewed | None, record_id: str) -> ReviewStamp | None:
@@ -254,17 +267,57 @@ class RecordDeclarations:
                 "(commit, date)"
             ) from None
 
-    def _view(self, record: Record) -> Html:
+    def _view(self, record: Record, drifted: Mapping[str, Sequence[str]] | None = None) -> Html:
         state = self._state
         titles = {r.id: r.label for r in state.records.values()}
+        drifted = self._reviews.records() if drifted is None else drifted
         markup = record_html(
             record,
             state.quotes,
             titles,
             absence=state.absences.get(record.id),
-            drifted=self._reviews.records().get(record.id, ()),
+            drifted=drifted.get(record.id, ()),
         )
-        return Html(markup, f"<{record.kind} {record.id}: {record.label}>")
+        return Html(markup, f"<{record.kind} {record.id}: {record.label}>", record.id)
+
+    def _cell_summary(self, shown: object) -> Html | None:
+        """What the cell that just ran declared, one line each opening to its card (the
+        one the cell showed as its result named, not repeated); None when the cell
+        declared nothing, or only what it showed.  Empties the list for the next cell."""
+        state = self._state
+        keys = list(dict.fromkeys(state.declared))
+        state.declared.clear()
+        shown_key = shown.declared if isinstance(shown, Html) else None
+        if not keys or keys == [shown_key]:
+            return None
+        drifted, marks_drifted = self._reviews.records(), self._reviews.marks()
+        entries = []
+        for key in keys:
+            card = None
+            record = state.records.get(key)
+            if record is not None:
+                absence = state.absences.get(key)
+                states = ["holds" if absence.holds else "broken"] if absence else []
+                if drifted.get(key):
+                    states.append("needs re-review")
+                if key != shown_key:
+                    card = self._view(record, drifted).markup
+                entries.append(Declared(key, record.kind, record.label, tuple(states), card))
+            elif key in state.marks:
+                made = state.marks[key]
+                mechanism = state.rubrics[made.rubric][0].mechanism(made.mechanism)
+                states = ["present" if made.present else "absent"]
+                if marks_drifted.get(key):
+                    states.append("needs re-review")
+                if key != shown_key:
+                    card = self._mark_view(made, marks_drifted).markup
+                name = f"{made.rubric}/{made.mechanism}"
+                label = mechanism.name if mechanism is not None else ""
+                entries.append(Declared(name, "rubric mark", label, tuple(states), card))
+        if not entries:
+            return None
+        text = "declared in this cell: " + ", ".join(f"{e.name} ({e.kind})" for e in entries)
+        return Html(declared_html(entries), text)
 
     @_fields_named
     def component(
@@ -686,6 +739,7 @@ class RecordDeclarations:
 
     # -- rubric marks --------------------------------------------------------------------
 
+    @arguments_checked(_mark_named, error=RecordError)
     def mark(
         self,
         rubric: str,
@@ -772,5 +826,12 @@ class RecordDeclarations:
         if key in state.marks and (cell is None or state.cells.get(key) != cell):
             raise RecordError(f"{where} is marked twice", hint="mark each mechanism once")
         state.marks[key], state.cells[key] = made, cell
-        markup = mark_html(made, definition, self._reviews.marks().get(key, ()))
-        return Html(markup, f"<mark {rubric}/{mechanism}: {'present' if present else 'absent'}>")
+        state.declared.append(key)
+        return self._mark_view(made)
+
+    def _mark_view(self, made: Mark, drifted: Mapping[str, Sequence[str]] | None = None) -> Html:
+        definition, _ = self._state.rubrics[made.rubric]
+        drifted = self._reviews.marks() if drifted is None else drifted
+        markup = mark_html(made, definition, drifted.get(made.anchor, ()))
+        shown = "present" if made.present else "absent"
+        return Html(markup, f"<mark {made.rubric}/{made.mechanism}: {shown}>", made.anchor)

@@ -2,26 +2,116 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from tracework.capture.compare import Comparison
 from tracework.capture.evidence import CaseInfo, ExcerptInfo
 from tracework.errors import TraceworkError
 from tracework.register.models import Quote
-from tracework.text import visible_name
+from tracework.text import counted, visible_name
 from tracework.views.capture import case_html, excerpt_html
 from tracework.views.cards import FileInfo, QuoteInfo, esc, file_html, quote_html, styled
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: Who a call is about, from its arguments (``args`` with ``self`` first when it is a
+#: method): a record's id, a mark's rubric and mechanism; "" for none.
+Subject = Callable[[Sequence[object], Mapping[str, object]], str]
+
+
+def arguments_checked(
+    subject: Subject | None = None,
+    *,
+    error: type[TraceworkError] = TraceworkError,
+    word: str = "keyword",
+) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """Make a mistake in calling a function of the notebook API one ``error`` that names
+    it, not Python's ``TypeError`` with a traceback: a keyword it has none of (a typo,
+    named with the closest it has), one it needs and was not given, an argument given
+    twice or too many given by place.  The hint lists every keyword it takes, the
+    required ones said so; ``word`` is what a keyword is called ("field" for a record
+    kind's), ``subject`` who the call is about, which the message starts with."""
+
+    def decorate(function: Callable[P, T]) -> Callable[P, T]:
+        signature = inspect.signature(function)
+        params = [p for name, p in signature.parameters.items() if name != "self"]
+        method = len(params) < len(signature.parameters)
+        name = f"{function.__name__}()"
+        required = [p.name for p in params if p.default is p.empty]
+        taken = ", ".join(  # those it takes by place bare, as its signature writes them
+            p.name
+            if p.kind is not p.KEYWORD_ONLY
+            else f"{p.name}=" + (" (required)" if p.name in required else "")
+            for p in params
+        )
+
+        @functools.wraps(function)
+        def call(*args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                install_error_display()  # before tw.open() installs it: one line too
+                about = subject(args, kwargs) if subject is not None else ""
+                problem = _call_problem(params, args[1:] if method else args, kwargs, word)
+                raise error(
+                    f"{about + ': ' if about else ''}{name} {problem or exc}",
+                    hint=f"it takes {taken or 'nothing'}",
+                ) from None
+            return function(*args, **kwargs)
+
+        return call
+
+    return decorate
+
+
+def _call_problem(
+    params: Sequence[inspect.Parameter],
+    args: Sequence[object],
+    kwargs: Mapping[str, object],
+    word: str,
+) -> str | None:
+    """What is wrong with a call that ``params`` refuse, in words (None: say Python's)."""
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return None
+    names = [p.name for p in params]
+    for key in kwargs:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1)
+            return f"has no {word} {key}=" + (f"; did you mean {close[0]}=?" if close else "")
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(args) > len(positional):
+        first = f" ({', '.join(positional)})" if positional else ""
+        return (
+            f"takes {counted(len(positional), 'argument')} by place{first} and the rest by "
+            f"name: {len(args)} were given by place"
+        )
+    twice = [n for n in positional[: len(args)] if n in kwargs]
+    if twice:
+        return f"was given {twice[0]} twice, by place and as {twice[0]}="
+    given = set(positional[: len(args)]) | set(kwargs)
+    missing = [p for p in params if p.default is p.empty and p.name not in given]
+    if missing:
+        return "needs " + ", ".join(p.name + "=" * (p.kind is p.KEYWORD_ONLY) for p in missing)
+    return None
+
 
 class Html:
-    """An object that JupyterLab shows as HTML, styled (and a terminal as its text)."""
+    """An object that JupyterLab shows as HTML, styled (and a terminal as its text).
 
-    def __init__(self, markup: str, text: str) -> None:
-        self.markup, self.text = markup, text
+    ``declared`` is the record or mark it shows (its id, a mark's anchor) when it is what
+    a declaring method returned: shown as a cell's result, its card is not repeated in
+    the cell's summary of declarations (see :func:`watch_cells`)."""
+
+    def __init__(self, markup: str, text: str, declared: str | None = None) -> None:
+        self.markup, self.text, self.declared = markup, text, declared
 
     def _repr_html_(self) -> str:
         return styled(self.markup)
@@ -148,6 +238,7 @@ class ExcerptView:
         """What this excerpt was compared with, each with its verdict and sentence."""
         return self.info.comparisons
 
+    @arguments_checked()
     def against(
         self,
         quote: QuoteView | str | None = None,
@@ -229,13 +320,14 @@ def cell_id() -> str | None:
     return str(cell) if cell else None
 
 
-def watch_cells(start: Callable[[str], None], end: Callable[[], None] | None = None) -> bool:
+def watch_cells(start: Callable[[str], None], end: Callable[[object], None] | None = None) -> bool:
     """Call ``start(cell_id)`` as each JupyterLab cell begins to run (IPython's
-    ``pre_run_cell`` event), and ``end()`` when any cell has run (``post_run_cell``,
-    whether or not it raised).  The callbacks are bound methods held weakly, so a
-    workbench the notebook dropped (its ``tw.open`` cell re-run) stops listening
-    instead of being kept alive.  Returns False outside IPython, where there are no
-    cells."""
+    ``pre_run_cell`` event), and ``end(shown)`` when any cell has run (``post_run_cell``,
+    whether or not it raised), with what the cell showed as its result (the value of its
+    last expression, None when it showed none: a statement, a ``;``, an error).  The
+    callbacks are bound methods held weakly, so a workbench the notebook dropped (its
+    ``tw.open`` cell re-run) stops listening instead of being kept alive.  Returns False
+    outside IPython, where there are no cells."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -257,7 +349,7 @@ def watch_cells(start: Callable[[str], None], end: Callable[[], None] | None = N
         def post_run_cell(result: Any) -> None:
             callback = on_end()
             if callback is not None:
-                callback()
+                callback(getattr(result, "result", None))
 
         shell.events.register("post_run_cell", post_run_cell)
     return True

@@ -31,6 +31,13 @@ class ReportState:
     cells: dict[str, str | None] = field(default_factory=dict)
     #: when each cell last started to run, by cell id
     cell_runs: dict[str, float] = field(default_factory=dict)
+    #: what the running cell declared so far, in order (records by id, marks by anchor),
+    #: for the summary shown as it ends; emptied then
+    declared: list[str] = field(default_factory=list)
+    #: the cells that quoted or cited each quote and whole file (by quote id or
+    #: ``"SRC-n:path"``): one a cell alone cited goes with that cell, as a render (which
+    #: runs only the cells there are) never sees it
+    evidence_cells: dict[str, set[str | None]] = field(default_factory=dict)
     #: quotes cited, by id, with their state at the commit
     quotes: dict[str, QuoteInfo] = field(default_factory=dict)
     #: whole files cited, by ``"SRC-n:path"``

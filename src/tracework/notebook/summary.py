@@ -11,6 +11,7 @@ reader checks against the report, and each problem is one line.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 
 from tracework.drift.check import problem_text
 from tracework.notebook.review import Reviews
@@ -40,7 +41,7 @@ def check_summary(session: RegisterSession, state: ReportState, reviews: Reviews
         problems.append("no records declared")
     broken = [rid for rid, res in absences.items() if not res.holds]
     problems += [f"absence {rid}: the patterns now match" for rid in broken]
-    uncited = sorted(set(register.quotes) - set(state.quotes))
+    uncited = uncited_quotes(register.quotes, state.quotes)
     bare = sum(1 for r in records.values() if not r.evidence and r.id not in absences)
     failing = [d for d in diagrams.values() if not d.check.ok]
     for d in failing:
@@ -68,7 +69,7 @@ def check_summary(session: RegisterSession, state: ReportState, reviews: Reviews
         ok=bool(records),
         detail=f"{counted(len(records), 'record')}, {bare} citing no "
         "evidence; every reference resolves and every cited quote is in the register; "
-        f"{counted(len(uncited), 'register quote')} not cited",
+        + uncited_text(register.name, uncited),
         counts=dict(Counter(r.kind for r in records.values())),
     )
     searched = Check(
@@ -125,3 +126,26 @@ def check_summary(session: RegisterSession, state: ReportState, reviews: Reviews
         checks=checks,
         problems=problems,
     )
+
+
+def uncited_quotes(registered: Iterable[str], cited: Iterable[str]) -> list[str]:
+    """The register's quotes that no cell of the notebook quotes or cites, sorted.
+
+    The one count JupyterLab's ``wb.done()``, ``tracework author`` and ``render`` show:
+    each counts what the kernel holds at ``done()``, and the kernel holds only what the
+    cells there are quoted (a cell deleted or re-run takes its quotes with it: see
+    :func:`tracework.notebook.cells.forget_cell`), as a render, which runs only those
+    cells, does."""
+    return sorted(set(registered) - set(cited))
+
+
+def uncited_text(register: str, uncited: Sequence[str]) -> str:
+    """How many register quotes are not cited, which, and the command that removes one."""
+    said = f"{counted(len(uncited), 'register quote')} not cited"
+    if not uncited:
+        return said
+    names = ", ".join(uncited[:5]) + (f" and {len(uncited) - 5} more" if len(uncited) > 5 else "")
+    command = (
+        f"tracework quote {register} --remove {uncited[0] if len(uncited) == 1 else 'QUOTE-ID'}"
+    )
+    return f"{said}: {names} (`{command}` removes {'it' if len(uncited) == 1 else 'each'})"

@@ -27,13 +27,19 @@ from tracework.errors import ChecksFailed, RegisterError, TraceworkError, check_
 from tracework.fsio import write_atomic
 from tracework.git.subjects import open_mirror
 from tracework.notebook.captures import Captures, CaptureView
-from tracework.notebook.cells import cell_starts, forget_deleted_cells, refuse_dangling
+from tracework.notebook.cells import (
+    cell_starts,
+    cited_in,
+    forget_deleted_cells,
+    refuse_dangling,
+)
 from tracework.notebook.declare import RecordDeclarations
 from tracework.notebook.diagrams import Diagrams, Drawn
 from tracework.notebook.jupyter import (
     FileView,
     Html,
     QuoteView,
+    arguments_checked,
     cell_id,
     display,
     install_error_display,
@@ -84,6 +90,7 @@ class SourceHandle:
     def __init__(self, wb: Workbench, sid: str) -> None:
         self.wb, self.id = wb, sid
 
+    @arguments_checked()
     def quote(
         self,
         path: str,
@@ -130,6 +137,7 @@ class SourceHandle:
         request = QuoteRequest(span, symbol, match, context)
         return self.wb._quote(self.id, path, request, id, replace)
 
+    @arguments_checked()
     def file(self, path: str) -> FileView:
         """Cite a whole file of this source by its hash (a file card, not a quote).
 
@@ -241,7 +249,13 @@ class Workbench(RecordDeclarations):
     def _cell_starts(self, cell: str) -> None:
         cell_starts(self._state, cell)
 
-    def _cell_ends(self) -> None:
+    def _cell_ends(self, shown: object = None) -> None:
+        # every declaration of the cell, not only the one it shows as its result; never
+        # in a render, whose page has every card already (in "Shared records")
+        summary = self._cell_summary(shown) if self.mode == "author" else None
+        self._state.declared.clear()
+        if summary is not None:
+            display(summary, metadata={"tracework": "declared"})
         try:
             self._session.write_quotes()
         except TraceworkError as exc:
@@ -254,6 +268,7 @@ class Workbench(RecordDeclarations):
         """Whether the commit opened is the register's pin (where every check must hold)."""
         return self.commit == self.pin
 
+    @arguments_checked()
     def source(self, sid: str) -> SourceHandle:
         """A git source of the register, for quoting.
 
@@ -277,15 +292,18 @@ class Workbench(RecordDeclarations):
     ) -> QuoteView:
         view = self._session.quote(sid, path, request, qid, replace)
         self._state.quotes[view.id] = view.info
+        cited_in(self._state, view.id, cell_id())
         return view
 
     def _file(self, sid: str, path: str) -> FileView:
         view = self._session.file(sid, path)
         self._state.files[view.id] = view.info
+        cited_in(self._state, view.id, cell_id())
         return view
 
     # -- runtime captures ---------------------------------------------------------------
 
+    @arguments_checked()
     def capture(self, name: str) -> CaptureView:
         """Cite runtime capture NAME (made by `tracework capture NAME`).
 
@@ -313,6 +331,7 @@ class Workbench(RecordDeclarations):
 
     # -- diagrams, the screen and the sections -------------------------------------------
 
+    @arguments_checked()
     def diagram(
         self,
         name: str,
@@ -389,6 +408,7 @@ class Workbench(RecordDeclarations):
             metadata={"tracework": "diagram-note"},
         )
 
+    @arguments_checked()
     def screen(self) -> None:
         """Show the screen of the subject at the commit as a section of the report.
 
@@ -411,6 +431,7 @@ class Workbench(RecordDeclarations):
         self._state.screen = found
         display(Html(screen_html(found), f"screen: {found.counts()}"))
 
+    @arguments_checked()
     def records(self) -> None:
         """Show the "Shared records" section: the records by kind, then the quoted evidence.
 
@@ -453,6 +474,7 @@ class Workbench(RecordDeclarations):
 
     # -- the checks and the end ----------------------------------------------------------
 
+    @arguments_checked()
     def summary(self) -> Table:
         """Every check on this report at its commit, as data: what records.json keeps as `checks`.
 
@@ -462,6 +484,7 @@ class Workbench(RecordDeclarations):
         """
         return to_json(self._check_summary())
 
+    @arguments_checked()
     def records_json(self) -> Table:
         """Everything the report declares and checked, as records.json holds it.
 
@@ -472,6 +495,7 @@ class Workbench(RecordDeclarations):
         """
         return to_json(self._kernel_records())
 
+    @arguments_checked()
     def done(self) -> None:
         """Finish the report: write records.json, run every check and show the summary.
 
@@ -589,6 +613,7 @@ class Workbench(RecordDeclarations):
         return self._state.screen
 
 
+@arguments_checked()
 def open(
     register: str,
     commit: str | None = None,
@@ -634,6 +659,7 @@ def open(
         wb = tw.open("larkspur", kind="atlas report", title="Larkspur's notes")
         ```
     """
+    install_error_display()  # a mistake in this very call is one line too
     if mode is None:
         mode = "author"
     if mode not in ("author", "render"):

@@ -23,40 +23,43 @@ from tracework.errors import RegisterError, TraceworkError
 from tracework.git.subjects import open_mirror
 from tracework.register.models import GitSource, Quote, Register
 from tracework.register.quotes import QuoteRequest, make_quote, quotable_lines, same_evidence
+from tracework.text import cell_name
 from tracework.workspace import Workspace
 
 
 def citing_cells(ws: Workspace, register: Register, quote_id: str) -> list[str]:
     """Where the workspace's notebooks for ``register`` cite ``quote_id``, as
-    ``notebooks/NAME.ipynb cell N (id …)``, in notebook and cell order."""
+    ``notebooks/NAME.ipynb cell N of M (id …)``, in notebook and cell order (a cell named
+    as JupyterLab shows it: :func:`~tracework.text.cell_name`)."""
     quote = register.quotes[quote_id]
     found = []
     for notebook in sorted(ws.notebooks.glob("*.ipynb")):
-        cells = _code_cells(notebook)
+        total, cells = _code_cells(notebook)
         if notebook.stem != register.name and not _opens(cells, register.name):
             continue
         for number, cell_id, source in cells:
             if _cites(ws, register, source, quote_id, quote):
-                where = f"{notebook.relative_to(ws.root)} cell {number}"
-                found.append(f"{where} (id {cell_id})" if cell_id else where)
+                found.append(f"{notebook.relative_to(ws.root)} {cell_name(number, total, cell_id)}")
     return found
 
 
-def _code_cells(notebook: Path) -> list[tuple[int, str | None, str]]:
-    """(1-based number, cell id, source) of each code cell; none if it does not read."""
+def _code_cells(notebook: Path) -> tuple[int, list[tuple[int, str | None, str]]]:
+    """How many cells the notebook has, and (1-based place among them all, cell id,
+    source) of each code cell; none if it does not read."""
     try:
         data = json.loads(notebook.read_bytes())
         cells = data["cells"]
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
-        return []
+        return 0, []
+    cells = cells if isinstance(cells, list) else []
     out = []
-    for number, cell in enumerate(cells if isinstance(cells, list) else [], start=1):
+    for number, cell in enumerate(cells, start=1):
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
             source = cell.get("source", "")
             text = "".join(source) if isinstance(source, list) else str(source)
             cell_id = cell.get("id")
             out.append((number, cell_id if isinstance(cell_id, str) else None, text))
-    return out
+    return len(cells), out
 
 
 def _opens(cells: list[tuple[int, str | None, str]], name: str) -> bool:

@@ -28,6 +28,7 @@ from tracework.kernels.spec import ensure_kernelspec
 from tracework.kernels.warm import WarmKernel, shutdown
 from tracework.logs import swallowed
 from tracework.render.notebooks import load_nbformat
+from tracework.text import cell_name
 from tracework.workspace import Workspace
 
 if TYPE_CHECKING:  # nbformat loads with the run (load_nbformat)
@@ -66,21 +67,22 @@ class _Clock:
         self.render_bound = left < self.limits.cell_timeout
         return max(1, left) if self.render_bound else self.limits.cell_timeout
 
-    def stopped(self, cell: int, exc: Exception) -> RenderError:
-        """The message for a cell that ran out of time (``cell``: the count it shows)."""
+    def stopped(self, cell: str, exc: Exception) -> RenderError:
+        """The message for a cell that ran out of time (``cell``: its name, as JupyterLab
+        shows it: :func:`cell_named`)."""
         if "IOPub" in str(exc):  # the reply came, its output never finished arriving
             return RenderError(
-                f"the output of cell {cell} was still arriving "
+                f"the output of {cell} was still arriving "
                 f"{IOPUB_TIMEOUT} s after the cell finished; the render was stopped"
             )
         if self.render_bound:
             return RenderError(
                 f"the render ran past its limit of {self.limits.render_timeout} s, "
-                f"in cell {cell}, and was stopped",
+                f"in {cell}, and was stopped",
                 hint="raise [render] timeout in tracework.toml if the notebook needs longer",
             )
         return RenderError(
-            f"cell {cell} ran past the limit of {self.limits.cell_timeout} s for one cell, "
+            f"{cell} ran past the limit of {self.limits.cell_timeout} s for one cell, "
             "and was stopped",
             hint="raise [render] cell_timeout in tracework.toml if the cell needs longer",
         )
@@ -159,7 +161,7 @@ def _run(
 
     _quiet_papermill_log()
     clients = _clients_of(km) if km is not None else []
-    sent: list[int] = []  # the code cells sent to the kernel, by index
+    sent: list[tuple[int, str | None]] = []  # the cells sent to the kernel: index, id
     running: list[nbformat.NotebookNode] = []  # the notebook nbclient fills, once it starts
     clock = _Clock(limits)
     try:
@@ -177,7 +179,7 @@ def _run(
             timeout_func=clock.timeout_for,
             iopub_timeout=IOPUB_TIMEOUT,
             on_notebook_start=lambda notebook: running.append(notebook),
-            on_cell_execute=lambda cell, cell_index: sent.append(cell_index),
+            on_cell_execute=lambda cell, cell_index: sent.append((cell_index, cell.get("id"))),
         )
     except PapermillExecutionError as exc:
         # a TraceworkError raised in the kernel carries its hint on a line of its own:
@@ -191,16 +193,17 @@ def _run(
         text = f"{exc.ename}: {first}"
         if exc.ename == "ChecksFailed":
             raise ChecksFailed(text, hint=hint) from None
+        failed = next((c for i, c in sent if i == exc.cell_index), None)
         raise RenderError(
-            f"the notebook failed in cell {exc.exec_count}: {text}", hint=hint
+            f"the notebook failed in {cell_named(nb, failed)}: {text}", hint=hint
         ) from None
     except CellTimeoutError as exc:
-        stopped = clock.stopped(len(sent), exc)
+        stopped = clock.stopped(cell_named(nb, sent[-1][1] if sent else None), exc)
         stopped.hint = "; ".join(h for h in (stopped.hint, _keep(running, output, limits)) if h)
         raise stopped from None
     except DeadKernelError:
-        # the cell that was running is the len(sent)th executed: the count it would show
-        where = f" in cell {len(sent)}" if sent else ""
+        # the cell that was running is the last one sent
+        where = f" in {cell_named(nb, sent[-1][1])}" if sent else ""
         raise RenderError(
             f"the notebook could not be executed: the kernel died{where}{_how_it_ended(km)}",
             hint=_keep(running, output, limits),
@@ -223,6 +226,17 @@ def _run(
                 client.stop_channels()
     running.clear()  # each uncapped cell goes as soon as its capped one replaces it
     return _write_notebook(output, what_ran(executed, limits.output_cap))
+
+
+def cell_named(nb: nbformat.NotebookNode, cell_id: str | None) -> str:
+    """Cell ``cell_id`` of the notebook as the analyst's JupyterLab shows it: its place
+    among the notebook's cells, and its id (:func:`~tracework.text.cell_name`).  Never
+    papermill's execution count, which skips Markdown and counts the parameters cell it
+    injects; that cell is named for what it is."""
+    for position, cell in enumerate(nb.cells, start=1):
+        if cell_id is not None and cell.get("id") == cell_id:
+            return cell_name(position, len(nb.cells), cell_id)
+    return "the cell of parameters papermill injects after the cell tagged parameters"
 
 
 def _keep(running: list[nbformat.NotebookNode], output: Path, limits: Limits) -> str | None:

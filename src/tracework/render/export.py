@@ -222,10 +222,12 @@ def _reader_output(output: nbformat.NotebookNode) -> nbformat.NotebookNode | Non
 
 
 def _for_readers(output: nbformat.NotebookNode) -> bool:
-    """records.json, the in-notebook summary (shown in the appendix) and stderr are not."""
+    """records.json, the in-notebook summary (shown in the appendix), a cell's list of
+    what it declared (the notebook's alone: a render never shows one, its page holds every
+    card) and stderr are not."""
     if RECORDS_MIME in output.get("data", {}):
         return False
-    if output.get("metadata", {}).get("tracework") in ("summary", "diagram-note"):
+    if output.get("metadata", {}).get("tracework") in ("summary", "diagram-note", "declared"):
         return False
     return not (output.get("output_type") == "stream" and output.get("name") == "stderr")
 

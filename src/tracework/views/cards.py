@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import html
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
@@ -405,6 +406,58 @@ def records_section(
         out.extend(file_html(files[key], anchor=True) for key in sorted(files))
     out.append("</section>")
     return "".join(out)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One record or mark a notebook cell declared, as the cell's summary lists it."""
+
+    name: str  # the record's id, or RUBRIC/MECHANISM for a mark
+    kind: str  # the record's kind, or "rubric mark"
+    label: str
+    states: tuple[str, ...]  # shown as badges: holds or broken, present or absent, ...
+    card: str | None  # its full card, one click away; None: the cell shows it already
+
+
+@functools.cache
+def declared_css() -> str:
+    """The stylesheet of a cell's summary of declarations (``declared.css``): a notebook
+    display alone (a report never shows the summary), so not in :func:`display_css`,
+    which every report page carries."""
+    sheet = (files("tracework.notebook") / "declared.css").read_text(encoding="utf-8")
+    sheet = re.sub(r"/\*.*?\*/", "", sheet, flags=re.DOTALL)
+    return re.sub(r"\s+", " ", sheet).strip()
+
+
+def declared_html(entries: Sequence[Declared]) -> str:
+    """What one cell declared, one line each (id, kind, label, states), each opening to
+    its full card; the one the cell shows as its result is named, not repeated."""
+    kinds = Counter("mark" if e.kind == "rubric mark" else "record" for e in entries)
+    what = " and ".join(counted(kinds[k], k) for k in ("record", "mark") if kinds[k])
+    items = []
+    for entry in entries:
+        states = "".join(badge(state) for state in entry.states)
+        line = (
+            f'<span class="tw-declared-id">{esc(entry.name)}</span> '
+            f'<span class="tw-kind">{esc(entry.kind)}</span>'
+            + (f' <span class="tw-declared-label">{esc(entry.label)}</span>' if entry.label else "")
+            + states
+        )
+        if entry.card is None:
+            items.append(
+                f'<li class="tw-declared-shown"><span class="tw-declared-line">{line}'
+                ' <span class="tw-note">(its card is above)</span></span></li>'
+            )
+        else:
+            items.append(
+                f'<li><details class="tw-declared-item"><summary>{line}</summary>'
+                f"{entry.card}</details></li>"
+            )
+    return (
+        f"<style>{declared_css()}</style>"
+        f'<section class="tw-declared"><p class="tw-declared-head">This cell declared {what}'
+        f"{':' if entries else ''}</p><ul>{''.join(items)}</ul></section>"
+    )
 
 
 @dataclass(frozen=True)
