@@ -13,19 +13,22 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
 
 import tracework
 from capture_setup import PLAIN_HARNESS, STORE, Setup
-from conftest import init_repo, invoke, missing, pin_subject
+from conftest import init_repo, invoke, missing, pids_in, pin_subject, running_in
 from tracework.batch import shipping
 from tracework.errors import TraceworkError
 from tracework.git.env import run_git
@@ -214,15 +217,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 # -- two copies of one workspace: one rendered here, one on the cluster ---------------------
 
 
-@dataclass
-class Rendered:
-    local: Workspace
-    shipped: Workspace
-    local_out: dict[str, object]
-    shipped_out: dict[str, object]
-    target: str
-
-
 def build(root: Path) -> tuple[Workspace, str]:
     """Reports ``cited`` (a capture, a quote whose content changes later), ``drawn`` (a
     diagram, a document), ``plain`` (a quote) and ``broken`` (a cell error); a rubric;
@@ -273,92 +267,125 @@ def build(root: Path) -> tuple[Workspace, str]:
     return ws, target
 
 
-@pytest.fixture(scope="module")
-def rendered(cluster: Cluster) -> Rendered:
+def dask_batch(ws: Workspace, address: str, *args: str) -> dict[str, object]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(ws.root)
+        result = invoke("rerender", *args, "--executor", "dask", "--scheduler", address, "--json")
+    assert "Traceback" not in result.output, result.output
+    return json.loads(result.output)  # type: ignore[no-any-return]
+
+
+# The tests of a cluster are few and long: each renders a batch, here and on the cluster.
+
+
+@pytest.mark.slow
+def test_a_shipped_batch_writes_every_byte_a_local_batch_writes(cluster):
     local, target = build(cluster.hidden / "a")
     shutil.copytree(local.root, cluster.hidden / "b" / "ws", symlinks=True)
     shipped = Workspace(cluster.hidden / "b" / "ws")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(local.root)
         here = invoke("rerender", "--all", "--commit", target, "-j", "1", "--json")
-        patch.chdir(shipped.root)
-        there = invoke(
-            "rerender",
-            "--all",
-            "--commit",
-            target,
-            "--executor",
-            "dask",
-            "--scheduler",
-            cluster.address,
-            "--json",
-        )
-    assert here.exit_code == 1 and there.exit_code == 1, (here.output, there.output)
-    return Rendered(local, shipped, json.loads(here.output), json.loads(there.output), target)
-
-
-@pytest.mark.slow
-def test_a_shipped_render_writes_every_byte_a_local_render_writes(rendered):
-    local, shipped = snapshot(rendered.local.reports), snapshot(rendered.shipped.reports)
-    assert local == shipped
-    c12 = rendered.target[:12]
+    assert here.exit_code == 1, here.output  # `broken` failed, as it does
+    there = dask_batch(shipped, cluster.address, "--all", "--commit", target)
+    mine, theirs = snapshot(local.reports), snapshot(shipped.reports)
+    assert mine == theirs
+    assert json.loads(here.output) == there
     # what the comparison covers: drift against the pin with its history, a capture, a
-    # diagram with its assets, a failed render's kept notebook, the locks
-    assert f"cited/{c12}/report.html" in local and f"drawn/{c12}/assets/mermaid.min.js" in local
-    assert f"broken/failed-{c12}/report.ipynb" in local and f"plain/.{c12}.render.lock" in local
-    history = json.loads((rendered.shipped.reports / "plain" / "history.json").read_text())
+    # diagram with its assets, a document, a failed render's kept notebook, the locks
+    c12 = target[:12]
+    assert f"cited/{c12}/report.html" in mine and f"drawn/{c12}/assets/mermaid.min.js" in mine
+    assert f"broken/failed-{c12}/report.ipynb" in mine and f"plain/.{c12}.render.lock" in mine
+    history = json.loads((shipped.reports / "plain" / "history.json").read_text())
     assert [e["commits_since_pin"] for e in history] == [0, 3]
-    records = json.loads((rendered.shipped.reports / "cited" / c12 / "records.json").read_text())
+    records = json.loads((shipped.reports / "cited" / c12 / "records.json").read_text())
     assert "SRC-2" in records["captures"] and records["drift"]["first_changed"]
-    assert rendered.local_out == rendered.shipped_out
 
+    def files_checked(name: str) -> dict[str, int]:
+        records = json.loads((shipped.reports / name / c12 / "records.json").read_text())
+        return records["checks"]["checks"]["register"]["counts"]["file"]  # type: ignore[no-any-return]
 
-@pytest.mark.slow
-def test_a_cell_error_on_a_worker_is_the_local_render_s_one_line_error(rendered):
-    def errors(out):
-        return {r["name"]: r["error"] for r in out["reports"]}
+    assert files_checked("plain") == {"changed": 1}  # toy/store.py
+    assert files_checked("drawn") == {"changed": 1, "verified": 1}  # and docs/spec.md
+    # a cell error on a worker is the local render's one-line error
+    errors = {r["name"]: r["error"] for r in there["reports"]}  # type: ignore[index]
+    assert [name for name, error in errors.items() if error] == ["broken"]
+    assert "boom at 1.0" in errors["broken"] and "\n" not in errors["broken"]
+    # an unchanged report is skipped before anything is sent; forced, the same bytes
+    again = dask_batch(shipped, cluster.address, "plain", "--commit", target)
+    assert again["reports"][0]["status"] == "skipped"  # type: ignore[index]
+    forced = dask_batch(shipped, cluster.address, "plain", "--commit", target, "--force")
+    assert forced["reports"][0]["status"] == "rendered"  # type: ignore[index]
+    assert snapshot(shipped.reports) == theirs
 
-    assert errors(rendered.shipped_out) == errors(rendered.local_out)
-    error = errors(rendered.shipped_out)["broken"]
-    assert "boom at 1.0" in error and "\n" not in error and "Traceback" not in error
-    assert [r["status"] for r in rendered.shipped_out["reports"]].count("failed") == 1
-
-
-@pytest.mark.slow
-def test_an_unchanged_report_is_skipped_without_a_worker_and_a_forced_one_renders_the_same(
-    rendered, cluster
-):
-    before = snapshot(rendered.shipped.reports)
-    args = ["plain", "--commit", rendered.target, "--executor", "dask"]
-    args += ["--scheduler", cluster.address, "--json"]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(rendered.shipped.root)
-        skipped = invoke("rerender", *args)
-        assert json.loads(skipped.output)["reports"][0]["status"] == "skipped"
-        forced = invoke("rerender", *args, "--force")
-    assert json.loads(forced.output)["reports"][0]["status"] == "rendered"
-    assert snapshot(rendered.shipped.reports) == before
-
-
-@pytest.mark.slow
-def test_what_a_worker_returns_is_checked_before_a_byte_is_written(rendered):
-    ws = rendered.shipped
-    c12 = rendered.target[:12]
-    folder = ws.reports / "plain" / c12
+    # what a worker returns is checked before a byte is written
+    folder = shipped.reports / "plain" / c12
     files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")}
-    task = shipping.Packer(ws, {"plain": rendered.target}, ["plain"], None).pack("plain")
+    task = shipping.Packer(shipped, {"plain": target}, ["plain"], None).pack("plain")
     assert isinstance(task, shipping.Task)
     parcel, expected = task.parcel, task.expected
-    good = shipping.Returned("plain", rendered.target, __version__, files)
-    before = snapshot(ws.reports)
+    good = shipping.Returned("plain", target, __version__, files)
     other = shipping.Expected("0" * 64, expected.register_sha256, expected.inputs_sha256)
-    assert "read other inputs than were sent" in shipping.deliver(ws, parcel, good, other)
-    wrong = {**files, "records.json": b"{}"}
-    returned = shipping.Returned("plain", rendered.target, __version__, wrong)
-    assert "not tracework's" in shipping.deliver(ws, parcel, returned, expected)
-    assert snapshot(ws.reports) == before  # nothing written, no staging folder left
-    assert shipping.deliver(ws, parcel, good, expected) is None
-    assert snapshot(ws.reports) == before  # the same render again: the same bytes
+    assert "read other inputs than were sent" in str(shipping.deliver(shipped, parcel, good, other))
+    wrong = shipping.Returned("plain", target, __version__, {**files, "records.json": b"{}"})
+    assert "not tracework's" in str(shipping.deliver(shipped, parcel, wrong, expected))
+    assert snapshot(shipped.reports) == theirs  # nothing written, no staging folder left
+    assert shipping.deliver(shipped, parcel, good, expected) is None
+    assert snapshot(shipped.reports) == theirs  # the same render again: the same bytes
+
+
+@pytest.mark.slow
+def test_a_worker_killed_outright_leaves_no_kernel_running(cluster, pinned, workspace, tmp_path):
+    """A worker of one thread keeps a kernel booted for its next report, forked from a
+    kernel host: both die with the worker, even by SIGKILL."""
+    from distributed import Client
+
+    repo = pinned({"toy/store.py": STORE}, reports=["demo"])
+    add_cells(workspace, "demo", QUOTE)
+    tracework.open("demo").source("SRC-1").quote("toy/store.py", symbol="Store.put")
+    local = tmp_path / "worker"
+    local.mkdir()
+    command = [str(BIN / "dask"), "worker", cluster.address, "--nthreads", "1", "--no-nanny"]
+    command += ["--no-dashboard", "--local-directory", str(local)]
+    worker = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    folder = None
+    try:
+        with Client(cluster.address, timeout=30) as client:
+            before = set(client.scheduler_info()["workers"])
+            client.wait_for_workers(len(before) + 1, timeout=120)
+            while not (mine := set(client.scheduler_info()["workers"]) - before):
+                time.sleep(0.1)
+            there = list(mine)
+            packer = shipping.Packer(workspace, {"demo": repo.commits[0]}, ["demo"], None)
+            task = packer.pack("demo")
+            assert isinstance(task, shipping.Task)
+            parts = [client.scatter(packer.parts[k], workers=there) for k in task.needs]
+            future = client.submit(
+                shipping.render_shipped, task.parcel, *parts, workers=there, pure=False
+            )
+            returned = future.result(timeout=300)
+            assert returned.error is None and "report.html" in returned.files
+
+            def local_directory(dask_worker: Any) -> str:
+                return str(dask_worker.local_directory)
+
+            scratch = Path(client.run(local_directory, workers=there)[there[0]])
+        folder = scratch / "tracework-scratch" / "ws"
+        assert running_in(folder, "")  # the kernel host, and a kernel booted ahead
+        worker.kill()
+        worker.wait()
+        for _ in range(200):
+            if not running_in(folder, ""):
+                break
+            time.sleep(0.05)
+        assert running_in(folder, "") == {}
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        for pid in pids_in(folder) if folder is not None else ():
+            with suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 # -- fast: what a task carries, how a mirror travels, what is refused -----------------------
@@ -374,6 +401,8 @@ def test_a_task_carries_the_report_s_inputs_and_nothing_else(pinned, tw, workspa
     (workspace.reports / "one" / "history.json").write_text("[]\n")
     (workspace.reports / "two").mkdir(parents=True)
     (workspace.reports / "two" / "history.json").write_text("[]\n")
+    (workspace.root / "spec.md").write_text("the spec\n")
+    assert tw("register", "add-document", "one", "SRC-2", "spec.md").exit_code == 0
     commit = repo.commits[0]
     packer = shipping.Packer(workspace, {"one": commit}, ["one"], "2026-02-01")
     task = packer.pack("one")
@@ -390,6 +419,7 @@ def test_a_task_carries_the_report_s_inputs_and_nothing_else(pinned, tw, workspa
         "notebooks/one.ipynb",
         "registers/one.yaml",
         "reports/one/history.json",
+        "spec.md",
     }
     mirrors = [p for p in parts if isinstance(p, shipping.Mirror)]
     assert [m.subject for m in mirrors] == ["toy"] and mirrors[0].head == "refs/heads/main"

@@ -191,6 +191,20 @@ def render_one(
             shutdown(km)
 
 
+def render_in_place(root: str, name: str, commit: str, analysis_date: str | None) -> BatchOutcome:
+    """:func:`render_one` on a Dask worker that sees the workspace (``--shared-workspace``),
+    with warm kernels where the worker runs one task at a time (as a shipped render:
+    see :func:`tracework.batch.shipping.render_shipped`)."""
+    from tracework.batch.shipping import WARM, worker_place
+
+    warm = worker_place()[1] == 1 and WARM.acquire(blocking=False)
+    try:
+        return render_one(root, name, commit, warm, analysis_date)
+    finally:
+        if warm:
+            WARM.release()
+
+
 def start_pool_worker(root: str, parent: int, verbose: bool) -> None:
     """A pool worker's start: :func:`start_worker`, and leave when the batch is gone.
 
@@ -452,9 +466,9 @@ def _on_dask(
     By default each task carries what its render reads and the result is written here
     (:mod:`tracework.batch.shipping`): the workers need tracework installed, not the
     workspace.  With ``shared_workspace`` the workers see this workspace at the same
-    path (a shared file system) and each render is the same function as locally.
-    Either way without warm kernels (a Dask worker may be stopped without running exit
-    handlers), and every worker must run this tracework version.
+    path (a shared file system) and each render is the same function as locally.  Either
+    way a worker of one thread keeps warm kernels, as a local worker does (they die with
+    it, however it ends), and every worker must run this tracework version.
     """
     from tracework.batch import shipping
 
@@ -487,7 +501,7 @@ def _on_dask(
             return results
         futures = {
             client.submit(
-                render_one, str(ws.root), name, plan[name], False, analysis_date, pure=False
+                render_in_place, str(ws.root), name, plan[name], analysis_date, pure=False
             ): name
             for name in todo
         }

@@ -48,6 +48,7 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -333,16 +334,33 @@ def worker_version() -> str:
     return __version__
 
 
+#: Held by the render that uses this worker's warm kernels (one at a time).
+WARM = threading.Lock()
+
+
 def render_shipped(parcel: Parcel, *parts: Files | Mirror) -> Returned:
     """Render ``parcel`` in a scratch workspace made of ``parts`` on this worker; never
-    raises for a report's failure.  The scratch folder is removed afterwards."""
+    raises for a report's failure.
+
+    On a worker of one thread the scratch workspace is the same folder every time
+    (emptied before and after), so that the next report's kernel boots while this one
+    renders, forked from a kernel host, as in a local batch (each kernel still runs one
+    notebook; both die with the worker, however it ends).  A worker running tasks side
+    by side gives each its own folder, removed afterwards, and a cold kernel."""
+    from tracework.kernels.warm import next_kernel, shutdown
     from tracework.render.pipeline import render
 
-    base = _scratch_base()
-    scratch = Path(tempfile.mkdtemp(prefix="tracework-render-", dir=base))
+    base, threads = worker_place()
+    warm = threads == 1 and WARM.acquire(blocking=False)
+    if warm:
+        scratch = base / "tracework-scratch"
+        _empty(scratch / "ws")
+    else:
+        scratch = Path(tempfile.mkdtemp(prefix="tracework-render-", dir=base))
     root = scratch / "ws"
+    km = None
     try:
-        root.mkdir()
+        root.mkdir(parents=True, exist_ok=True)
         for part in parts:
             if isinstance(part, Files):
                 for rel, data in part.files:
@@ -356,7 +374,8 @@ def render_shipped(parcel: Parcel, *parts: Files | Mirror) -> Returned:
                 (mirrors / f"{part.subject}.git").symlink_to(installed(base, part))
         ws = Workspace(root)
         try:
-            result = render(ws, parcel.name, parcel.commit, parcel.analysis_date)
+            km = next_kernel(root) if warm else None
+            result = render(ws, parcel.name, parcel.commit, parcel.analysis_date, km=km)
         except TraceworkError as exc:
             error = exc.message
         except Exception as exc:  # as a local worker does: the batch goes on
@@ -383,18 +402,37 @@ def render_shipped(parcel: Parcel, *parts: Files | Mirror) -> Returned:
             error=f"the Dask worker cannot make its scratch workspace: {exc.strerror or exc}",
         )
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if km is not None:
+            shutdown(km)
+        if warm:
+            _empty(root)  # the folder stays: the next kernel, booting, works in it
+            WARM.release()
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _scratch_base() -> Path:
-    """Where this worker keeps scratch workspaces and unpacked mirrors: the Dask worker's
-    own folder (removed with the worker), else the temporary folder."""
+def _empty(folder: Path) -> None:
+    """Remove what is in ``folder`` (links themselves, never what they point to)."""
+    with suppress(FileNotFoundError):
+        for child in folder.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                with suppress(OSError):
+                    child.unlink()
+
+
+def worker_place() -> tuple[Path, int]:
+    """Where this worker keeps scratch workspaces and unpacked mirrors (the Dask worker's
+    own folder, removed with the worker; else the temporary folder), and how many tasks
+    it runs at once (0: not a Dask worker)."""
     try:
         from distributed import get_worker
 
-        return Path(get_worker().local_directory)
-    except (ImportError, ValueError):  # not on a Dask worker
-        return Path(tempfile.gettempdir())
+        worker = get_worker()
+        return Path(worker.local_directory), int(worker.state.nthreads)
+    except (ImportError, ValueError, AttributeError):  # not on a Dask worker
+        return Path(tempfile.gettempdir()), 0
 
 
 def _outputs(folder: Path) -> tuple[dict[str, bytes], dict[str, str]]:
