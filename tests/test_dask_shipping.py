@@ -502,3 +502,25 @@ def test_a_returned_render_with_other_files_or_another_version_is_refused(tmp_pa
 def test_shared_workspace_is_a_dask_option(tw, workspace):
     result = tw("rerender", "--all", "--latest", "--shared-workspace")
     assert result.exit_code == 2 and "--shared-workspace is for --executor dask" in result.output
+
+
+def test_workers_of_another_version_are_refused_before_anything_is_sent():
+    from tracework.batch.rerender import _same_version
+
+    class Cluster:
+        def __init__(self, answer: object) -> None:
+            self.answer = answer
+
+        def run(self, function: Any) -> object:
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+    _same_version(Cluster({"tcp://w1:1": __version__}), shipping.worker_version)
+    with pytest.raises(TraceworkError) as older:
+        _same_version(Cluster({"tcp://w1:1": __version__, "tcp://w2:1": "0.0.1"}), str)
+    assert older.value.message == (
+        f"the Dask worker at tcp://w2:1 runs tracework 0.0.1, this machine {__version__}"
+    )
+    with pytest.raises(TraceworkError, match="the Dask workers cannot run tracework"):
+        _same_version(Cluster(ModuleNotFoundError("No module named 'tracework'")), str)

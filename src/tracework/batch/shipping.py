@@ -4,7 +4,7 @@ A cluster rented by the hour (Kubernetes, cloud VMs) has no file system its work
 with the machine that starts the batch, so ``rerender --executor dask`` sends each render
 what it reads and gets back what it wrote; only the calling machine touches the workspace.
 
-What a task carries (:func:`parcels`), as files at their workspace paths:
+What a task carries (:class:`Packer`), as files at their workspace paths:
 
 - the report's own: ``notebooks/NAME.ipynb``, ``registers/NAME.yaml`` (the YAML, not its
   compiled copy: that copy is sealed with a key of this user's, which a worker does not
@@ -24,7 +24,8 @@ What a task carries (:func:`parcels`), as files at their workspace paths:
   once per worker, with every object checked (``index-pack --strict``, fetch's fsck).
 
 Who computes what.  The worker runs :func:`~tracework.render.pipeline.render` itself,
-unchanged, in a scratch workspace holding those files, in its own cold kernel: the
+unchanged, in a scratch workspace holding those files (:func:`render_shipped`; a worker of
+one thread keeps a kernel booted for its next report, as a local worker does): the
 executed notebook, records.json (drift and first changes included), manifest.json and
 report.html, whose history section it builds from the history shipped with it, as a local
 render builds it from the history it read before its kernel started.  The calling machine
@@ -38,6 +39,8 @@ the same bytes in every file; a failed render keeps its executed notebook in
 paths.
 
 Nothing runs on a worker but the render and its kernel; no network but Dask's connection.
+The batch (:func:`shipped`) keeps a few tasks per worker thread in flight, so its memory
+does not grow with the number of reports.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -299,18 +303,18 @@ def _document(root: Path, location: str) -> bytes | None:
 def _commits_by_subject(
     ws: Workspace, plan: dict[str, str], todo: list[str]
 ) -> dict[str, set[str]]:
-    """The commits each subject's renders start from (targets and pins): bundled even when
-    no ref reaches them any longer."""
+    """The commits each subject's renders start from (targets, pins, captures' commits):
+    bundled even when no ref reaches them any longer."""
     found: dict[str, set[str]] = {}
     for name in todo:
         with suppress(TraceworkError):
-            sources = load(ws.registers / f"{name}.yaml").sources.values()
+            sources = list(load(ws.registers / f"{name}.yaml").sources.values())
             gits = [s for s in sources if isinstance(s, GitSource)]
-            for number, source in enumerate(gits):
-                commits = found.setdefault(source.subject, set())
-                commits.add(source.commit)
-                if number == 0:
-                    commits.add(plan[name])
+            if gits:
+                found.setdefault(gits[0].subject, set()).add(plan[name])
+            for source in sources:
+                if isinstance(source, GitSource | CaptureSource):
+                    found.setdefault(source.subject, set()).add(source.commit)
     return found
 
 
@@ -446,8 +450,13 @@ def _outputs(folder: Path) -> tuple[dict[str, bytes], dict[str, str]]:
     return files, assets
 
 
+@cache
 def own_assets() -> dict[str, bytes | None]:
-    """tracework's own files a render copies into ``assets/``, as this install has them."""
+    """tracework's own files a render copies into ``assets/``, as this install has them
+    (read once per process)."""
+    from tracework.render.execution import load_nbformat
+
+    load_nbformat()  # before the export module imports it: not the grammar nbformat skips
     from tracework.render.export import mermaid_js, report_js
 
     bundle = mermaid_js()
@@ -558,7 +567,7 @@ def _wrong_files(returned: Returned) -> str | None:
     missing = [r for r in REQUIRED if r not in returned.files]
     if missing:
         return f"no {missing[0]}"
-    own = own_assets()
+    own = own_assets() if returned.assets else {}
     for rel, digest in returned.assets.items():
         mine = own.get(rel)
         if mine is None or sha256_hex(mine) != digest:
@@ -580,11 +589,11 @@ def _publish(ws: Workspace, returned: Returned, expected: Expected) -> str | Non
         stage.sweep()
         with stage.hold() as staging:
             try:
-                own = own_assets()
+                own = own_assets() if returned.assets else {}
                 for rel, data in sorted(returned.files.items()):
                     write_atomic(staging / rel, data)
                 for rel in sorted(returned.assets):
-                    write_atomic(staging / rel, own[rel] or b"")
+                    write_atomic(staging / rel, own.get(rel) or b"")
             except OSError as exc:
                 return _write_failed(exc, staging, shown)
             problem = _wrong_render(staging, returned, expected)
@@ -703,7 +712,8 @@ def shipped(
         return max(4, 2 * threads)
 
     def send() -> Iterator[Event]:
-        while queue and len(running) < window():
+        limit = window()
+        while queue and len(running) < limit:
             name = queue.pop(0)
             try:
                 task = packer.pack(name)
