@@ -524,3 +524,21 @@ def test_workers_of_another_version_are_refused_before_anything_is_sent():
     )
     with pytest.raises(TraceworkError, match="the Dask workers cannot run tracework"):
         _same_version(Cluster(ModuleNotFoundError("No module named 'tracework'")), str)
+
+
+@pytest.mark.slow
+def test_the_dask_benchmark_runs_at_a_tiny_size():
+    """`bench_rerender.py --dask` makes the figures page's Dask table: it must not rot."""
+    pytest.importorskip("distributed")
+    script = Path(__file__).parents[1] / "benchmarks" / "bench_rerender.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--dask", "--reports", "2", "--repeat", "1", "--smoke"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "carrying the inputs / shared workspace:" in done.stdout
+    targets = done.stdout.rsplit("targets: ", 1)[1]
+    assert "PASS" in targets or "MISS" in targets

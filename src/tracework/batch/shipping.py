@@ -78,6 +78,10 @@ from tracework.workspace import MARKER, Workspace
 
 log = logging.getLogger(__name__)
 
+#: Bytes of a report's own files sent inside its task; more go ahead (``scatter``), as
+#: Dask asks of large arguments.
+INLINE = 1 << 20
+
 #: What every render writes; ``diagrams/`` and ``assets/`` only with diagrams.
 REQUIRED = ("report.ipynb", "records.json", "manifest.json", "report.html")
 
@@ -694,10 +698,10 @@ def shipped(
     """Render ``todo`` on the cluster of ``client``, each task carrying its inputs.
 
     Parts shared by many reports are sent once (``scatter``) and kept for the batch; a
-    report's own files go with its task and are let go when it is done.  Only a few tasks
-    per worker thread are in flight at once, so the batch's memory, here and on the
-    cluster, does not grow with the number of reports.  Each result is checked and
-    written here (:func:`deliver`) as it arrives."""
+    report's own files go inside its task (ahead of it when large) and are let go when it
+    is done.  Only a few tasks per worker thread are in flight at once, so the batch's
+    memory, here and on the cluster, does not grow with the number of reports.  Each
+    result is checked and written here (:func:`deliver`) as it arrives."""
     packer = Packer(ws, plan, todo, analysis_date)
     sent: dict[str, Any] = {}  # shared parts, scattered once: key → future
     queue = list(todo)
@@ -709,7 +713,7 @@ def shipped(
             threads = int(sum(client.nthreads().values()))
         except Exception:  # a scheduler that does not say: a small window
             threads = 0
-        return max(4, 2 * threads)
+        return max(4, 3 * threads)
 
     def send() -> Iterator[Event]:
         limit = window()
@@ -722,11 +726,12 @@ def shipped(
             if isinstance(task, str):
                 yield Event(name, True, task)
                 continue
-            own = task.needs[-1]
             for key in task.needs[:-1]:
                 if key not in sent:
                     sent[key] = client.scatter(packer.parts[key], hash=False)
-            mine = client.scatter(packer.parts.pop(own), hash=False)
+            mine: Any = packer.parts.pop(task.needs[-1])
+            if sum(len(data) for _, data in mine.files) > INLINE:
+                mine = client.scatter(mine, hash=False)
             args = [sent[key] for key in task.needs[:-1]] + [mine]
             future = client.submit(render_shipped, task.parcel, *args, pure=False)
             running[future] = task
