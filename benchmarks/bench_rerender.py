@@ -17,14 +17,28 @@ Part 2 (``--commits 1000 --quotes 100``): a linear history of that many commits 
 which the quoted spans change at known commits; times the first-change search for
 all quotes and checks that every culprit found is the commit that changed it.
 
+Part 3, alone (``--dask``, with the ``dask`` extra): the part-1 batch on a local Dask
+cluster of two single-threaded workers (``dask scheduler`` and ``dask worker`` processes,
+started once and warmed by one batch), against the local executor at ``-j 2`` on the
+same two cores.  It alternates, R times each, the local batch, the Dask batch whose tasks
+carry their inputs (the default), and the Dask batch on the shared workspace
+(``--shared-workspace``); it prints min / median / max, the CPU of every process
+(the workers and their kernels included), the ratios and the load average.  The target is
+what carrying the inputs costs: the shipped batch within 1.25x the shared one.  Against
+the local executor the ratio is printed without a target: both run on the same two cores,
+each worker with a kernel booted ahead.
+
 A benchmark never fails on time: it prints ratios and PASS/MISS against the targets.
 
     .venv/bin/python benchmarks/bench_rerender.py [--reports 40] [--repeat 5] [--skip-batch]
+    .venv/bin/python benchmarks/bench_rerender.py --dask [--reports 40] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import random
 import resource
@@ -34,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -299,6 +314,122 @@ def bisection(commits: int, quotes: int) -> list[str]:
 found: dict[str, tuple[str | None, str | None]] = {}
 
 
+# -- part 3: on a Dask cluster -------------------------------------------------------------
+
+
+def tree_cpu(pids: list[int]) -> float:
+    """CPU seconds of these processes and all their descendants, living and reaped."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            stats[int(entry)] = fields
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    total, todo = 0, list(pids)
+    while todo:
+        pid = todo.pop()
+        fields = stats.get(pid)
+        if fields is not None:  # utime, stime, cutime, cstime
+            total += sum(int(f) for f in fields[11:15])
+        todo += children.get(pid, [])
+    return total / tick
+
+
+@contextlib.contextmanager
+def dask_cluster(root: Path, workers: int) -> Iterator[tuple[str, list[int]]]:
+    """A ``dask scheduler`` and ``workers`` single-threaded ``dask worker`` processes on
+    loopback: the scheduler's address and the workers' process ids."""
+    info = root / "scheduler.json"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    scheduler = [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0"]
+    scheduler += ["--no-dashboard", "--scheduler-file", str(info)]
+    processes = [subprocess.Popen(scheduler, **quiet)]  # type: ignore[call-overload]
+    try:
+        while not (info.is_file() and info.stat().st_size):
+            time.sleep(0.05)
+        address = json.loads(info.read_text())["address"]
+        for n in range(workers):
+            local = root / f"worker-{n}"
+            local.mkdir()
+            command = [str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-nanny"]
+            command += ["--no-dashboard", "--local-directory", str(local)]
+            processes.append(subprocess.Popen(command, **quiet))  # type: ignore[call-overload]
+        from distributed import Client
+
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(workers, timeout=120)
+        yield address, [p.pid for p in processes[1:]]
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in reversed(processes):
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def on_dask(reports: int, repeat: int) -> list[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws, new = build_batch(Path(tmp), reports)
+        with dask_cluster(Path(tmp), 2) as (address, workers):
+            on_cluster = ("--executor", "dask", "--scheduler", address)
+            modes = {
+                "local -j 2": ("-j", "2"),
+                "dask, tasks carry their inputs": on_cluster,
+                "dask, shared workspace": (*on_cluster, "--shared-workspace"),
+            }
+
+            def batch_on(args: tuple[str, ...]) -> tuple[float, float, float]:
+                shutil.rmtree(ws / "reports", ignore_errors=True)
+                (ws / "reports").mkdir()
+                before = tree_cpu(workers)
+                wall, cpu, load = measured(
+                    lambda: tw(ws, "rerender", "--all", "--commit", new, *args)
+                )
+                cpu += tree_cpu(workers) - before
+                rendered = len(list((ws / "reports").glob("r*/" + new[:12] + "/report.html")))
+                assert rendered == reports, f"only {rendered} of {reports} reports rendered"
+                return wall, cpu, load
+
+            batch_on(modes["dask, tasks carry their inputs"])  # the workers' first imports
+            runs: dict[str, list[tuple[float, float, float]]] = {mode: [] for mode in modes}
+            for _ in range(repeat):
+                for mode, args in modes.items():
+                    runs[mode].append(batch_on(args))
+                    wall, cpu, load = runs[mode][-1]
+                    print(f"  {mode}: {wall:6.2f} s wall, {cpu:6.2f} s CPU, load {load:.2f}")
+    medians = {m: statistics.median(r[0] for r in runs[m]) for m in modes}
+    loads = [r[2] for m in modes for r in runs[m]]
+    print(f"\n{reports} reports on 2 Dask workers (1 thread each) against -j 2 ({repeat} runs")
+    print("each, alternated; seconds min / median / max; CPU of every process, median):")
+    for mode in modes:
+        cpu = statistics.median(r[1] for r in runs[mode])
+        print(
+            f"  {mode:<32} {spread([r[0] for r in runs[mode]])} s"
+            f"  {medians[mode] / reports:5.2f} s/report  CPU {cpu / reports:5.2f} s/report"
+        )
+    local, shipped, shared = medians.values()
+    cpus = [statistics.median(r[1] for r in runs[m]) for m in modes]
+    print(f"  dask (tasks carry their inputs) / local -j 2: {shipped / local:.2f}")
+    print(f"  dask (shared workspace) / local -j 2: {shared / local:.2f}")
+    print(f"  carrying the inputs / shared workspace: {shipped / shared:.2f}")
+    one, two, three = cpus[1] / cpus[0], cpus[2] / cpus[0], cpus[1] / cpus[2]
+    print(f"  the same in CPU: {one:.2f}, {two:.2f}, {three:.2f}")
+    print(f"  load average during the runs: {min(loads):.2f}–{max(loads):.2f}")
+    verdict = "PASS" if shipped / shared <= 1.25 else "MISS"
+    return [
+        f"tasks carrying their inputs ≤ 1.25x the shared workspace: {verdict}"
+        f" ({shipped / shared:.2f}x)",
+        f"dask / local -j 2: {shipped / local:.2f}x (no target: the same two cores either way)",
+    ]
+
+
 def spread(samples: list[float]) -> str:
     """Minimum / median / maximum: a bimodal run cannot hide behind one good sample."""
     return f"{min(samples):6.2f} / {statistics.median(samples):6.2f} / {max(samples):6.2f}"
@@ -313,9 +444,18 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--quotes", type=int, default=100)
     parser.add_argument("--skip-batch", action="store_true")
+    parser.add_argument(
+        "--dask", action="store_true", help="part 3 alone: the batch on a local Dask cluster"
+    )
+    parser.add_argument(
+        "--smoke", action="store_true", help="allow fewer than 5 runs (a check that it runs)"
+    )
     args = parser.parse_args()
-    if args.repeat < 5 and not args.skip_batch:
+    if args.repeat < 5 and not args.skip_batch and not args.smoke:
         parser.error("--repeat: at least 5 runs, so that the spread shows")
+    if args.dask:
+        print("\ntargets: " + " · ".join(on_dask(args.reports, args.repeat)))
+        return
     verdicts = bisection(args.commits, args.quotes)
     if not args.skip_batch:
         verdicts += batch(args.reports, args.repeat)

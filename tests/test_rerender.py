@@ -428,7 +428,7 @@ def test_a_kept_exporter_gives_the_page_a_fresh_one_gives(reports, tw, workspace
 
 
 @pytest.mark.slow
-def test_rerender_runs_on_a_dask_cluster(reports, tw, workspace):
+def test_rerender_runs_on_a_dask_cluster_that_shares_the_workspace(reports, tw, workspace):
     distributed = pytest.importorskip("distributed")
     _, reformat, _ = reports
     (workspace.notebooks / "broken.ipynb").unlink()
@@ -448,6 +448,7 @@ def test_rerender_runs_on_a_dask_cluster(reports, tw, workspace):
             "dask",
             "--scheduler",
             cluster.scheduler_address,
+            "--shared-workspace",
             "--json",
         )
     assert result.exit_code == 0, result.output

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -45,6 +45,7 @@ from tracework.register.store import load
 from tracework.render.inputs import inputs_key
 from tracework.render.notebooks import load_nbformat
 from tracework.render.pipeline import render
+from tracework.version import __version__
 from tracework.workspace import Workspace, check_name
 
 log = logging.getLogger(__name__)
@@ -191,6 +192,20 @@ def render_one(
             shutdown(km)
 
 
+def render_in_place(root: str, name: str, commit: str, analysis_date: str | None) -> BatchOutcome:
+    """:func:`render_one` on a Dask worker that sees the workspace (``--shared-workspace``),
+    with warm kernels where the worker runs one task at a time (as a shipped render:
+    see :func:`tracework.batch.shipping.render_shipped`)."""
+    from tracework.batch.shipping import WARM, worker_place
+
+    warm = worker_place()[1] == 1 and WARM.acquire(blocking=False)
+    try:
+        return render_one(root, name, commit, warm, analysis_date)
+    finally:
+        if warm:
+            WARM.release()
+
+
 def start_pool_worker(root: str, parent: int, verbose: bool) -> None:
     """A pool worker's start: :func:`start_worker`, and leave when the batch is gone.
 
@@ -319,6 +334,7 @@ def rerender(
     scheduler: str | None = None,
     analysis_date: str | None = None,
     capture: bool = False,
+    shared_workspace: bool = False,
     on_update: Callable[[str, str], None] = lambda name, state: None,
 ) -> list[BatchOutcome]:
     """Render every report of ``plan`` (name → commit); results in the plan's order.
@@ -327,7 +343,8 @@ def rerender(
     date the evidence was checked, shown on the report and the site.  With ``capture``,
     the runtime captures each report's register cites are made again at its target first
     (the only way a batch runs subject code: asked for by name); a report whose capture
-    fails is failed, and the others go on.
+    fails is failed, and the others go on.  On a Dask ``scheduler``, each task carries
+    its inputs unless ``shared_workspace`` says the workers see this workspace.
     """
     if analysis_date is not None:
         check_iso_date(analysis_date, "--analysis-date")
@@ -350,7 +367,9 @@ def rerender(
     default = os.cpu_count() or 1
     workers = max(1, min(jobs or default, len(todo) or 1))
     if todo and scheduler is not None:
-        results.update(_on_dask(ws, plan, todo, scheduler, analysis_date, on_update))
+        results.update(
+            _on_dask(ws, plan, todo, scheduler, analysis_date, on_update, shared_workspace)
+        )
     elif todo and workers == 1:
         start_worker(str(ws.root))
         try:
@@ -441,13 +460,19 @@ def _on_dask(
     scheduler: str,
     analysis_date: str | None,
     on_update: Callable[[str, str], None],
+    shared_workspace: bool = False,
 ) -> dict[str, BatchOutcome]:
     """Run the renders on a Dask distributed cluster (``tracework[dask]``).
 
-    The workers must see this workspace at the same path (a shared file system) and
-    have tracework installed; each render is the same function as locally, without
-    warm kernels (a Dask worker may be stopped without running exit handlers).
+    By default each task carries what its render reads and the result is written here
+    (:mod:`tracework.batch.shipping`): the workers need tracework installed, not the
+    workspace.  With ``shared_workspace`` the workers see this workspace at the same
+    path (a shared file system) and each render is the same function as locally.  Either
+    way a worker of one thread keeps warm kernels, as a local worker does (they die with
+    it, however it ends), and every worker must run this tracework version.
     """
+    from tracework.batch import shipping
+
     try:
         from distributed import Client, as_completed
     except ImportError:
@@ -460,9 +485,24 @@ def _on_dask(
         raise TraceworkError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     results: dict[str, BatchOutcome] = {}
     with client:
+        _same_version(client, shipping.worker_version)
+        if not shared_workspace:
+            events = shipping.shipped(client, as_completed, ws, plan, todo, analysis_date)
+            for event in events:
+                name, commit = event.name, plan[event.name]
+                if not event.done:
+                    on_update(name, "rendering")
+                    continue
+                if event.error is not None:
+                    results[name] = _failed(name, commit, event.error)
+                else:
+                    records = ws.reports / name / commit[:12] / "records.json"
+                    results[name] = _outcome(name, commit, "rendered", records)
+                on_update(name, results[name].status)
+            return results
         futures = {
             client.submit(
-                render_one, str(ws.root), name, plan[name], False, analysis_date, pure=False
+                render_in_place, str(ws.root), name, plan[name], analysis_date, pure=False
             ): name
             for name in todo
         }
@@ -470,6 +510,28 @@ def _on_dask(
             on_update(name, "rendering")
         for future in as_completed(futures):
             name = futures[future]
-            results[name] = future.result()
+            try:
+                results[name] = future.result()
+            except Exception as exc:  # the task itself failed: a worker lost, say
+                error = f"the Dask task failed: {type(exc).__name__}: {exc}"
+                results[name] = _failed(name, plan[name], error)
             on_update(name, results[name].status)
     return results
+
+
+def _same_version(client: Any, version: Callable[[], str]) -> None:
+    """Refuse a cluster whose workers run another tracework (or none): what they render
+    would say another version made it, and every next batch would render it again."""
+    try:
+        versions = client.run(version)
+    except Exception as exc:  # the function cannot be loaded there: no tracework
+        raise TraceworkError(
+            f"the Dask workers cannot run tracework: {type(exc).__name__}: {exc}",
+            hint=f"install tracework[dask] {__version__} on every worker",
+        ) from None
+    for address, theirs in sorted(versions.items()):
+        if theirs != __version__:
+            raise TraceworkError(
+                f"the Dask worker at {address} runs tracework {theirs}, this machine {__version__}",
+                hint="install the same version on every worker",
+            )

@@ -255,6 +255,12 @@ def preview(
     help="Dask scheduler address (with --executor dask).",
 )
 @click.option(
+    "--shared-workspace",
+    is_flag=True,
+    help="The Dask workers see this workspace at the same path (a shared file system): "
+    "they read and write it themselves instead of each task carrying its inputs.",
+)
+@click.option(
     "--fail-on",
     "fail_on",
     default=None,
@@ -277,6 +283,7 @@ def rerender(
     analysis_date: str | None,
     executor: str,
     scheduler: str | None,
+    shared_workspace: bool,
     fail_on: str | None,
     as_json: bool,
 ) -> None:
@@ -288,6 +295,8 @@ def rerender(
 
     if (executor == "dask") != (scheduler is not None):
         raise click.UsageError("--executor dask and --scheduler ADDRESS go together")
+    if shared_workspace and executor != "dask":
+        raise click.UsageError("--shared-workspace is for --executor dask")
     kinds = finding_kinds(fail_on) if fail_on is not None else frozenset()
     ws = find_workspace()
     plan = targets(ws, report_names(ws, names, every), commit, latest, do_fetch)
@@ -301,6 +310,7 @@ def rerender(
             scheduler=scheduler,
             analysis_date=analysis_date,
             capture=recapture,
+            shared_workspace=shared_workspace,
             on_update=update,
         ),
         quiet=as_json,
