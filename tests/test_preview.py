@@ -375,7 +375,8 @@ def test_the_page_reloads_on_each_save_shows_errors_and_recovers(
         expect(banner).to_be_visible(timeout=120_000)
         expect(banner).to_contain_text(
             re.compile(
-                rf"error: the notebook failed in cell \d+ of \d+ \(id [^)]+\): NameError: name '{BROKEN_CELL}' "
+                r"error: the notebook failed in cell \d+ of \d+ \(id [^)]+\): "
+                rf"NameError: name '{BROKEN_CELL}' "
                 "is not defined"
             )
         )
