@@ -323,3 +323,14 @@ def print_environment(name: str, outcome: Any) -> None:
             how = "no hash: not a file the lock or a pin names"
         built = "; built from source" if dist.built_from_source else ""
         click.echo(visible(f"    {dist.name}=={dist.version}  {how}{built}"))
+
+
+def print_summary(summary: Any) -> None:
+    """A report's checks, a family a line, then up to twenty problems (author, render)."""
+    from tracework.text import visible
+
+    for family, check in summary.checks.families(by_name=True):
+        mark = "FAILS" if check.verdict == "fails" else check.verdict_words
+        click.echo(f"  {family:<9} {mark:<6} {check.detail}")
+    for problem in summary.problems[:20]:
+        click.echo(f"  - {visible(problem)}")

@@ -11,6 +11,7 @@ import click
 from tracework.cli.common import find_workspace, print_json
 from tracework.cli.output import (
     print_rerender,
+    print_summary,
     with_progress,
 )
 
@@ -85,11 +86,7 @@ def author(name: str, commit: str | None, as_json: bool) -> None:
         click.echo(counted(len(result.records), "record"))
         for line in records_text(result):
             click.echo(f"  {visible(line)}")
-        for check_name_, check in summary.checks.families(by_name=True):
-            mark = "FAILS" if check.verdict == "fails" else check.verdict_words
-            click.echo(f"  {check_name_:<9} {mark:<6} {check.detail}")
-        for problem in summary.problems[:20]:
-            click.echo(f"  - {visible(problem)}")
+        print_summary(summary)
     if result.at_pin and not summary.ok:
         sys.exit(1)
 
@@ -143,13 +140,7 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
         )
         return
     click.echo(f"rendered {result.directory.relative_to(ws.root)}/report.html")
-    for check_name_, check in summary.checks.families(by_name=True):
-        mark = "FAILS" if check.verdict == "fails" else check.verdict_words
-        click.echo(f"  {check_name_:<9} {mark:<6} {check.detail}")
-    for problem in summary.problems[:20]:
-        from tracework.text import visible
-
-        click.echo(f"  - {visible(problem)}")
+    print_summary(summary)
 
 
 @click.command()
