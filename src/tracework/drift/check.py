@@ -500,6 +500,24 @@ def _check_source(
                 touched_read = True
             return cache.lines(path)
 
+        pin_read = False
+
+        def pin_lines_of(path: str) -> Lines | None:
+            nonlocal pin_read
+            if not pin_read:  # one blob read for every quoted file not the same at the target
+                pin_read = True
+                pin_cache.prefetch(
+                    sorted(
+                        {
+                            q.path
+                            for q in quotes.values()
+                            if q.path in pin_tree
+                            and (q.path not in tree or pin_tree[q.path].oid != tree[q.path].oid)
+                        }
+                    )
+                )
+            return pin_cache.lines(path)
+
         batch: dict[str, list[tuple[int, int, int, int]]] | None = None
 
         def hunks(old_path: str, new_path: str) -> list[tuple[int, int, int, int]]:
@@ -507,7 +525,7 @@ def _check_source(
             old, new = pin_tree.get(old_path), tree.get(new_path)
             if old is None or new is None or old.oid == new.oid:
                 return []
-            if batch is None:  # one git diff, and one blob read, for every edited quoted file
+            if batch is None:  # one git diff for every edited quoted file
                 edited = sorted(  # quoted files whose blob differs at the target
                     {
                         q.path
@@ -518,7 +536,6 @@ def _check_source(
                     }
                 )
                 batch = mirror.line_hunks_many(source.commit, commit, edited)
-                pin_cache.prefetch(edited)
             if old_path == new_path and old_path in batch:
                 return batch[old_path]
             return mirror.line_hunks(old.oid, new.oid)
@@ -529,13 +546,14 @@ def _check_source(
         origins = _Origins(mirror, source.commit, checked, commit, tree, cache, changes)
         try:
             for qid, quote in quotes.items():
-                if at_pin:  # the common case, without relocate's machinery: same lines
-                    lines = cache.lines(quote.path)
-                    needle = span_bytes(quote.text, quote.raw_b64)
-                    if lines is not None and lines.holds_at(quote.lines[0], needle):
-                        result.items.append(_verified(sid, qid, quote))
-                        continue
-                    # not at the pin's lines: not recorded at this pin (a re-pin since)
+                # the common case, at the pin or not, without relocate's machinery: the
+                # same bytes at the same lines of the same path (relocate's first answer)
+                lines = cache.lines(quote.path)
+                needle = span_bytes(quote.text, quote.raw_b64)
+                if lines is not None and lines.holds_at(quote.lines[0], needle):
+                    result.items.append(_verified(sid, qid, quote))
+                    continue
+                if at_pin:  # not at the pin's lines: not recorded at this pin (a re-pin since)
                     result.items.append(_quote_item(sid, quote, origins.relocate(qid, quote)))
                     continue
                 if target is None:  # relocate's machinery, loaded once a quote may have moved
@@ -548,10 +566,10 @@ def _check_source(
                         lines_of if changes.touched else cache.lines,  # nothing else to read
                         hunks,
                         pin=source.commit,
-                        pin_lines_of=pin_cache.lines,
+                        pin_lines_of=pin_lines_of,
                     )
                 drift = relocate(qid, quote, target)
-                if drift.state != "verified" and not _holds(pin_cache.lines(quote.path), quote):
+                if drift.state != "verified" and not _holds(pin_lines_of(quote.path), quote):
                     drift = origins.relocate(qid, quote)  # it read another text's file
                 result.items.append(_quote_item(sid, quote, drift))
         finally:

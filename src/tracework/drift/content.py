@@ -144,6 +144,7 @@ _SCANNER = re.compile(
 #: A normalised string literal (see _literal): a repr, or a prefix and a colon.
 _LITERAL = re.compile(r"[bruf]{0,2}['\"]|[bruf]{1,2}:")
 _WORD = re.compile(r"\w+")
+_BRACKET = re.compile(r"[][(){}]")
 #: Strings and comments, for the cheap pass that blanks them out.
 _OPAQUE = re.compile(r"(?P<comment>#[^\r\n]*)|" + _STRING, re.DOTALL)
 #: The characters every match of _OPAQUE holds within its first three: a ``#``, or a
@@ -237,15 +238,17 @@ class Content:
         depth, start, column, continued = 0, 0, 0, False
         code_text, inside = self._code
         lines = code_text.split("\n")
+        bracket = _BRACKET.search
         for n, line in enumerate(lines, start=1):
             code = line.strip()
-            if not start and not code:
-                continue  # a blank or comment-only line between statements
             if not start:
+                if not code:
+                    continue  # a blank or comment-only line between statements
                 start, column = n, len(line) - len(line.lstrip())
-            opened = code.count("(") + code.count("[") + code.count("{")
-            closed = code.count(")") + code.count("]") + code.count("}")
-            depth = max(0, depth + opened - closed)
+            if bracket(code) is not None:  # most lines hold none: six counts saved
+                opened = code.count("(") + code.count("[") + code.count("{")
+                closed = code.count(")") + code.count("]") + code.count("}")
+                depth = max(0, depth + opened - closed)
             continued = code.endswith("\\")
             if depth == 0 and not continued and n + 1 not in inside:
                 found.append(Statement(start, n, column, code.endswith(":")))
