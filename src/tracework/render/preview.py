@@ -39,7 +39,7 @@ from pathlib import Path
 from types import TracebackType
 
 from tracework.errors import TraceworkError
-from tracework.fsio import locked
+from tracework.fsio import LockTimeout, locked
 from tracework.kernels.warm import next_kernel, prestart, release, shutdown
 from tracework.records.artefacts import (
     CheckSummary,
@@ -161,12 +161,10 @@ class Preview:
         return self._server.url
 
     def __enter__(self) -> Preview:
-        from filelock import Timeout
-
         with ExitStack() as stack:
             try:
                 stack.enter_context(locked(self.root / f"{FOLDER}.session", timeout=0))
-            except Timeout:
+            except LockTimeout:
                 raise TraceworkError(
                     f"another `tracework preview {self.name}` is running",
                     hint="open the address it printed, or stop it (Ctrl-C) first",
