@@ -36,6 +36,8 @@ _FULL_REF = re.compile(r"refs/(?:heads|tags)/[A-Za-z0-9_][A-Za-z0-9._/-]*")
 
 #: Files larger than this are registered by hash (streamed) but not quoted.
 DEFAULT_SIZE_CAP = 4 * 1024 * 1024
+#: Blobs :meth:`Mirror.read_blob` keeps (each at most its size cap: a 4 MiB cap, 64 MiB).
+RECENT_BLOBS = 16
 
 EntryKind = Literal["file", "symlink", "submodule"]
 RegisteredKind = Literal["file", "symlink", "submodule", "lfs-pointer"]
@@ -145,6 +147,7 @@ class Mirror:
                 f"{git_dir} uses the {fmt} object format; tracework reads SHA-1 repositories only",
             )
         self._trees: dict[str, dict[str, TreeEntry]] = {}
+        self._recent: dict[str, Blob] = {}  # read_blob's, oldest first
 
     def _git(
         self, *args: str, input: bytes | None = None, reading: str | None = None
@@ -401,8 +404,16 @@ class Mirror:
         return BlobStream(self.git_dir, oids, None if whole else self.size_cap)
 
     def read_blob(self, oid: str) -> Blob:
-        """One blob (see :meth:`read_blobs`)."""
-        return self.read_blobs([oid])[oid]
+        """One blob (see :meth:`read_blobs`), kept among the last :data:`RECENT_BLOBS`
+        read this way: a notebook reads a file once for each span it quotes of it, and
+        a blob's bytes never change."""
+        blob = self._recent.pop(oid, None)
+        if blob is None:
+            blob = self.read_blobs([oid])[oid]
+        self._recent[oid] = blob  # the newest last
+        if len(self._recent) > RECENT_BLOBS:
+            del self._recent[next(iter(self._recent))]
+        return blob
 
     # -- history -----------------------------------------------------------------
 

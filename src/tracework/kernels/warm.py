@@ -38,10 +38,14 @@ from tracework.kernels.host import waited_out as _waited_out
 from tracework.kernels.spec import ensure_kernelspec
 from tracework.logs import swallowed
 
-#: What a notebook's ``import tracework as tw; tw.open(...)`` loads, and no more: the
-#: kernel never renders, and ``tracework.render`` would pull in nbformat, nbconvert and
-#: jsonschema, over a second of CPU per kernel for nothing.
-PRELOAD = "import tracework.notebook.workbench  # warm-up, before any report"
+#: What a notebook's ``import tracework as tw; tw.open(...)`` loads, and the Python lexer
+#: its first quote's card uses, and no more: the kernel never renders, and
+#: ``tracework.render`` would pull in nbformat, nbconvert and jsonschema, over a second of
+#: CPU per kernel for nothing.
+PRELOAD = (
+    "import tracework.notebook.workbench, tracework.views.code  # warm-up, before any report\n"
+    "tracework.views.code.warm()"
+)
 
 log = logging.getLogger(__name__)
 

@@ -73,7 +73,7 @@ def _text_at(
     read there (no lines, no such file, not a text file, not UTF-8)."""
     if lines is None:
         return None
-    mirror = open_mirror(session.ws, session.register.git_source(sid).subject)
+    mirror = session.mirror(session.register.git_source(sid).subject)
     try:
         data = quotable_lines(mirror, mirror.entry(commit, path), path, "notebook")
         return data.span(*lines).decode("utf-8")

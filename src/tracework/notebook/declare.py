@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, TypeVar
 from pydantic import ValidationError
 
 from tracework.errors import RecordError, TraceworkError, validation_problem
-from tracework.git.subjects import open_mirror
 from tracework.notebook.cells import cited_in
 from tracework.notebook.jupyter import (
     CaseView,
@@ -254,7 +253,7 @@ class RecordDeclarations:
             if isinstance(reviewed, dict):  # a stamp as records.json writes it
                 return ReviewStamp(**reviewed)
             commit, date = reviewed
-            full = open_mirror(session.ws, session.subject.name).resolve_commit(commit)
+            full = session.mirror(session.subject.name).resolve_commit(commit)
             return ReviewStamp(commit=full, date=date)
         except ValidationError as exc:
             raise RecordError(
@@ -574,7 +573,7 @@ class RecordDeclarations:
         }
         record = self._declare(Absence, id, evidence, reviewed, fields)
         session = self._session
-        mirror = open_mirror(session.ws, session.subject.name)
+        mirror = session.mirror(session.subject.name)
         try:
             self._state.absences[id] = search(mirror, session.commit, record.scope, record.patterns)
         except TraceworkError:

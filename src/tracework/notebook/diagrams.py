@@ -15,7 +15,6 @@ import re
 from collections.abc import Sequence
 from typing import Literal, TypeVar
 
-from tracework.git.subjects import open_mirror
 from tracework.notebook.session import RegisterSession
 from tracework.notebook.state import ReportState
 from tracework.records.diagrams import (
@@ -159,7 +158,7 @@ class Diagrams:
             session = self.session
             for sid, src in session.register.sources.items():
                 if isinstance(src, GitSource):
-                    mirror = open_mirror(session.ws, src.subject)
+                    mirror = session.mirror(src.subject)
                     tree = mirror.tree(session.commit_for(sid))
                     entries = [tree[p] for p in src.files if p in tree and tree[p].kind == "file"]
                     blobs = mirror.read_blobs(e.oid for e in entries)

@@ -20,6 +20,7 @@ from typing import Literal
 import tracework.register.store as reg
 from tracework.capture.sources import add_capture_source
 from tracework.errors import QuoteNotInRegister, RegisterError, TraceworkError
+from tracework.git.mirror import Mirror
 from tracework.git.subjects import load_subject, open_mirror
 from tracework.hashing import sha256_file, sha256_hex
 from tracework.notebook.authoring import PendingQuotes
@@ -50,6 +51,7 @@ class RegisterSession:
         self.checks = SourceChecks(self)
         #: quoted files' texts at their pins, read once: (subject, pin, path) → text
         self._pinned_texts: dict[tuple[str, str, str], str | None] = {}
+        self._mirrors: dict[str, Mirror] = {}
         self.read()
         register = self.register
         gits = [(sid, s) for sid, s in register.sources.items() if isinstance(s, GitSource)]
@@ -61,10 +63,18 @@ class RegisterSession:
         self.primary, source = gits[0]
         self.subject = load_subject(ws, source.subject)
         self.pin = source.commit
-        mirror = open_mirror(ws, source.subject)
+        mirror = self.mirror(source.subject)
         self.commit = mirror.resolve_commit(commit) if commit else self.pin
         self.commit_info = mirror.commit_info(self.commit)
         self.pin_info = mirror.commit_info(self.pin)
+
+    def mirror(self, subject: str) -> Mirror:
+        """The subject's mirror, opened once for the notebook's session: each quote of a
+        cell otherwise opened it, listed the pin's tree and read its file again (git's
+        objects and a tree by commit id never change, so nothing read can go stale)."""
+        if subject not in self._mirrors:
+            self._mirrors[subject] = open_mirror(self.ws, subject)
+        return self._mirrors[subject]
 
     # -- reading and writing -----------------------------------------------------------
 
@@ -154,7 +164,7 @@ class RegisterSession:
         if key not in self._pinned_texts:
             text = None
             try:
-                mirror = open_mirror(self.ws, source.subject)
+                mirror = self.mirror(source.subject)
                 data = mirror.read_blob(mirror.entry(source.commit, path).oid).data
                 text = data.decode("utf-8", "replace") if data is not None else None
             except (TraceworkError, OSError) as exc:
@@ -201,7 +211,7 @@ class RegisterSession:
 
     def _find_in_register(self, sid: str, path: str, request: QuoteRequest, qid: str | None) -> str:
         src = self.register.git_source(sid)
-        mirror = open_mirror(self.ws, src.subject)
+        mirror = self.mirror(src.subject)
         data = quotable_lines(mirror, mirror.entry(src.commit, path), path, "notebook")
         span, anchor = request.locate(data, path, "notebook")
         wanted = make_quote(sid, path, data, span, anchor)

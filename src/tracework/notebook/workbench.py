@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 from tracework.drift.check import CheckItem, CheckReport
 from tracework.errors import ChecksFailed, RegisterError, TraceworkError, check_iso_date
 from tracework.fsio import write_atomic
-from tracework.git.subjects import open_mirror
 from tracework.notebook.captures import Captures, CaptureView
 from tracework.notebook.cells import (
     cell_starts,
@@ -177,7 +176,7 @@ class SourceHandle:
         """
         from tracework.git.history import history
 
-        mirror = open_mirror(self.wb.ws, self.wb.register.git_source(self.id).subject)
+        mirror = self.wb._session.mirror(self.wb.register.git_source(self.id).subject)
         return history(mirror, self.wb._session.commit_for(self.id))
 
     def __repr__(self) -> str:
@@ -424,7 +423,7 @@ class Workbench(RecordDeclarations):
         from tracework.screen import DEFAULT_DAYS, screen
 
         found = screen(
-            open_mirror(self.ws, self.subject.name),
+            self._session.mirror(self.subject.name),
             self.commit,
             cooldown_days=self.ws.cooldown_days or DEFAULT_DAYS,
         )

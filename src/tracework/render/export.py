@@ -527,8 +527,9 @@ def html_exporter() -> HTMLExporter:
 
 def warmed_exporter() -> HTMLExporter:
     """:func:`html_exporter`, warm: the first time in a thread, one page of a notebook
-    of two cells is exported and thrown away, so the templates are compiled and the
-    page's accessibility pass (BeautifulSoup, its CSS selectors) loaded.  That is most
+    of two cells is exported and thrown away, so the templates (nbconvert's and the
+    page's own fragments) are compiled and the page's accessibility pass (BeautifulSoup,
+    its CSS selectors) loaded.  That is most
     of a cold render's first page; a render calls this while its kernel boots.  The
     exporter gives the same bytes after it (each export passes its own notebook and
     resources, as a batch's many reports do)."""
@@ -551,6 +552,7 @@ def warmed_exporter() -> HTMLExporter:
     parts = ("header_html", "appendix_html", "drift_html", "footer_html", "csp")
     resources = {"tracework": {**shown, **dict.fromkeys(parts, "")}}
     exporter.from_notebook_node(v4.new_notebook(cells=cells), resources=resources)
+    fragments.warm()
     exporter._tracework_warm = True  # type: ignore[attr-defined]
     return exporter
 

@@ -19,7 +19,10 @@ under the gutter.
 
 from __future__ import annotations
 
+import functools
 import html
+import sys
+import threading
 from collections.abc import Iterator
 
 from pygments.lexer import Lexer
@@ -74,6 +77,41 @@ def _lines(lexer: Lexer, text: str, first: int, last: int) -> Iterator[list[tupl
                 line.append((_classes(ttype), piece))
     if first <= number <= last:  # a last line without a newline
         yield line
+
+
+class _LexedFile:
+    """A file's lines as lexed from its start, read only as far as a quote has asked and
+    kept for the next: a notebook shows a file's spans in each card that cites them, and
+    the page's record list shows them all again (the same tokens as :func:`_lines` of
+    that span gives: the lexing is the same, from the same start)."""
+
+    def __init__(self, lexer: Lexer, text: str) -> None:
+        self._rows = _lines(lexer, text, 1, sys.maxsize)
+        self._read: list[list[tuple[str, str]]] = []
+        self._lock = threading.Lock()  # one generator: a batch's threads take turns
+
+    def lines(self, first: int, last: int) -> list[list[tuple[str, str]]]:
+        """Lines ``first``–``last`` (1-based), each as its (classes, text) pieces."""
+        with self._lock:
+            while len(self._read) < last:
+                row = next(self._rows, None)
+                if row is None:
+                    break
+                self._read.append(row)
+            return self._read[first - 1 : last]
+
+
+@functools.lru_cache(maxsize=16)
+def _lexed_file(path: str, text: str) -> _LexedFile:
+    """The file ``path``'s ``text`` as lexed, shared by every span quoted of it."""
+    return _LexedFile(lexer_for(path), text)
+
+
+def warm() -> None:
+    """Compile the Python lexer's rules, which pygments does at a lexer's first use
+    (about 50 ms): a kernel does it while it waits for its first cell, not in the first
+    card that shows a quote."""
+    lexer_for("warm.py")
 
 
 def _indent(pieces: list[tuple[str, str]]) -> int:
@@ -139,14 +177,13 @@ def code_html(text: str, path: str, first_line: int, whole: str | None = None) -
     shown = visible(text)
     last = first_line + max(shown.count("\n") - shown.endswith("\n"), 0)
     source = _span_of(visible(whole) if whole is not None else None, shown, first_line, last)
-    lexer = lexer_for(path)
     if source is None:
         source, start, end = shown, 1, last - first_line + 1
+        lexed = list(_lines(lexer_for(path), source, start, end))
     else:
         start, end = first_line, last
-    rows = [
-        _row(first_line + n, pieces) for n, pieces in enumerate(_lines(lexer, source, start, end))
-    ]
+        lexed = _lexed_file(path, source).lines(start, end)
+    rows = [_row(first_line + n, pieces) for n, pieces in enumerate(lexed)]
     return f'<div class="tw-hl tw-code"><pre><code>{"".join(rows)}</code></pre></div>\n'
 
 
