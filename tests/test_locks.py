@@ -45,9 +45,11 @@ def test_a_lock_another_process_holds_times_out_and_is_had_once_it_lets_go(tmp_p
     holder = _hold(target, 1.0)
     held_at = time.monotonic()
     try:
-        with pytest.raises(fsio.LockTimeout, match="locked by another process"):
-            with fsio.locked(target, timeout=0.2):
-                pytest.fail("the lock was had while another process held it")
+        with (
+            pytest.raises(fsio.LockTimeout, match="locked by another process"),
+            fsio.locked(target, timeout=0.2),
+        ):
+            pytest.fail("the lock was had while another process held it")
         assert time.monotonic() - held_at >= 0.2
         with fsio.locked(target, timeout=10):  # waits for the holder to let go
             assert time.monotonic() - held_at >= 1.0
@@ -70,9 +72,8 @@ def test_a_holder_killed_outright_leaves_nothing_locked(tmp_path):
 
 def test_the_lock_is_released_when_the_block_raises(tmp_path):
     target = tmp_path / "x"
-    with pytest.raises(RuntimeError):
-        with fsio.locked(target):
-            raise RuntimeError("inside")
+    with pytest.raises(RuntimeError), fsio.locked(target):
+        raise RuntimeError("inside")
     with fsio.locked(target, timeout=0):
         pass
 
@@ -80,7 +81,6 @@ def test_the_lock_is_released_when_the_block_raises(tmp_path):
 def test_a_lock_file_that_is_a_link_is_refused_not_followed(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     (tmp_path / ".x.lock").symlink_to(elsewhere)
-    with pytest.raises(OSError):
-        with fsio.locked(tmp_path / "x", timeout=0):
-            pass
+    with pytest.raises(OSError), fsio.locked(tmp_path / "x", timeout=0):
+        pass
     assert not elsewhere.exists()
