@@ -18,11 +18,13 @@
    of the rules applied one after another, each a pass over each string (what
    tracework did before, with the same RE2); both outputs must be equal.
 
-Prints seconds (the best of ``--repeat``; the baselines once) and the ratios.  A
-benchmark never fails on time.
+Prints seconds (the best of ``--repeat``; the baselines once), the ratios, and the
+machine's load average at the start and the end.  A benchmark never fails on time.
 
     .venv/bin/python benchmarks/bench_capture_bounds.py
     .venv/bin/python benchmarks/bench_capture_bounds.py --cases 3000 --rules 300  # quick
+    .venv/bin/python benchmarks/bench_capture_bounds.py --cases 40 --rules 20 --strings 20 \
+        --repeat 1  # a check that it runs
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ def post_run(cases: int) -> tuple[Callable[[], object], list[bytes]]:
     from tracework.capture.config import CaptureConfig, Limits
     from tracework.capture.environment import Environment, Interpreter
     from tracework.capture.process import Run
+    from tracework.capture.store import EnvironmentProvenance, PythonProvenance
 
     lines = protocol_lines(cases)
     config = CaptureConfig.model_validate(
@@ -111,6 +114,12 @@ def post_run(cases: int) -> tuple[Callable[[], object], list[bytes]]:
         frozen="# python 3.11\n",
         interpreter=Interpreter(path="python3", version="3.11", prefix="/usr"),
         built_now=False,
+        provenance=EnvironmentProvenance(
+            uv="0",
+            python=PythonProvenance(version="3.11", path="python3", sha256="0" * 64),
+            lock=None,
+            distributions=(),
+        ),
     )
     run = Run(lines=lines, log=b"the harness's log\n", returncode=0, stopped=None)
 
@@ -201,6 +210,8 @@ def main() -> None:
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} CPUs")
     part_cases(args.cases, args.repeat)
     part_rules(args.rules, args.strings, args.repeat)
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end")
 
 
 if __name__ == "__main__":

@@ -5,9 +5,11 @@ whose claim is 27 MB of text (it reaches records.json as well as the page).  Eac
 rendered in a workspace of its own, built here in a temporary folder (a one-file
 subject, a report quoting it); prints, per shape, the wall time of `tracework render`,
 the peak resident memory of its largest process (the render or its kernel) and the
-sizes of the page, the kept notebook and records.json.
+sizes of the page, the kept notebook and records.json; then the machine's load average
+at the start and the end.  `--mb` sets the size (a test runs it at 2 MB, still over
+the 1 MiB `[render] output_cap`).
 
-    .venv/bin/python benchmarks/bench_outputs.py [--runs 1]
+    .venv/bin/python benchmarks/bench_outputs.py [--runs 1] [--mb 27]
 """
 
 from __future__ import annotations
@@ -21,14 +23,6 @@ import tempfile
 import time
 from pathlib import Path
 
-SHAPES = {
-    "one print": 'print("x" * 27_000_000)',
-    "300,000 lines": 'for i in range(300_000):\n    print(f"line {i:06d} " + "x" * 78)',
-    "a 27 MB claim": (
-        'wb.claim("RT-CLM-big", label="Big", claim="x " * 13_500_000, assessment="a",\n'
-        '         operation="uninspected", evidence=[q]);'
-    ),
-}
 QUOTE = """q = src.quote("pkg/store.py", symbol="Store.put")
 wb.component("RT-CMP-store", label="Store", identity="The store.", evidence=[q]);"""
 ENV = {
@@ -41,6 +35,24 @@ ENV = {
     "GIT_AUTHOR_DATE": "@1767225600 +0000",
     "GIT_COMMITTER_DATE": "@1767225600 +0000",
 }
+#: A printed line of the second shape: "line 000042 " and 78 x's, and its newline.
+LINE = 90
+
+
+def shapes(mb: float) -> dict[str, str]:
+    """The cells that output ``mb`` MB, by the shape's name."""
+    size = round(mb * 1_000_000)
+    lines = size // LINE
+    return {
+        "one print": f'print("x" * {size:_})',
+        f"{lines:,} lines": (
+            f'for i in range({lines:_}):\n    print(f"line {{i:06d}} " + "x" * {LINE - 12})'
+        ),
+        f"a {mb:g} MB claim": (
+            f'wb.claim("RT-CLM-big", label="Big", claim="x " * {size // 2:_}, assessment="a",\n'
+            '         operation="uninspected", evidence=[q]);'
+        ),
+    }
 
 
 def workspace(root: Path, cell: str) -> Path:
@@ -105,9 +117,11 @@ def render(ws: Path) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--mb", type=float, default=27, help="megabytes each cell outputs")
     args = parser.parse_args()
+    load_start = os.getloadavg()
     print(f"{'':16}{'seconds':>9}{'peak RSS':>10}{'page':>10}{'notebook':>10}{'records':>10}")
-    for shape, cell in SHAPES.items():
+    for shape, cell in shapes(args.mb).items():
         with tempfile.TemporaryDirectory() as tmp:
             ws = workspace(Path(tmp), cell)
             runs = [render(ws) for _ in range(args.runs)]
@@ -122,6 +136,8 @@ def main() -> None:
             f"{shape:16}{seconds:9.1f}{peak:8.0f} MiB"
             + "".join(f"{size:8.1f} MB" for size in sizes)
         )
+    load_end = os.getloadavg()
+    print(f"load average {load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end (1 min)")
 
 
 if __name__ == "__main__":

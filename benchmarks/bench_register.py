@@ -18,7 +18,7 @@ What it does, per size:
      another span;
    * ``cell of 200``: a notebook cell quoting 200 new spans, run by a real IPython
      shell in author mode (``src.quote`` 200 times, the register written when the
-     cell ends);
+     cell ends; its writes are counted, target: once);
    * the baseline: one add and one replace by the full edit (the splice point
      withheld), on sizes up to ``--baseline-max`` (the full edit takes minutes at
      50,000 quotes).
@@ -26,7 +26,8 @@ What it does, per size:
 It prints a table of seconds (median of ``--repeat`` runs for ``add`` and ``replace``;
 one run for the cell and the baseline), the ratio of the baseline to each, and a
 PASS/MISS line for the issue's target: adding or replacing a quote in a 10,000-quote
-register in at most 0.2 s.  A benchmark never fails on time.
+register in at most 0.2 s (without 10,000 among ``--sizes``, judged at the largest size
+run, and the line says so).  A benchmark never fails on time.
 
 Then, for a register of ``--layout-size`` quotes (10,000; 0 skips it), the layout case:
 the same register in the usual layout (the baseline, as tracework wrote it) and in
@@ -48,6 +49,8 @@ analyst runs it: ``tracework quote`` of a new span against ``tracework check --j
 same register, each a process of its own (start-up, imports and the register's load
 included), alternating, ``--repeat`` times; PASS when the quote's median is at most 3× the
 check's.
+
+The machine's load average at the start and at the end is printed last.
 """
 
 from __future__ import annotations
@@ -141,7 +144,8 @@ def run_cell(shell: Any, code: str) -> None:
         raise SystemExit(f"the cell failed: {result.error_in_exec or result.error_before_exec}")
 
 
-def measure(quotes: int, repeat: int, cell: int, baseline: bool) -> dict[str, float]:
+def measure(quotes: int, repeat: int, cell: int, baseline: bool) -> tuple[dict[str, float], int]:
+    """The row of seconds for ``quotes``, and how many times the cell wrote the register."""
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
@@ -177,7 +181,15 @@ def measure(quotes: int, repeat: int, cell: int, baseline: bool) -> dict[str, fl
         ]
         shell.user_ns["spans"] = spans
         code = "for path, line in spans:\n    src.quote(path, lines=(line, line))"
-        row[f"cell of {cell}"] = timed(lambda: run_cell(shell, code))
+        writes = []
+        replace_file = os.replace
+
+        def counted(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+            writes.extend([dst] if Path(dst) == register else [])
+            replace_file(src, dst)
+
+        with patch.object(os, "replace", counted):  # every register write is a rename
+            row[f"cell of {cell}"] = timed(lambda: run_cell(shell, code))
         held = reg.load(register).quotes
         if not all(f"Q-mod{int(p[-8:-3]):05d}-{n}-{n}" in held for p, n in spans):
             raise SystemExit("the cell's quotes are not all in the register")
@@ -187,7 +199,7 @@ def measure(quotes: int, repeat: int, cell: int, baseline: bool) -> dict[str, fl
                 row["replace (full edit)"] = timed(replace(repeat))
             row[f"{cell} one by one"] = timed(lambda: [new_span(3000 + n)() for n in range(cell)])
         os.chdir(here)  # out of the folder before it goes
-    return row
+    return row, len(writes)
 
 
 def other_layout(text: str) -> str:
@@ -264,22 +276,29 @@ def main_() -> int:
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    rows = {}
+    load_start = os.getloadavg()
+    rows, writes = {}, {}
     for size in sizes:
-        rows[size] = measure(size, args.repeat, args.cell, size <= args.baseline_max)
+        rows[size], writes[size] = measure(size, args.repeat, args.cell, size <= args.baseline_max)
         print(f"{size:>7} quotes: " + ", ".join(f"{k} {v:.3f} s" for k, v in rows[size].items()))
         sys.stdout.flush()
     if rows:
         print_sizes(rows, args.cell)
-    if 10000 in rows:
-        row = rows[10000]
+        judged = 10000 if 10000 in rows else max(rows)
+        row = rows[judged]
         ok = row["add"] <= TARGET and row["replace"] <= TARGET
         verdict = "PASS" if ok else "MISS"
-        print(f"{verdict}: add and replace in a 10,000-quote register ≤ {TARGET} s")
+        at = "" if judged == 10000 else " (the target is at 10,000)"
+        print(f"{verdict}: add and replace in a {judged:,}-quote register ≤ {TARGET} s{at}")
+        once = "PASS" if set(writes.values()) == {1} else "MISS"
+        counts = ", ".join(f"{n} at {size:,}" for size, n in writes.items())
+        print(f"{once}: a cell of {args.cell} quotes writes the register once ({counts})")
     if args.layout_size:
         print_layout(args.layout_size, measure_layout(args.layout_size))
     if args.cli_size:
         print_cli(args.cli_size, measure_cli(args.cli_size, args.repeat))
+    load_end = os.getloadavg()
+    print(f"\nload average {load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end (1 min)")
     return 0
 
 
@@ -287,6 +306,7 @@ def measure_cli(quotes: int, repeat: int) -> dict[str, list[float]]:
     """``tracework quote`` (a new span each time) and ``tracework check --json`` of the
     same register, as an analyst runs them: each a new process, start-up and imports
     included, alternating; the check's compiled copy made first, as any command makes it."""
+    here = Path.cwd()
     with tempfile.TemporaryDirectory() as tmp:
         ws, _, files = build(Path(tmp), quotes)
         command = str(Path(sys.executable).parent / "tracework")
@@ -305,6 +325,7 @@ def measure_cli(quotes: int, repeat: int) -> dict[str, list[float]]:
                 times[key].append(time.perf_counter() - start)
                 if key == "quote" and done.returncode != 0:
                     raise SystemExit(f"quote failed: {done.stderr.decode()}")
+        os.chdir(here)  # out of the folder before it goes
         return times
 
 

@@ -13,9 +13,11 @@ other, as a shell script would (`papermill` then `jupyter nbconvert --to html`).
   repository's notebook is never written.
 
 Prints the best and median of N runs, the ratios, PASS or MISS for each target, and the
-machine's load average before and after.  Run `make demo` first.
+machine's load average before and after.  Run `make demo` first; `--workspace` names
+another workspace holding the demo report and its fetched subject (a test runs this at a
+tiny size on a copy of the demo).
 
-    .venv/bin/python benchmarks/bench_render.py [--runs 3] [--edits 5]
+    .venv/bin/python benchmarks/bench_render.py [--runs 3] [--edits 5] [--workspace DIR]
 """
 
 from __future__ import annotations
@@ -40,34 +42,34 @@ BIN = Path(sys.executable).parent
 NAME = "larkspur"
 
 
-def timed(cmd: list[str], cwd: Path = ROOT) -> float:
+def timed(cmd: list[str], cwd: Path) -> float:
     start = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, check=True, capture_output=True)
     return time.perf_counter() - start
 
 
-def pin() -> str:
+def pin(root: Path) -> str:
     import tracework.register.store as reg
 
-    return reg.load(ROOT / "registers" / f"{NAME}.yaml").git_source("SRC-1").commit
+    return reg.load(root / "registers" / f"{NAME}.yaml").git_source("SRC-1").commit
 
 
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def workspace_copy(into: Path) -> Path:
-    """The demo workspace's files the report reads, copied (the mirror included)."""
+def workspace_copy(root: Path, into: Path) -> Path:
+    """Workspace ``root``'s files the report reads, copied (the mirror included)."""
     ws = into / "ws"
     ws.mkdir()
-    shutil.copy2(ROOT / "tracework.toml", ws)
+    shutil.copy2(root / "tracework.toml", ws)
     for rel in (f"notebooks/{NAME}.ipynb", f"registers/{NAME}.yaml", f"sources/{NAME}.toml"):
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, ws / rel)
-    shutil.copytree(ROOT / "registers" / "rubrics", ws / "registers" / "rubrics")
+        shutil.copy2(root / rel, ws / rel)
+    shutil.copytree(root / "registers" / "rubrics", ws / "registers" / "rubrics")
     mirrors = ws / "sources" / ".mirrors"
     mirrors.mkdir(parents=True)
-    shutil.copytree(ROOT / "sources" / ".mirrors" / f"{NAME}.git", mirrors / f"{NAME}.git")
+    shutil.copytree(root / "sources" / ".mirrors" / f"{NAME}.git", mirrors / f"{NAME}.git")
     for rel in ("reports", "captures"):
         (ws / rel).mkdir(exist_ok=True)
     return ws
@@ -101,10 +103,11 @@ class Stream:
             return next((g, t) for g, t in self.seen if g > generation)
 
 
-def preview_rerenders(edits: int) -> list[float]:
-    """Seconds from each saved one-cell change to its page being served."""
+def preview_rerenders(root: Path, edits: int) -> list[float]:
+    """Seconds from each saved one-cell change to its page being served, in a copy of
+    workspace ``root``."""
     with tempfile.TemporaryDirectory() as tmp:
-        ws = workspace_copy(Path(tmp))
+        ws = workspace_copy(root, Path(tmp))
         proc = subprocess.Popen(
             [str(BIN / "tracework"), "preview", NAME],
             cwd=ws,
@@ -155,10 +158,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--edits", type=int, default=5)
+    parser.add_argument("--workspace", type=Path, default=ROOT)
     args = parser.parse_args()
-    if not (ROOT / "sources" / ".mirrors" / f"{NAME}.git").exists():
+    root = args.workspace.resolve()
+    if not (root / "sources" / ".mirrors" / f"{NAME}.git").exists():
         sys.exit("run `make demo` first: the benchmark renders the demo report")
-    commit = pin()
+    commit = pin(root)
     from tracework.kernels.spec import ensure_kernelspec
 
     kernel = ensure_kernelspec()
@@ -173,7 +178,7 @@ def main() -> None:
                 "-k",
                 kernel,
                 "--cwd",
-                str(ROOT),
+                str(root),
                 "-r",
                 "register",
                 NAME,
@@ -188,12 +193,12 @@ def main() -> None:
             [str(BIN / "jupyter"), "nbconvert", "--to", "html", "--no-input", str(out)],
         ]
         ours = [str(BIN / "tracework"), "render", NAME]
-        timed(ours)  # warm the file cache and write the kernelspec once
+        timed(ours, root)  # warm the file cache and write the kernelspec once
         base_times, our_times = [], []
         for _ in range(args.runs):
-            base_times.append(sum(timed(c) for c in baseline_cmds))
-            our_times.append(timed(ours))
-    preview_times = preview_rerenders(args.edits)
+            base_times.append(sum(timed(c, root) for c in baseline_cmds))
+            our_times.append(timed(ours, root))
+    preview_times = preview_rerenders(root, args.edits)
     b_best, o_best = min(base_times), min(our_times)
     b_med, o_med = statistics.median(base_times), statistics.median(our_times)
     p_best, p_med = min(preview_times), statistics.median(preview_times)

@@ -28,7 +28,8 @@ what carrying the inputs costs: the shipped batch within 1.25x the shared one.  
 the local executor the ratio is printed without a target: both run on the same two cores,
 each worker with a kernel booted ahead.
 
-A benchmark never fails on time: it prints ratios and PASS/MISS against the targets.
+A benchmark never fails on time: it prints ratios and PASS/MISS against the targets, and
+last the machine's load average at the start and at the end.
 
     .venv/bin/python benchmarks/bench_rerender.py [--reports 40] [--repeat 5] [--skip-batch]
     .venv/bin/python benchmarks/bench_rerender.py --dask [--reports 40] [--repeat 5]
@@ -453,13 +454,16 @@ def main() -> None:
     args = parser.parse_args()
     if args.repeat < 5 and not args.skip_batch and not args.smoke:
         parser.error("--repeat: at least 5 runs, so that the spread shows")
+    load_start = os.getloadavg()
     if args.dask:
-        print("\ntargets: " + " · ".join(on_dask(args.reports, args.repeat)))
-        return
-    verdicts = bisection(args.commits, args.quotes)
-    if not args.skip_batch:
-        verdicts += batch(args.reports, args.repeat)
+        verdicts = on_dask(args.reports, args.repeat)
+    else:
+        verdicts = bisection(args.commits, args.quotes)
+        if not args.skip_batch:
+            verdicts += batch(args.reports, args.repeat)
     print("\ntargets: " + " · ".join(verdicts))
+    load_end = os.getloadavg()
+    print(f"load average {load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end (1 min)")
 
 
 if __name__ == "__main__":
