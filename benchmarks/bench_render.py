@@ -15,9 +15,12 @@ other, as a shell script would (`papermill` then `jupyter nbconvert --to html`).
 Prints the best and median of N runs, the ratios, PASS or MISS for each target, and the
 machine's load average before and after.  Run `make demo` first; `--workspace` names
 another workspace holding the demo report and its fetched subject (a test runs this at a
-tiny size on a copy of the demo).
+tiny size on a copy of the demo).  Where `PYTHONDONTWRITEBYTECODE` is set, every command
+is timed with its bytecode kept in a temporary folder, as an installed tracework has it
+(`--from-source`: compiled at every start instead).
 
     .venv/bin/python benchmarks/bench_render.py [--runs 3] [--edits 5] [--workspace DIR]
+        [--from-source]
 """
 
 from __future__ import annotations
@@ -159,8 +162,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--edits", type=int, default=5)
     parser.add_argument("--workspace", type=Path, default=ROOT)
+    parser.add_argument(
+        "--from-source",
+        action="store_true",
+        help="under PYTHONDONTWRITEBYTECODE, compile tracework at every start (not as installed)",
+    )
     args = parser.parse_args()
     root = args.workspace.resolve()
+    bytecode = tempfile.TemporaryDirectory(prefix="bench-render-bytecode-")
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not args.from_source:
+        # an installed tracework has its bytecode; an editable one under this variable
+        # would compile its modules at every start: every command, ours and the
+        # baseline's, keeps its bytecode in a folder of the run's own
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+        os.environ["PYTHONPYCACHEPREFIX"] = bytecode.name
+        print("bytecode: kept in a temporary folder, as installed (--from-source: compiled)")
     if not (root / "sources" / ".mirrors" / f"{NAME}.git").exists():
         sys.exit("run `make demo` first: the benchmark renders the demo report")
     commit = pin(root)
@@ -214,6 +230,7 @@ def main() -> None:
         f"target <= 1 s: {verdict(p_med <= 1.0)}"
     )
     print(f"load average after: {load()}")
+    bytecode.cleanup()
 
 
 def verdict(passed: bool) -> str:
