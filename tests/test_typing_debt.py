@@ -26,12 +26,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "tracework"
 #: What is counted: the spelling the issue counts, and typing's older one.
 UNTYPED = re.compile(r"\b[Dd]ict\[str, Any\]")
 
-#: The most lines with a ``dict[str, Any]`` the package may hold (the aim: twelve).
-CEILING = 27
+#: The most lines with a ``dict[str, Any]`` the package may hold (the aim was twelve).
+CEILING = 5
 
 #: Modules whose dictionaries are still to be typed: counted against the ceiling, not
 #: yet held to a reason.  Each entry goes once its module is typed.
-PENDING = ("site/",)
+PENDING: tuple[str, ...] = ()
 
 
 def _occurrences() -> list[tuple[str, int, str, bool]]:

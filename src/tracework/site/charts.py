@@ -12,11 +12,15 @@ computed here, and the template writes the shapes with autoescaping on.  Three k
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tracework.site.read import Report
 from tracework.text import counted
+
+if TYPE_CHECKING:
+    from tracework.site.contexts import SpreadRow
 
 #: Quote states from the best news to the worst, the order bars stack from the bottom.
 #: "changed (format only)" is a changed quote whose content still occurs.
@@ -85,7 +89,7 @@ class Sparkline:
     label: str  # shown beside it: the first and the newest share
 
 
-def quote_states(counts: dict[str, Any], format_only: int) -> dict[str, int]:
+def quote_states(counts: Mapping[str, object], format_only: int) -> dict[str, int]:
     """A render's quote counts by the chart's states (format-only taken out of changed)."""
     out = {s: _count(counts.get(s)) for s in STACK}
     out["format only"] = min(_count(format_only), out["changed"])
@@ -93,7 +97,7 @@ def quote_states(counts: dict[str, Any], format_only: int) -> dict[str, int]:
     return out
 
 
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     return value if type(value) is int and value > 0 else 0
 
 
@@ -178,7 +182,7 @@ def history_chart(report: Report) -> HistoryChart | None:
     )
 
 
-def distribution_chart(distribution: list[dict[str, Any]], mechanisms: int) -> DistributionChart:
+def distribution_chart(distribution: list[SpreadRow], mechanisms: int) -> DistributionChart:
     """A horizontal bar per "carries k of M", as long as its share of systems."""
     row, left, room = 26, 72, 180
     rows = [

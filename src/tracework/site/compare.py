@@ -14,18 +14,33 @@ from __future__ import annotations
 import difflib
 import logging
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 from tracework.errors import TraceworkError
 from tracework.git.forge import upstream_url
-from tracework.git.mirror import Mirror
+from tracework.git.mirror import Mirror, TreeEntry
 from tracework.git.subjects import open_mirror
+from tracework.readers import Table
 from tracework.records.artefacts import MarkEntry, QuoteEntry
+from tracework.site.contexts import (
+    AbsenceChange,
+    Comparison,
+    FindingRow,
+    MarkStateChange,
+    PackageRow,
+    QuoteChange,
+    RecordChange,
+    ScreenChanges,
+)
 from tracework.site.read import Render
 from tracework.workspace import Workspace
 
 log = logging.getLogger(__name__)
+
+#: A finding or a package row: what the screen's difference compares, by some keys.
+Row = TypeVar("Row", bound=Mapping[str, object])
 
 
 @dataclass
@@ -34,7 +49,7 @@ class Spans:
 
     ws: Workspace
     mirrors: dict[str, Mirror | None] = field(default_factory=dict)
-    trees: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    trees: dict[tuple[str, str], dict[str, TreeEntry]] = field(default_factory=dict)
     blobs: dict[tuple[str, str], list[str] | None] = field(default_factory=dict)
 
     def lines(self, subject: str, commit: str, path: str) -> list[str] | None:
@@ -105,10 +120,10 @@ def _mark_state(mark: MarkEntry | None) -> str:
     return state + (" (needs re-review)" if mark.needs_review else "")
 
 
-def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
+def compare(old: Render, new: Render, spans: Spans) -> Comparison:
     """What changed state from render ``old`` to render ``new`` of one report."""
     subject = new.records.subject
-    quotes = []
+    quotes: list[QuoteChange] = []
     old_q, new_q = old.records.quotes, new.records.quotes
     for qid in sorted(set(old_q) | set(new_q)):
         a, b = old_q.get(qid), new_q.get(qid)
@@ -146,7 +161,7 @@ def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
                 "cited": b is not None,
             }
         )
-    records = []
+    records: list[RecordChange] = []
     old_r = {r.id: r for r in old.records.records}
     new_r = {r.id: r for r in new.records.records}
     for rid in sorted(set(old_r) | set(new_r)):
@@ -159,7 +174,7 @@ def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
             records.append(
                 {"id": rid, "before": words[0], "after": words[1], "shown": now is not None}
             )
-    marks = []
+    marks: list[MarkStateChange] = []
     old_m, new_m = old.records.marks, new.records.marks
     for rubric in sorted(set(old_m) | set(new_m)):
         a_marks = old_m[rubric].marks if rubric in old_m else {}
@@ -168,7 +183,7 @@ def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
             before, after = _mark_state(a_marks.get(mid)), _mark_state(b_marks.get(mid))
             if before != after:
                 marks.append({"rubric": rubric, "mechanism": mid, "before": before, "after": after})
-    absences = []
+    absences: list[AbsenceChange] = []
     old_a, new_a = old.records.absences, new.records.absences
     labels = {r.id: r.label for r in new.records.records}
     for aid in sorted(set(old_a) | set(new_a)):
@@ -220,7 +235,7 @@ def compare(old: Render, new: Render, spans: Spans) -> dict[str, Any]:
 _FINDING_KEYS = ("category", "path", "kind", "step", "text")
 
 
-def _screen_items(screen: dict[str, Any]) -> list[dict[str, Any]]:
+def _screen_items(screen: Table) -> list[FindingRow]:
     """A recorded screen's findings, each with the fields the page shows (records.json
     is the render's own, but a hand edit may have left anything in it)."""
     items = screen.get("items")
@@ -228,18 +243,30 @@ def _screen_items(screen: dict[str, Any]) -> list[dict[str, Any]]:
     for item in items if isinstance(items, list) else []:
         if not isinstance(item, dict):
             continue
-        shown = {k: item.get(k) if isinstance(item.get(k), str) else "" for k in _FINDING_KEYS}
+
+        def text(key: str, item: Table = item) -> str:
+            value = item.get(key)
+            return value if isinstance(value, str) else ""
+
         line = item.get("line")
-        shown["line"] = line if isinstance(line, int) and not isinstance(line, bool) else 0
-        out.append(shown)
+        out.append(
+            FindingRow(
+                category=text("category"),
+                path=text("path"),
+                kind=text("kind"),
+                step=text("step"),
+                text=text("text"),
+                line=line if isinstance(line, int) and not isinstance(line, bool) else 0,
+            )
+        )
     return out
 
 
-def _screen_packages(screen: dict[str, Any]) -> list[dict[str, Any]]:
+def _screen_packages(screen: Table) -> list[PackageRow]:
     """A recorded screen's locked packages inside its cooldown window."""
     cooldown = screen.get("cooldown")
     locks = cooldown.get("locks") if isinstance(cooldown, dict) else None
-    out = []
+    out: list[PackageRow] = []
     for lock in locks if isinstance(locks, list) else []:
         if not isinstance(lock, dict):
             continue
@@ -258,20 +285,20 @@ def _screen_packages(screen: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _difference(
-    before: list[dict[str, Any]], after: list[dict[str, Any]], keys: tuple[str, ...]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    before: list[Row], after: list[Row], keys: tuple[str, ...]
+) -> tuple[list[Row], list[Row]]:
     """What ``after`` holds that ``before`` does not, and the reverse, counting repeats;
     entries are the same when their ``keys`` are (a finding that moved lines is the
     same finding)."""
 
-    def key(entry: dict[str, Any]) -> tuple[Any, ...]:
+    def key(entry: Row) -> tuple[object, ...]:
         return tuple(entry[k] for k in keys)
 
     left = Counter(key(e) for e in before)
     right = Counter(key(e) for e in after)
     gained, lost = right - left, left - right
 
-    def pick(entries: list[dict[str, Any]], wanted: Counter[tuple[Any, ...]]) -> list[Any]:
+    def pick(entries: list[Row], wanted: Counter[tuple[object, ...]]) -> list[Row]:
         out = []
         for entry in entries:
             if wanted[key(entry)] > 0:
@@ -282,7 +309,7 @@ def _difference(
     return pick(after, gained), pick(before, lost)
 
 
-def screen_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any] | None:
+def screen_changes(old: Table | None, new: Table | None) -> ScreenChanges | None:
     """What the screen of render ``new`` gained and lost against that of ``old``: its
     findings (by category, path, kind, step and line text: not by line number, which
     moves with any edit above) and the locked packages inside its cooldown.  None when

@@ -32,6 +32,20 @@ from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.render.theme import theme_js
 from tracework.site import charts
 from tracework.site.compare import Spans, compare, page_name
+from tracework.site.contexts import (
+    IndexRow,
+    MarkChange,
+    MarkHistory,
+    MarkSummary,
+    MatrixCell,
+    MatrixRender,
+    MatrixRow,
+    RenderRow,
+    RubricMatrix,
+    RubricRow,
+    SearchEntry,
+    SpreadRow,
+)
 from tracework.site.read import SITE_MARKER, Render, Report, Site, gather
 from tracework.staging import Staging
 from tracework.text import counted, visible, visible_markup, visible_name
@@ -261,7 +275,7 @@ def _write(path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8"))
 
 
-def _index_row(site: Site, report: Report) -> dict[str, Any]:
+def _index_row(site: Site, report: Report) -> IndexRow:
     newest = report.newest
     state, text = newest.status()
     records = newest.records
@@ -283,12 +297,12 @@ def _index_row(site: Site, report: Report) -> dict[str, Any]:
     }
 
 
-def _render_list(report: Report) -> list[dict[str, Any]]:
+def _render_list(report: Report) -> list[RenderRow]:
     """The report's renders, newest first, each with its history entry when there is one;
     then the history's entries whose render is no longer kept (a render of the same
     commit at an earlier pin, replaced by a re-pin's)."""
     before = dict(zip((r.commit for r in report.renders[1:]), report.renders, strict=False))
-    out = []
+    out: list[RenderRow] = []
     shown: set[int] = set()
     for render in reversed(report.renders):
         previous = before.get(render.commit)
@@ -349,7 +363,7 @@ def _entry_of(report: Report, render: Render) -> HistoryEntry | None:
     return None
 
 
-def _marks_of(site: Site, report: Report) -> list[dict[str, Any]]:
+def _marks_of(site: Site, report: Report) -> list[MarkSummary]:
     """The newest render's rubric marks: title, carried of total, and whether the rubric
     has a page (a mark against a rubric file since removed has none)."""
     return [
@@ -364,8 +378,8 @@ def _marks_of(site: Site, report: Report) -> list[dict[str, Any]]:
     ]
 
 
-def _rubric_list(site: Site) -> list[dict[str, Any]]:
-    out = []
+def _rubric_list(site: Site) -> list[RubricRow]:
+    out: list[RubricRow] = []
     for name, (rubric, _) in site.rubrics.items():
         systems = sum(1 for r in site.reports if name in r.marks())
         out.append(
@@ -379,14 +393,14 @@ def _rubric_list(site: Site) -> list[dict[str, Any]]:
     return out
 
 
-def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[str, Any]:
+def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> RubricMatrix:
     """Systems by mechanisms, with per-row and per-column counts and the distribution.
 
     Counts and the distribution compare systems at their newest render; each system
     also carries a row per earlier render that marked this rubric, for the reader to
     choose (the page's script shows the chosen one; without it, the newest shows).
     """
-    rows = []
+    rows: list[MatrixRow] = []
     per_mechanism = Counter[str]()
     for report in site.reports:
         if name not in report.marks():
@@ -410,7 +424,7 @@ def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[st
         )
     systems = len(rows)
     spread = Counter(r["carries"] for r in rows)
-    distribution = [
+    distribution: list[SpreadRow] = [
         {
             "carries": k,
             "systems": spread[k],
@@ -430,11 +444,11 @@ def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> dict[st
 
 def _matrix_row(
     report: Report, render: Render, name: str, rubric: Rubric, digest: str
-) -> dict[str, Any]:
+) -> MatrixRender:
     """One system at one render: a cell per mechanism, linking the mark's card there."""
     entry = render.records.marks[name]
     base = f"../reports/{report.name}/{render.folder}/report.html"
-    cells: list[dict[str, Any]] = []
+    cells: list[MatrixCell] = []
     for mechanism in rubric.mechanisms:
         mark = entry.marks.get(mechanism.id)
         if mark is None:
@@ -458,7 +472,7 @@ def _matrix_row(
     }
 
 
-def mark_history(report: Report) -> list[dict[str, Any]]:
+def mark_history(report: Report) -> list[MarkHistory]:
     """Per rubric the report marks, how each mark changed across its renders, oldest
     first: "expiry: absent → present at 1a2b3c4d5e6f, 2026-05-01".  Read from the
     history, which keeps the marks of a render whose folder a later one replaced (a
@@ -478,9 +492,9 @@ def mark_history(report: Report) -> list[dict[str, Any]]:
         if id(render) not in covered and render.records.marks:
             href = f"{render.folder}/report.html"
             steps.append((render.commit, render.records.commit_date[:10], href, _marks_in(render)))
-    out = []
+    out: list[MarkHistory] = []
     for name in sorted({n for *_, marks in steps for n in marks}):
-        changes: list[dict[str, Any]] = []
+        changes: list[MarkChange] = []
         before: dict[str, str] = {}
         shown = [step for step in steps if name in step[3]]
         for commit, date, href, marks in shown:
@@ -521,13 +535,13 @@ def _percent(part: int, whole: int) -> int:
     return round(100 * part / whole) if whole else 0
 
 
-def search_index(site: Site) -> list[dict[str, Any]]:
+def search_index(site: Site) -> list[SearchEntry]:
     """The client-side search's entries: records, quotes and reports, with their links.
 
     Its text is shown with ``textContent``, so hidden characters are made visible here,
     by the rule every page follows.
     """
-    out: list[dict[str, Any]] = []
+    out: list[SearchEntry] = []
     for report in site.reports:
         newest = report.newest
         base = f"reports/{report.name}/{newest.folder}/report.html"
@@ -567,6 +581,13 @@ def search_index(site: Site) -> list[dict[str, Any]]:
                 }
             )
     return [
-        {k: [visible_name(p) for p in v] if k == "paths" else visible(v) for k, v in e.items()}
+        SearchEntry(
+            kind=visible(e["kind"]),
+            id=visible(e["id"]),
+            label=visible(e["label"]),
+            report=visible(e["report"]),
+            paths=[visible_name(p) for p in e["paths"]],
+            href=visible(e["href"]),
+        )
         for e in out
     ]
