@@ -81,12 +81,12 @@ def plain(value: str) -> bool:
     return _PLAIN.fullmatch(value) is not None and _resolver()(value) == _STR
 
 
-def _line(path: str, entry: FileEntry) -> str | None:
-    """The entry's line as the full edit's dump writes it, when formatting it is safe."""
+def _line(path: str, fields: dict[str, str | int | bool]) -> str | None:
+    """An entry's line as the full edit's dump writes it, when formatting it is safe."""
     if len(path) > _SIMPLE_KEY or not plain(path):
         return None
     parts = []
-    for key, value in file_fields(entry).items():
+    for key, value in fields.items():
         if isinstance(value, bool):
             parts.append(f"{key}: {'true' if value else 'false'}")
         elif isinstance(value, int) or plain(value):
@@ -118,7 +118,8 @@ def entry_lines(sid: str, entries: list[tuple[str, FileEntry]]) -> str | None:
     dumped: list[tuple[str, FileEntry]] = []  # a run of entries for the emitter
     shapes: set[tuple[str, ...]] = set()  # the field sets compared with the emitter's
     for path, entry in entries:
-        line = _line(path, entry)
+        fields = file_fields(entry)
+        line = _line(path, fields)
         if line is None:
             dumped.append((path, entry))
             continue
@@ -128,7 +129,7 @@ def entry_lines(sid: str, entries: list[tuple[str, FileEntry]]) -> str | None:
                 return None
             pieces.append(run)
             dumped = []
-        shape = tuple(file_fields(entry))
+        shape = tuple(fields)
         if shape not in shapes:
             if _dumped(sid, [(path, entry)]) != line:
                 return None
