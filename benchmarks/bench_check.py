@@ -9,7 +9,7 @@ What it does, in one run:
    deletes ~0.2%; the objects are repacked so blobs are packed, as in a real clone;
 2. makes a tracework workspace with the CLI (``init``, ``subject add``, ``fetch``,
    ``register new``, ``register add-source``, one ``register add-file`` with a glob),
-   then adds ``--quotes`` quotes in ONE register edit through the library (calling
+   then adds ``--quotes`` quotes in ONE register write through the library (calling
    ``tracework quote`` ten thousand times would take longer than everything else):
    most are plain line ranges, some anchored on a function (``symbol``), some on a
    unique substring (``match``);
@@ -29,6 +29,28 @@ What it does, in one run:
    final PASS/MISS line for each target of the issue: ``check`` ≤ 2× the baseline and
    under 5 s, ``check --at`` ≤ 3× the baseline.  Verdicts use the median.
 
+``--monorepo`` is the issue's monorepo: modules of about 1 KB (two functions each, so
+at most two quotes a file), a second commit touching 1% of the files (the same kinds of
+drift, in the same proportions), and a fourth command timed with the others, from the
+command line as an analyst runs it: ``tracework register add-file`` of one glob
+registering every file, into a register of its own holding only the source (restored
+before each run, so each run registers them all; start-up included).  Its targets:
+``check`` ≤ 2× the baseline, ``check --at`` ≤ 3× the baseline, the ``add-file`` ≤ 3×
+the ``check``.  It runs at each of ``--sizes`` (default: a quarter, a half and all of
+``--files``, the quotes in proportion), each size built afresh, and ends with the peak
+RSS of each command at each size, its growth in MiB per 10,000 files (from the smallest
+size to the largest) and whether that growth is linear: PASS when no step between two
+consecutive sizes grows faster than 1.25× the first step's MiB per 10,000 files, plus
+1 MiB per 10,000 files for the noise of a peak RSS (faster growth, as a quadratic's,
+is a MISS; slower is fine).  The verdicts of the largest size are repeated last.
+
+The quotes are written in one write as the full edit would write them, without its
+round trip (minutes and gigabytes at 200,000 quotes): their entries dumped by
+tracework's own writer a few thousand at a time, as a notebook cell's splice dumps
+them, in place of the empty ``quotes: {}``, the register validated with them, and its
+compiled copy and splice record left as a write leaves them; the first entries are read
+back as the quotes they were made from.
+
 A benchmark never fails on time: it exits 0 whatever the figures, and 1 only when
 something went wrong (a command failed, its JSON did not parse, counts were off).
 
@@ -36,6 +58,9 @@ something went wrong (a command failed, its JSON did not parse, counts were off)
     .venv/bin/python benchmarks/bench_check.py --files 200 --quotes 400  # smoke test
     .venv/bin/python benchmarks/bench_check.py --keep /tmp/bench   # keep the build and outputs
     .venv/bin/python benchmarks/bench_check.py --pyc   # with cached bytecode, ours included
+    .venv/bin/python benchmarks/bench_check.py --monorepo --files 100000 --quotes 200000
+    .venv/bin/python benchmarks/bench_check.py --monorepo --files 200 --quotes 400 \\
+        --sizes 100,150,200 --repeat 1                              # its smoke test
 """
 
 from __future__ import annotations
@@ -54,16 +79,17 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tracework.hashing import Lines
-from tracework.register import edits as regy
-from tracework.register import nodes
-from tracework.register.models import Anchor
+from tracework.fsio import write_atomic
+from tracework.hashing import Lines, sha256_hex
+from tracework.readers import load_yaml
+from tracework.register import append, store
+from tracework.register.models import Anchor, Quote, Register
 from tracework.register.quotes import make_quote
 from tracework.register.spans import Span
 
@@ -73,6 +99,8 @@ FUNCTIONS_PER_FILE = 12
 STEPS_PER_FUNCTION = (5, 10)  # arithmetic lines per function, inclusive; ~5 KB per file
 FILES_PER_FOLDER = 125
 SUBJECT, REGISTER, SOURCE = "synth", "bench", "SRC-1"
+FILES_REGISTER = "files"  # --monorepo: the register `add-file` fills on each timed run
+GLOB = "src/**/*.py"
 
 # Share of files each kind of drift touches in the second commit (disjoint sets).
 EDITED, SHIFTED, RENAMED, DELETED = 0.02, 0.02, 0.01, 0.002
@@ -81,6 +109,16 @@ INSERTED_LINES = 3
 SYMBOL_SHARE, MATCH_SHARE = 0.15, 0.10
 
 TARGET_CHECK_RATIO, TARGET_CHECK_SECONDS, TARGET_AT_RATIO = 2.0, 5.0, 3.0
+
+# --monorepo: two functions a module (about 1 KB), and a second commit touching 1% of
+# the files, the kinds of drift in the proportions above.
+MONO_FUNCTIONS = 2
+MONO_SHARES = (0.0038, 0.0038, 0.0019, 0.0005)
+TARGET_REGISTER_RATIO = 3.0  # `register add-file` of the glob, against one `check`
+# memory grows linearly: no step faster than this times the first, plus the noise
+LINEAR_SLACK, NOISE_MIB = 1.25, 1.0  # MiB per 10,000 files
+
+QUOTE_CHUNK = 5000  # quote entries dumped at a time
 
 # The baseline: one ls-tree, ONE cat-file --batch --buffer pass, SHA-256 of each blob.
 BASELINE = """\
@@ -159,8 +197,11 @@ class Module:
         return "".join(self.lines).encode()
 
 
-def make_module(index: int, path: str, rng: random.Random) -> Module:
-    """A ~5 KB module of functions whose every line carries a unique ``[m.. f.. s..]`` tag.
+def make_module(
+    index: int, path: str, rng: random.Random, functions: int = FUNCTIONS_PER_FILE
+) -> Module:
+    """A module of ``functions`` functions (about 5 KB for 12, 1 KB for 2) whose every
+    line carries a unique ``[m.. f.. s..]`` tag.
 
     Unique lines make every quote's bytes unique, so the drift each one suffers has
     one expected outcome.
@@ -173,8 +214,8 @@ def make_module(index: int, path: str, rng: random.Random) -> Module:
         "\n",
         f"LIMIT = {rng.randrange(1000, 9999)}  # [{tag} limit]\n",
     ]
-    functions = []
-    for j in range(FUNCTIONS_PER_FILE):
+    made = []
+    for j in range(functions):
         lines += ["\n", "\n"]
         name = f"func_{index}_{j}"
         first = len(lines) + 1
@@ -187,13 +228,18 @@ def make_module(index: int, path: str, rng: random.Random) -> Module:
             a, b = rng.randrange(2, 99), rng.randrange(1, 999)
             lines.append(f"    v{k} = v{k - 1} * {a} + {b}  # [{tag} f{j} s{k}]\n")
         lines.append(f"    return v{steps - 1} % LIMIT  # [{tag} f{j} end]\n")
-        functions.append(Function(name, first, step_first, steps, len(lines)))
-    return Module(index, path, lines, functions)
+        made.append(Function(name, first, step_first, steps, len(lines)))
+    return Module(index, path, lines, made)
 
 
-def make_modules(count: int, rng: random.Random) -> list[Module]:
+def make_modules(
+    count: int, rng: random.Random, functions: int = FUNCTIONS_PER_FILE
+) -> list[Module]:
     folders = max(2, round(count / FILES_PER_FOLDER))
-    return [make_module(i, f"src/pkg{i % folders:02d}/mod_{i:05d}.py", rng) for i in range(count)]
+    return [
+        make_module(i, f"src/pkg{i % folders:02d}/mod_{i:05d}.py", rng, functions)
+        for i in range(count)
+    ]
 
 
 QuoteKind = Literal["lines", "symbol", "match"]
@@ -222,15 +268,14 @@ class PlannedQuote:
 
 def plan_quotes(modules: list[Module], count: int, rng: random.Random) -> list[PlannedQuote]:
     """``count`` quotes spread evenly over the files, each in a function of its own."""
-    if count > len(modules) * FUNCTIONS_PER_FILE:
-        raise BenchError(f"at most {len(modules) * FUNCTIONS_PER_FILE} quotes for that many files")
+    functions = len(modules[0].functions)
+    if count > len(modules) * functions:
+        raise BenchError(f"at most {len(modules) * functions} quotes for that many files")
     order: dict[int, list[int]] = {}
     quotes = []
     for n in range(count):
         module = modules[n % len(modules)]
-        slots = order.setdefault(
-            module.index, rng.sample(range(FUNCTIONS_PER_FILE), k=FUNCTIONS_PER_FILE)
-        )
+        slots = order.setdefault(module.index, rng.sample(range(functions), k=functions))
         j = slots[n // len(modules)]
         fn = module.functions[j]
         qid = f"Q-{module.tag}-f{j}"
@@ -266,10 +311,15 @@ class Drift:
     summary: str = ""
 
 
-def plan_drift(modules: list[Module], quotes: list[PlannedQuote], rng: random.Random) -> Drift:
-    """Pick disjoint sets of files to edit, shift, rename and delete."""
+def plan_drift(
+    modules: list[Module],
+    quotes: list[PlannedQuote],
+    rng: random.Random,
+    shares: tuple[float, float, float, float] = (EDITED, SHIFTED, RENAMED, DELETED),
+) -> Drift:
+    """Pick disjoint sets of files to edit, shift, rename and delete (``shares`` of them)."""
     n = len(modules)
-    sizes = [max(1, round(n * share)) for share in (EDITED, SHIFTED, RENAMED, DELETED)]
+    sizes = [max(1, round(n * share)) for share in shares]
     if sum(sizes) > n:
         raise BenchError("too few files for the drift commit")
     picked = rng.sample(range(n), k=sum(sizes))
@@ -397,32 +447,86 @@ def tracework_command() -> list[str]:
 
 
 def build_workspace(
-    ws: Path, repo: Path, pin: str, modules: list[Module], quotes: list[PlannedQuote]
+    ws: Path,
+    repo: Path,
+    pin: str,
+    modules: list[Module],
+    quotes: list[PlannedQuote],
+    files_register: bool = False,
 ) -> Path:
-    """A workspace, its subject and mirror, and a register of every file and quote."""
+    """A workspace, its subject and mirror, and a register of every file and quote (and,
+    given ``files_register``, a second register holding only the source, for the timed
+    ``add-file``; its files are kept beside it, to restore before each run)."""
     tw = tracework_command()
     run([*tw, "init", str(ws)], ws.parent)
     run([*tw, "subject", "add", SUBJECT, str(repo)], ws)
     run([*tw, "fetch", SUBJECT], ws)
-    run([*tw, "register", "new", REGISTER], ws)
-    run(
-        [*tw, "register", "add-source", REGISTER, SOURCE, "--subject", SUBJECT, "--commit", pin], ws
-    )
-    run([*tw, "register", "add-file", REGISTER, SOURCE, "src/**/*.py"], ws)
+    names = [REGISTER, FILES_REGISTER] if files_register else [REGISTER]
+    for name in names:
+        run([*tw, "register", "new", name], ws)
+        source = [name, SOURCE, "--subject", SUBJECT, "--commit", pin]
+        run([*tw, "register", "add-source", *source], ws)
+    if files_register:
+        shutil.copytree(ws / "registers", ws / "registers-before")
+    run([*tw, "register", "add-file", REGISTER, SOURCE, GLOB], ws)
 
-    # Quotes through the library, in one locked edit: the same make_quote/quote_node
-    # that `tracework quote` uses, on the bytes the generator committed at the pin.
+    # Quotes through the library: the same make_quote that `tracework quote` uses, on
+    # the bytes the generator committed at the pin.
     register_path = ws / "registers" / f"{REGISTER}.yaml"
     lines_of = {m.index: Lines(m.data()) for m in modules}
-    with regy.edit(register_path) as doc:
-        section = regy.section(doc, "quotes")
-        for q in quotes:
-            module = modules[q.module]
-            quote = make_quote(
-                SOURCE, module.path, lines_of[q.module], Span(q.first, q.last), q.anchor()
-            )
-            section[q.qid] = nodes.quote_node(quote)
+    made = [
+        (
+            q.qid,
+            make_quote(
+                SOURCE,
+                modules[q.module].path,
+                lines_of[q.module],
+                Span(q.first, q.last),
+                q.anchor(),
+            ),
+        )
+        for q in quotes
+    ]
+    write_quotes(register_path, made)
     return register_path
+
+
+def write_quotes(register_path: Path, quotes: list[tuple[str, Quote]]) -> None:
+    """Every quote in one write, as the full edit would write them (see the module's
+    docstring): the entries dumped by tracework's writer :data:`QUOTE_CHUNK` at a time in
+    place of ``quotes: {}``, the register validated with them, its compiled copy and
+    splice record left as a write leaves them."""
+    text = register_path.read_text(encoding="utf-8")
+    if text.count("\nquotes: {}\n") != 1:
+        raise BenchError(f"{register_path.name}: its quotes are not an empty `quotes: {{}}`")
+    chunks = [
+        append.quote_entries(quotes[i : i + QUOTE_CHUNK])
+        for i in range(0, len(quotes), QUOTE_CHUNK)
+    ]
+    back = load_yaml("quotes:\n" + chunks[0])["quotes"]
+    if {qid: Quote.model_validate(q) for qid, q in back.items()} != dict(quotes[:QUOTE_CHUNK]):
+        raise BenchError("the quote entries do not read back as the quotes they were made from")
+    text = text.replace("\nquotes: {}\n", "\nquotes:\n" + "".join(chunks), 1)
+    before = store.load(register_path)
+    register = Register(
+        version=before.version,
+        name=before.name,
+        sources=before.sources,
+        quotes=dict(quotes),
+        checks=before.checks,
+        assertions=before.assertions,
+    )
+    write_atomic(register_path, text)
+    digest = sha256_hex(text.encode("utf-8"))
+    store.write_compiled(register_path, digest, register)
+    append.remember(register_path, digest, text, register)
+
+
+def restore_files_register(ws: Path) -> None:
+    """The files register as before any ``add-file``: the YAML, its compiled copy and its
+    splice record, as ``register add-source`` left them."""
+    for kept in (ws / "registers-before").glob(f"*{FILES_REGISTER}.yaml*"):
+        shutil.copy2(kept, ws / "registers" / kept.name)
 
 
 # -- measuring ---------------------------------------------------------------------------
@@ -488,8 +592,11 @@ class Case:
     cwd: Path
     expect_rc: int
     runs: list[Run] = field(default_factory=list)
+    before: Callable[[], None] | None = None  # untimed, before each run
 
     def run_once(self, meter: Meter) -> Run:
+        if self.before is not None:
+            self.before()
         result = meter.measure(self.cmd, self.cwd)
         if result.returncode != self.expect_rc:
             raise BenchError(
@@ -563,19 +670,33 @@ def verify_outputs(
 # -- the report --------------------------------------------------------------------------
 
 
-def table(cases: list[Case], baseline: Case) -> list[str]:
-    rows = [("", "best s", "median s", "× baseline", "peak RSS MiB")]
+def mark(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def table(cases: list[Case], baseline: Case, check: Case | None = None) -> list[str]:
+    """Best and median seconds, the ratio to the baseline, and peak RSS; given ``check``,
+    also the ratio of the last case (the ``add-file``) to it."""
+    rows = [["", "best s", "median s", "× baseline", "peak RSS MiB"]]
+    if check is not None:
+        rows[0].insert(4, "× check")
     for case in cases:
         peak = case.peak_mib
-        rows.append(
-            (
-                case.label,
-                f"{case.best:.3f}",
-                f"{case.median:.3f}",
-                f"{case.median / baseline.median:.2f}",
-                f"{peak:.1f}" if peak is not None else "n/a",
-            )
-        )
+        row = [
+            case.label,
+            f"{case.best:.3f}",
+            f"{case.median:.3f}",
+            f"{case.median / baseline.median:.2f}",
+            f"{peak:.1f}" if peak is not None else "n/a",
+        ]
+        if check is not None:
+            row.insert(4, f"{case.median / check.median:.2f}" if case is cases[-1] else "")
+        rows.append(row)
+    return aligned(rows)
+
+
+def aligned(rows: list[list[str]]) -> list[str]:
+    """Rows as columns: the first left-aligned, the others right-aligned."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
         "  ".join(
@@ -586,9 +707,6 @@ def table(cases: list[Case], baseline: Case) -> list[str]:
 
 
 def verdicts(baseline: Case, check: Case, check_at: Case) -> str:
-    def mark(ok: bool) -> str:
-        return "PASS" if ok else "MISS"
-
     ratio, at_ratio = check.median / baseline.median, check_at.median / baseline.median
     return (
         f"targets (medians): check ≤ {TARGET_CHECK_RATIO:g}× baseline: "
@@ -598,6 +716,80 @@ def verdicts(baseline: Case, check: Case, check_at: Case) -> str:
         f"check --at ≤ {TARGET_AT_RATIO:g}× baseline: "
         f"{mark(at_ratio <= TARGET_AT_RATIO)} ({at_ratio:.2f}×)"
     )
+
+
+def monorepo_verdicts(baseline: Case, check: Case, check_at: Case, register: Case) -> str:
+    ratio, at_ratio = check.median / baseline.median, check_at.median / baseline.median
+    register_ratio = register.median / check.median
+    return (
+        f"targets (medians): check ≤ {TARGET_CHECK_RATIO:g}× baseline: "
+        f"{mark(ratio <= TARGET_CHECK_RATIO)} ({ratio:.2f}×) · "
+        f"check --at ≤ {TARGET_AT_RATIO:g}× baseline: "
+        f"{mark(at_ratio <= TARGET_AT_RATIO)} ({at_ratio:.2f}×) · "
+        f"register add-file ≤ {TARGET_REGISTER_RATIO:g}× check: "
+        f"{mark(register_ratio <= TARGET_REGISTER_RATIO)} ({register_ratio:.2f}×)"
+    )
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One size's timed cases (``register`` only in ``--monorepo``)."""
+
+    files: int
+    quotes: int
+    baseline: Case
+    check: Case
+    check_at: Case
+    register: Case | None
+
+
+def growth(files: list[int], peaks: list[float]) -> tuple[float, list[float]]:
+    """MiB per 10,000 files from the smallest size to the largest, and of each step
+    between consecutive sizes."""
+    per = 10_000 / (files[-1] - files[0])
+    steps = [
+        (peaks[i + 1] - peaks[i]) * 10_000 / (files[i + 1] - files[i])
+        for i in range(len(files) - 1)
+    ]
+    return (peaks[-1] - peaks[0]) * per, steps
+
+
+def is_linear(steps: list[float]) -> bool:
+    """No step grows faster than :data:`LINEAR_SLACK` times the first, plus the noise."""
+    limit = LINEAR_SLACK * max(steps[0], 0.0) + NOISE_MIB
+    return all(step <= limit for step in steps[1:])
+
+
+def memory_report(measured: list[Measured]) -> list[str]:
+    """Peak RSS of each command at each size, its growth and whether it is linear."""
+    files = [m.files for m in measured]
+    picks: list[tuple[str, Callable[[Measured], Case | None], bool]] = [
+        ("baseline", lambda m: m.baseline, False),
+        ("tracework check --json", lambda m: m.check, True),
+        ("tracework check --at C2 --json", lambda m: m.check_at, True),
+        ("tracework register add-file (one glob)", lambda m: m.register, True),
+    ]
+    rows = [["peak RSS MiB", *(f"{n:,} files" for n in files), "MiB per 10,000 files", "linear"]]
+    said = []
+    for label, pick, judged in picks:
+        cases = [pick(m) for m in measured]
+        peaks = [c.peak_mib for c in cases if c is not None and c.peak_mib is not None]
+        if len(peaks) != len(measured):
+            continue
+        per, steps = growth(files, peaks)
+        linear = ""
+        if judged:
+            linear = mark(is_linear(steps)) if len(steps) >= 2 else "n/a"
+            said.append(f"{label.removeprefix('tracework ')} {linear} ({per:.1f} MiB per 10,000)")
+        rows.append([label, *(f"{p:.1f}" for p in peaks), f"{per:.1f}", linear])
+    lines = ["  " + line for line in aligned(rows)]
+    lines.append(
+        f"linear: no step between consecutive sizes grows faster than {LINEAR_SLACK:g}× the "
+        f"first step's MiB per 10,000 files, plus {NOISE_MIB:g} MiB per 10,000 files of noise "
+        "(n/a with fewer than three sizes)"
+    )
+    lines.append("memory grows linearly: " + " · ".join(said))
+    return lines
 
 
 # -- main --------------------------------------------------------------------------------
@@ -662,18 +854,37 @@ def bytecode_note(env: dict[str, str] | None) -> str:
     return "written by Python on first import"
 
 
-def bench(files: int, n_quotes: int, repeat: int, root: Path, pyc: bool) -> None:
+@dataclass(frozen=True)
+class Mode:
+    """What a run builds and times: the default, or the issue's monorepo."""
+
+    functions: int  # per module
+    shares: tuple[float, float, float, float]  # of the files edited, shifted, renamed, deleted
+    times_register: bool  # `register add-file` of the glob, timed with the others
+
+
+DEFAULT = Mode(FUNCTIONS_PER_FILE, (EDITED, SHIFTED, RENAMED, DELETED), times_register=False)
+MONOREPO = Mode(MONO_FUNCTIONS, MONO_SHARES, times_register=True)
+
+
+def load_text(load: tuple[float, float, float]) -> str:
+    return ", ".join(f"{x:.2f}" for x in load)
+
+
+def bench(files: int, n_quotes: int, repeat: int, root: Path, pyc: bool, mode: Mode) -> Measured:
     rng = random.Random(SEED)
     print(f"building in {root}")
     with step(f"generating {files:,} modules and {n_quotes:,} quotes"):
-        modules = make_modules(files, rng)
+        modules = make_modules(files, rng, mode.functions)
         quotes = plan_quotes(modules, n_quotes, rng)
-        drift = plan_drift(modules, quotes, rng)
+        drift = plan_drift(modules, quotes, rng, mode.shares)
     with step("git repository (2 commits, repacked)"):
         pin, second = build_repository(root / "repo", modules, drift)
     ws = root / "ws"
     with step("workspace, fetch, register new/add-source/add-file, quotes"):
-        register_path = build_workspace(ws, root / "repo", pin, modules, quotes)
+        register_path = build_workspace(
+            ws, root / "repo", pin, modules, quotes, files_register=mode.times_register
+        )
     mirror = ws / "sources" / ".mirrors" / f"{SUBJECT}.git"
     objects = object_counts(mirror)
     blob_bytes = sum(len(m.data()) for m in modules)
@@ -693,6 +904,16 @@ def bench(files: int, n_quotes: int, repeat: int, root: Path, pyc: bool) -> None
         1,
     )
     cases = [baseline, check, check_at]
+    register = None
+    if mode.times_register:
+        register = Case(
+            f"tracework register add-file ({files:,} files, one glob)",
+            [*tw, "register", "add-file", FILES_REGISTER, SOURCE, GLOB],
+            ws,
+            0,
+            before=lambda: restore_files_register(ws),
+        )
+        cases.append(register)
     meter = Meter(root, gnu_time_works(), bytecode_env(root) if pyc else None)
 
     with step("warm-up round (untimed) and output checks"):
@@ -708,16 +929,21 @@ def bench(files: int, n_quotes: int, repeat: int, root: Path, pyc: bool) -> None
             n_quotes=n_quotes,
             drift=drift,
         )
+        if register is not None:
+            sanity.append(verify_registered(warm[3], files))
     load_before = os.getloadavg()
     with step(f"{repeat} timed rounds"):
         for _ in range(repeat):
-            for case in cases:  # interleaved, so load changes hit all three alike
+            for case in cases:  # interleaved, so load changes hit them all alike
                 case.runs.append(case.run_once(meter))
     load_after = os.getloadavg()
 
     print()
+    sizes = ""
+    if mode.times_register:
+        sizes = f", {blob_bytes / files:,.0f} bytes a file on average"
     print(
-        f"repository: {files:,} files ({blob_bytes / 2**20:.1f} MiB of blobs, "
+        f"repository: {files:,} files ({blob_bytes / 2**20:.1f} MiB of blobs{sizes}, "
         f"{objects.get('packs', '?')} pack, {objects.get('count', '?')} loose objects in the "
         f"mirror), {len({m.path.rsplit('/', 1)[0] for m in modules})} folders; "
         f"C2 = {second[:12]}: {drift.summary}"
@@ -734,16 +960,38 @@ def bench(files: int, n_quotes: int, repeat: int, root: Path, pyc: bool) -> None
     print(f"bytecode of the measured processes: {bytecode_note(meter.env)}")
     print(
         "load average (1, 5, 15 min) before and after the timed rounds: "
-        + " → ".join(", ".join(f"{x:.2f}" for x in load) for load in (load_before, load_after))
+        + " → ".join(load_text(load) for load in (load_before, load_after))
     )
     for line in sanity:
         print(line)
     print()
     print(f"best and median of {repeat} runs (after one warm-up):")
-    for line in table(cases, baseline):
+    for line in table(cases, baseline, check if register is not None else None):
         print("  " + line)
     print()
-    print(verdicts(baseline, check, check_at))
+    if register is None:
+        print(verdicts(baseline, check, check_at))
+    else:
+        print(monorepo_verdicts(baseline, check, check_at, register))
+    return Measured(files, n_quotes, baseline, check, check_at, register)
+
+
+def verify_registered(warm: Run, files: int) -> str:
+    """The timed ``add-file`` registered every file, anew."""
+    said = warm.stdout.decode(errors="replace").strip().splitlines()[-1]
+    if said != f"{files} files: {files} newly registered, 0 updated, 0 already registered as given":
+        raise BenchError(f"register add-file: {said}")
+    return f"register add-file {GLOB}: {said}"
+
+
+def sizes_of(text: str) -> list[int]:
+    try:
+        sizes = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of file counts: {text!r}") from None
+    if not sizes or sizes[0] < 10:
+        raise argparse.ArgumentTypeError("sizes of at least 10 files")
+    return sizes
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -757,16 +1005,84 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="let the measured processes cache bytecode (PYTHONPYCACHEPREFIX in the build)",
     )
+    parser.add_argument(
+        "--monorepo",
+        action="store_true",
+        help="files of about 1 KB, a commit touching 1%% of them, `register add-file` timed "
+        "too, at several sizes",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=sizes_of,
+        default=None,
+        metavar="N,N,…",
+        help="file counts to run at, the quotes in proportion (--monorepo's default: a "
+        "quarter, a half and all of --files)",
+    )
     args = parser.parse_args(argv)
     if args.files < 10 or args.quotes < 1 or args.repeat < 1:
         parser.error("need --files ≥ 10, --quotes ≥ 1 and --repeat ≥ 1")
+    mode = MONOREPO if args.monorepo else DEFAULT
+    sizes = args.sizes or ([args.files // 4, args.files // 2, args.files] if args.monorepo else [])
     try:
         with build_root(args.keep) as root:
-            bench(args.files, args.quotes, args.repeat, root, args.pyc)
+            if not sizes or sizes == [args.files]:
+                bench(args.files, args.quotes, args.repeat, root, args.pyc, mode)
+            else:
+                at_sizes(
+                    args.files,
+                    args.quotes,
+                    sizes,
+                    args.repeat,
+                    root,
+                    pyc=args.pyc,
+                    mode=mode,
+                    keep=args.keep is not None,
+                )
     except BenchError as exc:
         print(f"\nbench_check: error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def at_sizes(
+    files: int,
+    quotes: int,
+    sizes: list[int],
+    repeat: int,
+    root: Path,
+    *,
+    pyc: bool,
+    mode: Mode,
+    keep: bool,
+) -> None:
+    """The benchmark at each size, each built afresh (and removed after, unless kept),
+    then how each command's peak memory grows with the files."""
+    start = os.getloadavg()
+    measured = []
+    for size in sizes:
+        n_quotes = max(1, round(quotes * size / files))
+        print(f"\n== {size:,} files, {n_quotes:,} quotes ==")
+        folder = root / f"{size}-files"
+        folder.mkdir()
+        measured.append(bench(size, n_quotes, repeat, folder, pyc, mode))
+        if not keep:
+            shutil.rmtree(folder)  # a size's build is gigabytes at 100,000 files
+    end = os.getloadavg()
+    if len(sizes) > 1:
+        print(f"\n== memory, {len(sizes)} sizes ==")
+        for line in memory_report(measured):
+            print(line)
+    print(
+        f"load average (1, 5, 15 min) at the start of the run and at its end: "
+        f"{load_text(start)} → {load_text(end)}"
+    )
+    last = measured[-1]
+    print(f"\nat {last.files:,} files and {last.quotes:,} quotes:")
+    if last.register is not None:
+        print(monorepo_verdicts(last.baseline, last.check, last.check_at, last.register))
+    else:
+        print(verdicts(last.baseline, last.check, last.check_at))
 
 
 if __name__ == "__main__":

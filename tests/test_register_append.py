@@ -13,7 +13,10 @@ from hypothesis import strategies as st
 import tracework.register.store as reg
 from tracework.errors import RegisterError
 from tracework.git.subjects import open_mirror
+from tracework.hashing import sha256_hex
+from tracework.readers import load_yaml
 from tracework.register import append, layout
+from tracework.register import edits as regy
 from tracework.register.append import Change
 from tracework.register.evidence import file_entry
 from tracework.register.quotes import (
@@ -205,6 +208,46 @@ def test_a_batch_writes_exactly_what_the_full_edit_writes(seeded, workspace, mon
         restore(workspace, start)
 
 
+@pytest.mark.parametrize("first", [True, False], ids=["empty-then-full", "full-then-empty"])
+def test_a_new_file_lands_in_its_own_source_when_another_has_files(
+    pinned, tw, workspace, monkeypatch, first
+):
+    """A source whose ``files: {}`` is empty, beside one with files: the new file goes in
+    its own source.  The splice once looked for the first ``files:`` after the source's
+    key, which was the other source's, and wrote the file there (the compiled copy said
+    otherwise, and the YAML no longer loaded: its quote cited a file not registered)."""
+    repo = pinned(FILES)
+    path = workspace.registers / "demo.yaml"
+    other = "SRC-2" if first else "SRC-1"
+    empty = "SRC-1" if first else "SRC-2"
+    pin = ("--subject", "toy", "--commit", repo.commits[0])
+    assert tw("register", "add-source", "demo", "SRC-2", *pin).exit_code == 0
+    assert tw("register", "add-file", "demo", other, "pkg/b.txt").exit_code == 0
+    add_quote(workspace, path, other, "pkg/b.txt", QuoteRequest(lines=(1, 1)))  # a splice point
+    mirror = open_mirror(workspace, "toy")
+    quote, entry = locate_quote(mirror, repo.commits[0], empty, "pkg/c.md", QuoteRequest((1, 1)))
+    change = Change("Q-c", quote, file=file_entry(entry, mirror.read_blob(entry.oid)))
+    start = register_files(workspace)
+    outcomes = []
+    for fast in (True, False):
+        restore(workspace, start)
+        with monkeypatch.context() as patch:
+            if not fast:
+                patch.setattr(append, "_recall", lambda *_: None)
+            else:
+                patch.setattr(regy, "edit", fails_if_entered)
+            write_quotes(path, [change])
+        outcomes.append(("written", register_files(workspace)))
+    assert_same(outcomes)
+    files = {sid: set(src["files"]) for sid, src in load_yaml(path.read_text())["sources"].items()}
+    assert files == {empty: {"pkg/c.md"}, other: {"pkg/b.txt"}}
+    assert set(reg.load_data(path).sources[empty].files) == {"pkg/c.md"}
+
+
+def fails_if_entered(*args: object) -> None:
+    raise AssertionError("the full edit ran")
+
+
 def test_a_replacement_and_a_batch_take_the_fast_path(seeded, workspace, monkeypatch):
     """Replacing a quote, and a cell's quotes with a file not registered yet, splice the
     register: the full edit is never entered."""
@@ -333,7 +376,8 @@ def test_an_indented_comment_ending_the_quotes_takes_the_full_edit(pinned, works
         add_quote(workspace, path, "SRC-1", "pkg/a.py", QuoteRequest(lines=(line, line)))
     text = path.read_text()
     assert text.index("Q-a-4-4:") < text.index("  # by hand\nchecks: []\n")
-    assert not (workspace.registers / ".demo.yaml.splice.compiled.json").exists()
+    record = append.written(path, sha256_hex(path.read_bytes()))
+    assert record is not None and record.point is None  # written by tracework, no splice point
 
 
 # -- a register in another layout: put in the usual one by its first write -------------

@@ -4,25 +4,27 @@ A full edit (:mod:`tracework.register.edits`) parses the whole YAML round-trip, 
 it, parses and validates it again: tens of seconds for 10,000 quotes.  Yet a new quote
 changes one place: an entry at the end of the ``quotes:`` mapping (and, for a file not
 registered yet, one line at the end of its source's ``files:``); a replaced quote
-changes its own entry.  So every full write also leaves, beside the compiled copy,
-where the ``quotes:`` block ends in the bytes it wrote and where the quotes end in the
-copy's JSON (``.NAME.yaml.splice.compiled.json``, sealed like the copy).  While the
-YAML is still exactly those bytes (no hand edit since), new entries are dumped alone,
-with the same emitter settings, and spliced in; the compiled copy is changed where the
-rows land (:mod:`tracework.register.rowsplice`).  The result is, byte for byte, what
-the full edit writes (the property tests in ``tests/test_register_append.py`` hold us
-to it), under the same lock, atomically, and every other byte, comments included, is
-left as the analyst wrote it; neither file is parsed or dumped whole, so a write costs
-about the same in a register of 1,000 quotes or 50,000.
+changes its own entry.  So every write also leaves, beside the compiled copy, a record
+that tracework wrote these very bytes and, when their layout allows, where the
+``quotes:`` block ends in them and where the quotes end in the copy's JSON
+(``.NAME.yaml.splice.compiled.json``, sealed like the copy).  While the YAML is still
+exactly those bytes (no hand edit since), new entries are dumped alone, with the same
+emitter settings, and spliced in; the compiled copy is changed where the rows land
+(:mod:`tracework.register.rowsplice`).  The result is, byte for byte, what the full
+edit writes (the property tests in ``tests/test_register_append.py`` hold us to it),
+under the same lock, atomically, and every other byte, comments included, is left as
+the analyst wrote it; neither file is parsed or dumped whole, so a write costs about
+the same in a register of 1,000 quotes or 50,000.
 
 :func:`write_changes` writes many quotes at once (a notebook cell's, in author mode);
 :func:`append_quote` and :func:`replace_quote` are the one-quote cases of the command
-line.  Anything unusual takes the full path: no sealed splice point for these bytes, a
-source whose ``files:`` is empty, an id already taken or a span already quoted, an
-entry that is not laid out as tracework writes it, a new entry that does not read back
-as itself.  A register whose top-level keys are in another order is left no splice
-point: the full edit puts them in the usual order first, once
-(:mod:`tracework.register.layout`), and leaves one for the bytes it wrote.
+line; ``register add-file``'s entries are spliced by :mod:`tracework.register.fileappend`.
+Anything unusual takes the full path: no sealed splice point for these bytes, an id
+already taken or a span already quoted, an entry that is not laid out as tracework
+writes it, a new entry that does not read back as itself.  A register whose top-level
+keys are in another order is left no splice point: the full edit puts them in the usual
+order first, once (:mod:`tracework.register.layout`), and leaves one for the bytes it
+wrote.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -93,13 +96,22 @@ class _Point(NamedTuple):
     quotes_close: int
 
 
-def _seal(digest: str, point: _Point) -> str | None:
+class Written(NamedTuple):
+    """What the record left beside a register says of exactly its bytes: tracework wrote
+    them (a full edit or a splice: either way what the full edit writes), and where the
+    next quote goes (None: the ``quotes:`` block offers no splice point)."""
+
+    point: _Point | None
+
+
+def _seal(digest: str, point: _Point | None) -> str | None:
     key = store.seal_key()
     if key is None:
         return None
+    where = "-\n-\n" if point is None else f"{point.offset}\n{point.quotes_close}\n"
     made_from = (
         f"splice\n{store.COMPILED_FORMAT}\n{__version__}\n{store.models_sha256()}\n{digest}\n"
-        f"{point.offset}\n{point.quotes_close}\n"
+        f"{where}"
     )
     return hmac.new(key, made_from.encode(), hashlib.sha256).hexdigest()
 
@@ -142,39 +154,58 @@ def _comment_line(line: str) -> bool:
 
 
 def remember(path: Path, digest: str, text: str, register: Register) -> None:
-    """Leave the splice point of the YAML just written, and of its compiled copy (best
-    effort: without it, the next quote takes the full path)."""
+    """Leave the record of the YAML just written: that tracework wrote it, and its splice
+    point and its compiled copy's (best effort: without it, the next write takes the full
+    path)."""
     offset = splice_point(text)
     point = None
     if offset is not None:
         point = _Point(offset, quotes_close(store._row(register), _QUOTES))
-    _leave(path, digest, point)
+    leave(path, digest, point)
 
 
-def _leave(path: Path, digest: str, point: _Point | None) -> None:
+def leave(path: Path, digest: str, point: _Point | None) -> None:
+    """Record that tracework wrote the register's bytes (``digest``), and where the next
+    quote goes in them (None: nowhere a splice can know)."""
     target = _splice_path(path)
-    seal = _seal(digest, point) if point is not None else None
+    seal = _seal(digest, point)
     try:
-        if point is None or seal is None:
+        if seal is None:
             target.unlink(missing_ok=True)
             return
-        data = {"yaml_sha256": digest, **point._asdict(), "seal": seal}
+        offset, close = point if point is not None else (None, None)
+        data = {"yaml_sha256": digest, "offset": offset, "quotes_close": close, "seal": seal}
         write_atomic(target, json.dumps(data))
     except OSError:
         return
 
 
-def _recall(path: Path, digest: str) -> _Point | None:
-    """The splice point left for exactly these YAML bytes, if its seal holds."""
+def written(path: Path, digest: str) -> Written | None:
+    """The record left for exactly these YAML bytes, if its seal holds; None when there
+    is none (a hand edit since, another machine's copy, no sealing key)."""
     try:
         data = load_json(_splice_path(path).read_bytes())
-        point, seal = _Point(data["offset"], data["quotes_close"]), data["seal"]
+        offset, close, seal = data["offset"], data["quotes_close"], data["seal"]
     except (OSError, DataError, TypeError, KeyError):
         return None
-    if not all(isinstance(n, int) for n in point) or data.get("yaml_sha256") != digest:
+    if data.get("yaml_sha256") != digest:
+        return None
+    if offset is None and close is None:
+        point = None
+    elif type(offset) is int and type(close) is int:
+        point = _Point(offset, close)
+    else:
         return None
     expected = _seal(digest, point)
-    return point if expected is not None and hmac.compare_digest(expected, str(seal)) else None
+    if expected is None or not hmac.compare_digest(expected, str(seal)):
+        return None
+    return Written(point)
+
+
+def _recall(path: Path, digest: str) -> _Point | None:
+    """The splice point left for exactly these YAML bytes, if its seal holds."""
+    record = written(path, digest)
+    return record.point if record is not None else None
 
 
 def _recall_all(path: Path) -> _Recalled | None:
@@ -222,7 +253,7 @@ def entry_text(quote_id: str, quote: Quote) -> str:
     return quote_entries([(quote_id, quote)])
 
 
-def _file_entries(sid: str, files: list[tuple[str, FileEntry]]) -> tuple[str, str]:
+def file_entries(sid: str, files: list[tuple[str, FileEntry]]) -> tuple[str, str]:
     """The line that opens source ``sid`` and its new file entries, as the full edit's
     dump writes them."""
     from tracework.register.nodes import CommentedMap, dump, file_node
@@ -282,30 +313,73 @@ def _entry_span(recalled: _Recalled, quote_id: str, old: Quote) -> tuple[int, in
     return first, end
 
 
-def _files_end(raw: bytes, before: int, opening: str) -> int | None:
-    """Where a new file entry of the source that ``opening`` opens goes: after the last
-    line of its block ``files:``, when only entries (no comment, no blank) fill it and a
-    key follows (or comment lines at column 0, then a top-level key)."""
-    at = raw.find(b"\n" + opening.encode("utf-8"), 0, before)
+class FilesBlock(NamedTuple):
+    """Where a git source's new file entries go: ``raw[start:end]`` (empty, or the
+    source's ``files: {}`` line) becomes ``opening`` and the entries."""
+
+    start: int
+    end: int
+    opening: bytes
+
+
+_SOURCES = b"sources:\n"
+_LINE_AT_0 = re.compile(rb"\n[^ \n]")  # a line at column 0: a key or a comment
+_LINE_ABOVE_4 = re.compile(rb"\n {0,2}[^ \n]")  # a line indented less than 4 spaces
+_NO_FILES = b"    files: {}\n"
+_FILES = b"    files:\n"
+
+
+def files_block(raw: bytes, sid: str) -> FilesBlock | None:
+    """Where the full edit's dump puts new file entries of git source ``sid``: after the
+    last line of the source's own block ``files:``, when only entries (no comment, no
+    blank) fill it and a key follows (or comment lines at column 0, then a top-level
+    key); or in place of its ``files: {}``, when a key follows it.  None for any other
+    layout (a flow mapping, a comment, a source not found where tracework writes it).
+
+    Only the source's own lines are searched: the first ``files:`` after its key may be
+    the next source's, when its own is ``files: {}``.
+    """
+    if raw.startswith(_SOURCES):
+        body = len(_SOURCES)
+    else:
+        heading = raw.find(b"\n" + _SOURCES)
+        if heading < 0:
+            return None
+        body = heading + 1 + len(_SOURCES)
+    after = _LINE_AT_0.search(raw, body - 1)
+    sources_end = after.start() + 1 if after else len(raw)
+    key = b"\n  " + sid.encode("utf-8") + b":\n"
+    at = raw.find(key, body - 1, sources_end)
     if at < 0:
         return None
-    at = raw.find(b"\n    files:\n", at, before)
+    source = at + len(key)  # the source's first field
+    after = _LINE_ABOVE_4.search(raw, source - 1, sources_end)
+    source_end = after.start() + 1 if after else sources_end
+    at = raw.find(b"\n" + _NO_FILES, source - 1, source_end)
+    if at >= 0:
+        line = at + 1 + len(_NO_FILES)
+        if not any(_key_line_at(raw, line, n) for n in (0, 2, 4)):
+            return None
+        return FilesBlock(at + 1, line, _FILES)
+    at = raw.find(b"\n" + _FILES, source - 1, source_end)
     if at < 0:
         return None
-    line = at + len(b"\n    files:\n")
+    line = at + 1 + len(_FILES)
     entries = 0
     while _key_line_at(raw, line, 6):
-        line = raw.index(b"\n", line) + 1
-        entries += 1
-    key = line
-    while raw.startswith(b"#", key):  # comment lines introducing a top-level key stay above it
-        key = raw.find(b"\n", key) + 1
-        if not key:
+        line = raw.find(b"\n", line) + 1
+        if not line:
             return None
-    indents = (0, 2, 4) if key == line else (0,)
-    if not entries or not any(_key_line_at(raw, key, n) for n in indents):
+        entries += 1
+    key_at = line
+    while raw.startswith(b"#", key_at):  # comment lines introducing a top-level key stay above it
+        key_at = raw.find(b"\n", key_at) + 1
+        if not key_at:
+            return None
+    indents = (0, 2, 4) if key_at == line else (0,)
+    if not entries or not any(_key_line_at(raw, key_at, n) for n in indents):
         return None
-    return line
+    return FilesBlock(line, line, b"")
 
 
 class _Spliced(NamedTuple):
@@ -351,11 +425,11 @@ def _splice(recalled: _Recalled, changes: list[Change]) -> _Spliced | None:
     added_text = quote_entries(added) if added else ""
     bodies: dict[str, tuple[str, str]] = {}
     for sid, entries in new_files.items():
-        opening, body = bodies[sid] = _file_entries(sid, entries)
-        at = _files_end(raw, recalled.start, opening)
-        if at is None:
+        _, body = bodies[sid] = file_entries(sid, entries)
+        block = files_block(raw, sid)
+        if block is None or block.end > recalled.start:
             return None
-        edits.append((at, at, body.encode("utf-8")))
+        edits.append((block.start, block.end, block.opening + body.encode("utf-8")))
         files = _git_files(rows.sources[sid])
         assert files is not None
         files.update((path, store._row(entry)) for path, entry in entries)
@@ -397,7 +471,7 @@ def _write(path: Path, recalled: _Recalled, changes: list[Change]) -> str | None
     # where splice_point would find the end now, unless the block's last line is blank
     # (a quoted scalar's folded line break), as the full edit's remember() would decide
     last = text[text.rfind(b"\n", 0, offset - 1) + 1 : offset]
-    _leave(path, digest, spliced.point if last.strip() else None)
+    leave(path, digest, spliced.point if last.strip() else None)
     return digest
 
 

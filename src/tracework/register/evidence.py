@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -30,6 +31,7 @@ from tracework.hashing import (
     is_document_url,
     workspace_file_sha256,
 )
+from tracework.register.fileappend import write_files
 from tracework.register.models import (
     Assertion,
     DocumentSource,
@@ -322,24 +324,42 @@ def add_files(
         )
     refuse_undecodable(paths)
     blobs = read_entries(mirror, [tree[p] for p in paths])
-    added: list[AddedFile] = []
-    with regy.edit(register_path) as doc:
-        files = regy.section(doc["sources"][sid], "files")
+
+    def decide(registered: Callable[[str], FileEntry | None]) -> list[AddedFile]:
+        added: list[AddedFile] = []
         for path in paths:
-            before = FileEntry.model_validate(dict(files[path])) if path in files else None
+            before = registered(path)
             expected = expect_sha256
             if expected is None and before is not None:
                 expected = before.expect_sha256
             entry = file_entry(tree[path], blobs.get(tree[path].oid), expected)
             if before == entry:
                 added.append(AddedFile(path, entry, "unchanged"))
-                continue
-            files[path] = nodes.file_node(entry)
-            if before is None:
+            elif before is None:
                 added.append(AddedFile(path, entry, "new"))
-                continue
-            added.append(AddedFile(path, entry, "updated", before))
-    return added
+            else:
+                added.append(AddedFile(path, entry, "updated", before))
+        return added
+
+    # spliced in while the register is as tracework wrote it: dumping 100,000 entries
+    # and parsing the register again would take a minute
+    decided: list[AddedFile] = []
+
+    def plan(registered: Callable[[str], FileEntry | None]) -> list[tuple[str, FileEntry]]:
+        decided[:] = decide(registered)
+        return [(a.path, a.entry) for a in decided if a.status != "unchanged"]
+
+    if write_files(register_path, sid, plan):
+        return decided
+    with regy.edit(register_path) as doc:
+        files = regy.section(doc["sources"][sid], "files")
+        decided = decide(
+            lambda path: FileEntry.model_validate(dict(files[path])) if path in files else None
+        )
+        for item in decided:
+            if item.status != "unchanged":
+                files[item.path] = nodes.file_node(item.entry)
+    return decided
 
 
 class AddedAssertion(NamedTuple):

@@ -33,6 +33,7 @@ __all__ = [
     "block_texts",
     "check_node",
     "dump",
+    "file_fields",
     "file_node",
     "quote_node",
     "source_node",
@@ -94,12 +95,18 @@ def block_texts(texts: list[str]) -> list[str]:
     return [tried[f"t{n}"] if back.get(f"t{n}") == text else text for n, text in enumerate(texts)]
 
 
-def file_node(entry: FileEntry) -> CommentedMap:
-    node = CommentedMap(
-        (k, v)
+def file_fields(entry: FileEntry) -> dict[str, str | int | bool]:
+    """A file entry's fields as its node holds them, in order (``binary`` only when
+    true)."""
+    return {
+        k: v
         for k, v in entry.model_dump(exclude_none=True, exclude_defaults=False).items()
         if not (k == "binary" and v is False)
-    )
+    }
+
+
+def file_node(entry: FileEntry) -> CommentedMap:
+    node = CommentedMap(file_fields(entry))
     node.fa.set_flow_style()
     return node
 

@@ -29,6 +29,24 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def source_rows(text: str) -> tuple[dict[str, list[Any]], tuple[int, int]]:
+    """The sources of a compiled copy's text (id → the source's row), and where their
+    object lies in it.  Raises ValueError (or IndexError, TypeError) when the text is not
+    laid out as expected."""
+    if not text.startswith("["):
+        raise ValueError("not a compiled register")
+    at = 1
+    for _ in range(2):  # version, name
+        _, at = _DECODER.raw_decode(text, at)
+        if text[at] != ",":
+            raise ValueError("unexpected layout")
+        at += 1
+    sources, end = _DECODER.raw_decode(text, at)
+    if not isinstance(sources, dict) or text[end : end + 2] != ",{":
+        raise ValueError("unexpected layout")
+    return sources, (at, end)
+
+
 class CompiledRows:
     """The compiled copy's text, with its sources parsed and its quotes searchable.
 
@@ -37,19 +55,9 @@ class CompiledRows:
     """
 
     def __init__(self, text: str, quotes_close: int) -> None:
-        if not text.startswith("["):
-            raise ValueError("not a compiled register")
-        at = 1
-        for _ in range(2):  # version, name
-            _, at = _DECODER.raw_decode(text, at)
-            if text[at] != ",":
-                raise ValueError("unexpected layout")
-            at += 1
-        sources, end = _DECODER.raw_decode(text, at)
-        if not isinstance(sources, dict) or text[end : end + 2] != ",{":
-            raise ValueError("unexpected layout")
+        sources, (at, end) = source_rows(text)
         self.text = text
-        self.sources: dict[str, list[Any]] = sources  # id → the source's row
+        self.sources = sources
         self.sources_span = (at, end)
         self.quotes_open, self.quotes_close = end + 1, quotes_close
         if text[quotes_close] != "}" or text[quotes_close + 1] != ",":
