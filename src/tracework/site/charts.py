@@ -14,13 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TypedDict
 
 from tracework.site.read import Report
 from tracework.text import counted
-
-if TYPE_CHECKING:
-    from tracework.site.contexts import SpreadRow
 
 #: Quote states from the best news to the worst, the order bars stack from the bottom.
 #: "changed (format only)" is a changed quote whose content still occurs.
@@ -180,6 +177,15 @@ def history_chart(report: Report) -> HistoryChart | None:
         states=[(s, WORDS.get(s, s)) for s in shown],
         summary=summary,
     )
+
+
+class SpreadRow(TypedDict):
+    """How many systems carry ``carries`` of a rubric's mechanisms: what the distribution
+    chart draws, and the rubric page's table lists."""
+
+    carries: int
+    systems: int
+    share: int  # percent of the systems
 
 
 def distribution_chart(distribution: list[SpreadRow], mechanisms: int) -> DistributionChart:

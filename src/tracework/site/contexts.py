@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 if TYPE_CHECKING:
-    from tracework.site.charts import DistributionChart, Sparkline
+    from tracework.site.charts import DistributionChart, Sparkline, SpreadRow
 
 # -- the index and a report's page -----------------------------------------------------
 
@@ -119,14 +119,6 @@ class MatrixRow(TypedDict):
     history_href: str
     carries: int
     renders: list[MatrixRender]
-
-
-class SpreadRow(TypedDict):
-    """How many systems carry ``carries`` of the rubric's mechanisms."""
-
-    carries: int
-    systems: int
-    share: int  # percent of the systems
 
 
 class RubricMatrix(TypedDict):

@@ -31,6 +31,7 @@ from tracework.render.fragments import SHARED, add_filters, register_sources
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.render.theme import theme_js
 from tracework.site import charts
+
 from tracework.site.compare import Spans, compare, page_name
 from tracework.site.contexts import (
     IndexRow,
@@ -44,7 +45,6 @@ from tracework.site.contexts import (
     RubricMatrix,
     RubricRow,
     SearchEntry,
-    SpreadRow,
 )
 from tracework.site.read import SITE_MARKER, Render, Report, Site, gather
 from tracework.staging import Staging
@@ -424,7 +424,7 @@ def rubric_matrix(site: Site, name: str, rubric: Rubric, digest: str) -> RubricM
         )
     systems = len(rows)
     spread = Counter(r["carries"] for r in rows)
-    distribution: list[SpreadRow] = [
+    distribution: list[charts.SpreadRow] = [
         {
             "carries": k,
             "systems": spread[k],
