@@ -31,7 +31,6 @@ from tracework.render.fragments import SHARED, add_filters, register_sources
 from tracework.render.pagesafety import NONCE_SLOT, clean_html, seal
 from tracework.render.theme import theme_js
 from tracework.site import charts
-
 from tracework.site.compare import Spans, compare, page_name
 from tracework.site.contexts import (
     IndexRow,
