@@ -466,11 +466,17 @@ def running_in(folder: Path, *marks: str) -> dict[int, str]:
 STORE = "class Store:\n    def put(self, key, value):\n        self.items[key] = value\n"
 
 
-def render_store_report(root: Path, cells: list[Any], files: dict[str, str] | None = None) -> Path:
+def render_store_report(
+    root: Path,
+    cells: list[Any],
+    files: dict[str, str] | None = None,
+    quotes: Sequence[tuple[str, dict[str, Any]]] = (),
+) -> Path:
     """A subject holding ``pkg/store.py`` (class ``Store``) and ``files``, a workspace
     under ``root`` with report ``demo`` pinned at its one commit, ``cells`` (code as text,
-    or nbformat cells) inserted after the notebook's set-up, ``Store.put`` quoted,
-    rendered; returns the render's folder."""
+    or nbformat cells) inserted after the notebook's set-up, ``Store.put`` and ``quotes``
+    (each a path and ``src.quote``'s keywords) quoted, rendered; returns the render's
+    folder."""
     import json
 
     import nbformat
@@ -493,7 +499,10 @@ def render_store_report(root: Path, cells: list[Any], files: dict[str, str] | No
         nbformat.write(nb, path)
         import tracework
 
-        tracework.open("demo").source("SRC-1").quote("pkg/store.py", symbol="Store.put")
+        src = tracework.open("demo").source("SRC-1")
+        src.quote("pkg/store.py", symbol="Store.put")
+        for path, where in quotes:
+            src.quote(path, **where)
         result = invoke("render", "demo", "--json")
         assert result.exit_code == 0, result.output
         return root / "ws" / json.loads(result.output)["directory"]

@@ -15,22 +15,25 @@ from hypothesis import strategies as st
 
 from tracework.hashing import sha256_hex
 from tracework.text import visible
-from tracework.views.code import MAX_INDENT, code_html
+from tracework.views.code import MAX_INDENT, code_html, diff_html
 
 
 def rows(markup: str) -> list[tuple[int, str, list[tuple[str, str]]]]:
-    """Each row as (line number, indent class, [(token classes, text)]), the text unescaped."""
+    """Each row as (line number, indent class, [(token classes, text)]), the text unescaped
+    (the pieces of the span's shared indentation keep their token's classes)."""
     out = []
     for number, depth, body in re.findall(
         r'<span class="tw-cl"><span class="linenos">(\d+)</span>'
-        r'<span class="tw-cc tw-i(\d+)">(.*?)\n</span></span>',
+        r'<span class="tw-cc tw-i(\d+)(?: tw-r\d+)?">(.*?)\n</span></span>',
         markup,
         re.S,
     ):
         pieces = re.findall(
             r'<span class="([^"]*)">([^<]*)</span>|([^<]+)', body.replace("<wbr>", "")
         )
-        tokens = [(c, html.unescape(t or bare)) for c, t, bare in pieces]
+        tokens = [
+            (c.replace("tw-lead", "").strip(), html.unescape(t or bare)) for c, t, bare in pieces
+        ]
         out.append((int(number), depth, tokens))
     return out
 
@@ -86,6 +89,37 @@ def test_rows_carry_their_numbers_and_hanging_indents():
     # two spaces, a tab (4 columns), 40 spaces (capped), an empty line
     assert [d for _, d, _ in found] == ["0", "2", "4", str(MAX_INDENT), "0"]
     assert found[4][2] == []  # an empty line is a row of its own
+
+
+def leads(markup: str) -> list[tuple[str, str | None]]:
+    """Each row's shared indentation as marked (``tw-lead``) and its depth below it
+    (``tw-rN``), None for a row without one."""
+    out = []
+    for depth, body in re.findall(
+        r'<span class="tw-cc tw-i\d+(?: tw-r(\d+))?">(.*?)\n</span>', markup, re.S
+    ):
+        lead = re.findall(r'<span class="[^"]*\btw-lead">([^<]*)</span>', body)
+        out.append(("".join(lead), depth or None))
+    return out
+
+
+def test_the_indentation_a_span_shares_is_marked_apart():
+    """A phone does not draw what every line of the span is indented by (report.css):
+    it is marked, each row says its depth below it, and the text stays the quote's."""
+    text = "        if ok:\n            go()\n\n    \n        done = 1\n"
+    markup = code_html(text, "x.py", 40)
+    eight = " " * 8
+    assert leads(markup) == [(eight, "0"), (eight, "4"), ("", "0"), ("    ", "0"), (eight, "0")]
+    assert shown_text(markup) == text
+    # a docstring's indentation is the docstring's: its piece keeps the token's classes
+    doc = code_html('    """Keep.\n\n    Returns nothing.\n    """\n', "x.py", 1)
+    assert re.search(r'<span class="sd tw-lead">    </span>', doc)
+    # a drifted quote's diff likewise, its header lines apart
+    diff = "--- a\n+++ b\n@@ -1,2 +1,2 @@\n-        a = 1\n+        a = 2\n         b = 3\n"
+    assert leads(diff_html(diff, "x.py")) == [("", None)] * 3 + [(" " * 8, "0")] * 3
+    # nothing shared (a tab against spaces, or a line at the margin): nothing marked
+    for alone in ("\tif ok:\n        go()\n", "def f():\n    return 1\n"):
+        assert {depth for _, depth in leads(code_html(alone, "x.py", 1))} == {None}
 
 
 def _pieces(line: str) -> list[str]:

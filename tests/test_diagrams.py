@@ -46,6 +46,24 @@ def test_parse_reads_the_flowchart_subset():
     assert identifiers(parsed) == ["store.put"]
 
 
+def test_parse_reads_each_way_mermaid_writes_an_edge_label():
+    """Between pipes, dashes, equals signs, and dots (a dotted edge's own form, which
+    was refused as unreadable although Mermaid draws it)."""
+    parsed = parse(
+        "flowchart TD\n"
+        "  a -->|piped| b -- dashed --> c == thick ==> d\n"
+        "  d -. every 100th `add_note` .-> e -.->|dotted, piped| f\n"
+    )
+    assert parsed.edges == [
+        ("a", "b", "piped"),
+        ("b", "c", "dashed"),
+        ("c", "d", "thick"),
+        ("d", "e", "every 100th `add_note`"),
+        ("e", "f", "dotted, piped"),
+    ]
+    assert identifiers(parsed) == ["add_note"]
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

@@ -214,9 +214,10 @@ def test_a_record_cites_its_quotes_folded_and_each_card_appears_once():
         assert "<figure" not in article
         cites = re.findall(r'<details class="tw-cite"><summary>(.*?)</summary>', article)
         assert len(cites) == 2
-        assert 'href="#Q-a"' in cites[0] and "pkg/a.py:18–19" in cites[0]
+        assert 'href="#Q-a"' in cites[0] and '<wbr>a.py:<span class="tw-lines">18–19' in cites[0]
         assert "tw-badge tw-verified" in cites[0]
-        assert "pkg/b.py:4–5" in cites[1] and "tw-badge tw-missing" in cites[1]
+        assert '<wbr>b.py:<span class="tw-lines">4–5' in cites[1]
+        assert "tw-badge tw-missing" in cites[1]
         assert '<span class="linenos">18</span>' in article  # the lines, expandable in place
 
 

@@ -158,7 +158,8 @@ _SHAPES = [  # longest openers first
 SHAPES: tuple[tuple[str, str], ...] = tuple(_SHAPES)
 _ARROW = re.compile(
     r"\s*(?:"
-    r"(?P<text>--\s+(?P<t1>[^-|][^|]*?)\s+-->|==\s+(?P<t2>[^=|][^|]*?)\s+==>)"
+    r"(?P<text>--\s+(?P<t1>[^-|][^|]*?)\s+-->|==\s+(?P<t2>[^=|][^|]*?)\s+==>"
+    r"|-\.\s+(?P<t3>[^.|][^|]*?)\s+\.->)"
     r"|(?P<arrow><?(?:-{2,}[->xo]?|-\.+->?|={2,}[=>]?|~~~)[xo>]?)"
     r")\s*(?:\|(?P<pipe>[^|]*)\|)?\s*"
 )
@@ -362,7 +363,9 @@ def _chain(stmt: str, parsed: Parsed, n: int) -> None:
         if not m or m.end() == pos:
             raise DiagramError(f"line {n}: cannot read {stmt[pos : pos + 30]!r}")
         edge_label = _label_text(
-            (m.group("t1") or m.group("t2") or m.group("pipe") or "").strip(), n, parsed
+            (m.group("t1") or m.group("t2") or m.group("t3") or m.group("pipe") or "").strip(),
+            n,
+            parsed,
         )
         previous, pos = group, m.end()
 

@@ -139,6 +139,13 @@ class QuoteInfo:
         path = visible_name(self.quote.path)
         return f"{path}:{a}–{b}" if a != b else f"{path}:{a}"
 
+    def location_html(self) -> str:
+        """:meth:`location`, escaped, for a line too narrow for it: the path may break
+        after each ``/``, the line range never (``233–`` and ``264`` on two lines read
+        as two places)."""
+        path, _, lines = self.location().rpartition(":")
+        return f'{esc(path).replace("/", "/<wbr>")}:<span class="tw-lines">{esc(lines)}</span>'
+
     @property
     def lfs_pointer(self) -> bool:
         """Whether the quoted text is a Git LFS pointer (its header line opens the span).
@@ -213,7 +220,7 @@ def quote_html(info: QuoteInfo, *, anchor: bool = False) -> str:
     ident = f' id="{esc(info.quote_id)}"' if anchor else ""
     parts = [
         f'<a class="tw-quote-id" href="#{esc(info.quote_id)}">{esc(info.quote_id)}</a>',
-        f'<span class="tw-path">{esc(info.location())}</span>',
+        f'<span class="tw-path">{info.location_html()}</span>',
         f'<span class="tw-at">@ <code>{esc(info.pin[:12])}</code></span>',
         f'<span class="tw-hash" title="sha256 {esc(q.sha256)}">sha256 {esc(q.sha256[:12])}</span>',
         badge(info.state),
@@ -332,7 +339,7 @@ def _evidence_ref(ref: str, quotes: dict[str, QuoteInfo], titles: dict[str, str]
         q = info.quote
         return (
             f'<details class="tw-cite"><summary><a class="tw-ref" href="#{esc(ref)}">'
-            f'{esc(ref)}</a> <span class="tw-path">{esc(info.location())}</span> '
+            f'{esc(ref)}</a> <span class="tw-path">{info.location_html()}</span> '
             f"{badge(info.state)}</summary>"
             f"{code_block(q.text, q.path, q.lines[0], info.file_text)}</details>"
         )

@@ -15,6 +15,12 @@ or a closing bracket, nor between a name and its call's bracket; at the spaces; 
 inside a token only when it is longer than the whole line), and its continuation rows
 start past the line's own indentation, two columns further in (a hanging indent): never
 under the gutter.
+
+The indentation every line of a span shares (a method's body, twelve columns in) is
+marked apart (``tw-lead``), and each row carries its depth below it too (``tw-rN``): at
+a phone's width the page (``report.css``) does not draw the shared part, so deep code
+keeps its few columns for the code, each line still indented as it is within the span.
+Its characters stay in the row, so the text, and a copy of it, is the quote's.
 """
 
 from __future__ import annotations
@@ -136,11 +142,61 @@ def _breaks_between(before: str, after: str) -> bool:
     return not (first in _OPENING and (last.isalnum() or last in "_)]"))
 
 
-def _row(number: int | str, pieces: list[tuple[str, str]], row_class: str = "") -> str:
+def _common_start(texts: list[str]) -> str:
+    """The longest text each of ``texts`` starts with ("" for none): the lowest and the
+    highest of them in order share exactly what all do."""
+    if not texts:
+        return ""
+    low, high = min(texts), max(texts)
+    pairs = enumerate(zip(low, high, strict=False))  # low may be the shorter
+    size = next((i for i, (a, b) in pairs if a != b), len(low))
+    return low[:size]
+
+
+def _shared_lead(lines: list[list[tuple[str, str]]]) -> str:
+    """The leading white space every line with code on it begins with ("" if none)."""
+    leads = []
+    for pieces in lines:
+        text = "".join(t for _, t in pieces)
+        if text.strip():
+            leads.append(text[: len(text) - len(text.lstrip(" \t"))])
+    return _common_start(leads)
+
+
+def _split_lead(
+    pieces: list[tuple[str, str]], lead: str
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """A line's pieces cut after the part of ``lead`` it begins with (a blank line may
+    hold less of it): those of that part, and the rest, each keeping its token's classes."""
+    text = "".join(t for _, t in pieces)
+    left = len(_common_start([text, lead]))
+    shared: list[tuple[str, str]] = []
+    rest: list[tuple[str, str]] = []
+    for classes, piece in pieces:
+        if left:
+            shared.append((classes, piece[:left]))
+            piece, left = piece[left:], max(left - len(piece), 0)
+        if piece:
+            rest.append((classes, piece))
+    return shared, rest
+
+
+def _row(
+    number: int | str, pieces: list[tuple[str, str]], row_class: str = "", lead: str = ""
+) -> str:
     """One line: its number (or a diff line's sign), then its tokens with a break
     opportunity between two where a reader expects a line of code to continue
-    (:func:`_breaks_between`)."""
+    (:func:`_breaks_between`); ``lead``, the span's shared indentation, marked apart."""
     out: list[str] = []
+    depth = min(_indent(pieces), MAX_INDENT)
+    classes_of_row = f"tw-cc tw-i{depth}"
+    if lead:
+        shared, pieces = _split_lead(pieces, lead)
+        for classes, text in shared:
+            marked = f"{classes} tw-lead".lstrip()
+            out.append(f'<span class="{marked}">{html.escape(text, quote=False)}</span>')
+        below = min(_indent(pieces), MAX_INDENT)
+        classes_of_row += f" tw-r{below}"
     previous = ""
     for classes, text in pieces:
         if previous and _breaks_between(previous, text):
@@ -148,11 +204,10 @@ def _row(number: int | str, pieces: list[tuple[str, str]], row_class: str = "") 
         shown = html.escape(text, quote=False)
         out.append(f'<span class="{classes}">{shown}</span>' if classes else shown)
         previous = text
-    depth = min(_indent(pieces), MAX_INDENT)
     extra = f" {row_class}" if row_class else ""
     return (
         f'<span class="tw-cl{extra}"><span class="linenos">{number}</span>'
-        f'<span class="tw-cc tw-i{depth}">{"".join(out)}\n</span></span>'
+        f'<span class="{classes_of_row}">{"".join(out)}\n</span></span>'
     )
 
 
@@ -183,7 +238,8 @@ def code_html(text: str, path: str, first_line: int, whole: str | None = None) -
     else:
         start, end = first_line, last
         lexed = _lexed_file(path, source).lines(start, end)
-    rows = [_row(first_line + n, pieces) for n, pieces in enumerate(lexed)]
+    lead = _shared_lead(lexed)
+    rows = [_row(first_line + n, pieces, lead=lead) for n, pieces in enumerate(lexed)]
     return f'<div class="tw-hl tw-code"><pre><code>{"".join(rows)}</code></pre></div>\n'
 
 
@@ -203,7 +259,7 @@ def diff_html(diff: str, path: str) -> str:
     lines = shown.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    rows = []
+    parsed = []
     for n, line in enumerate(lines):
         if (n < 2 and line.startswith(("--- ", "+++ "))) or line.startswith("@"):
             kind = "gu" if line.startswith("@") else "gh"
@@ -215,6 +271,15 @@ def diff_html(diff: str, path: str) -> str:
             pieces = [(kind, rest)] if rest else []
         else:
             pieces = [(kind, t) for _, value in lexer.get_tokens(rest) if (t := value.strip("\n"))]
-        row_class = {"gi": "tw-ins", "gd": "tw-del"}.get(kind, "")
-        rows.append(_row(html.escape(sign.replace(" ", "")), pieces, row_class))
+        parsed.append((sign, kind, pieces))
+    lead = _shared_lead([pieces for _, kind, pieces in parsed if kind not in ("gh", "gu")])
+    rows = [
+        _row(
+            html.escape(sign.replace(" ", "")),
+            pieces,
+            {"gi": "tw-ins", "gd": "tw-del"}.get(kind, ""),
+            "" if kind in ("gh", "gu") else lead,
+        )
+        for sign, kind, pieces in parsed
+    ]
     return f'<div class="tw-hl tw-code tw-diff"><pre><code>{"".join(rows)}</code></pre></div>\n'
