@@ -57,7 +57,7 @@ something went wrong (a command failed, its JSON did not parse, counts were off)
     .venv/bin/python benchmarks/bench_check.py                        # full size
     .venv/bin/python benchmarks/bench_check.py --files 200 --quotes 400  # smoke test
     .venv/bin/python benchmarks/bench_check.py --keep /tmp/bench   # keep the build and outputs
-    .venv/bin/python benchmarks/bench_check.py --pyc   # with cached bytecode, ours included
+    .venv/bin/python benchmarks/bench_check.py --from-source   # tracework compiled each start
     .venv/bin/python benchmarks/bench_check.py --monorepo --files 100000 --quotes 200000
     .venv/bin/python benchmarks/bench_check.py --monorepo --files 200 --quotes 400 \\
         --sizes 100,150,200 --repeat 1                              # its smoke test
@@ -840,7 +840,10 @@ def bytecode_note(env: dict[str, str] | None) -> str:
     the venv's packages have .pyc files.
     """
     if env is not None:
-        return f"cached under {env['PYTHONPYCACHEPREFIX']} (--pyc; warm after the first round)"
+        return (
+            f"cached under {env['PYTHONPYCACHEPREFIX']}, as installed (warm after the first "
+            "round; --from-source: compiled at every start)"
+        )
     no_write = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
     venv, ours = has_bytecode("click"), has_bytecode("tracework.cli")
     if venv and ours:
@@ -849,7 +852,7 @@ def bytecode_note(env: dict[str, str] | None) -> str:
         where = "the venv has .pyc files, but " if venv else "no .pyc in the venv, and "
         return (
             f"{where}tracework's own modules are compiled from source on every run "
-            "(PYTHONDONTWRITEBYTECODE is set; --pyc measures with cached bytecode)"
+            "(PYTHONDONTWRITEBYTECODE is set and --from-source given)"
         )
     return "written by Python on first import"
 
@@ -1003,7 +1006,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--pyc",
         action="store_true",
-        help="let the measured processes cache bytecode (PYTHONPYCACHEPREFIX in the build)",
+        help="let the measured processes cache bytecode (PYTHONPYCACHEPREFIX in the build); "
+        "the default where PYTHONDONTWRITEBYTECODE is set, as an installed tracework has it",
+    )
+    parser.add_argument(
+        "--from-source",
+        action="store_true",
+        help="under PYTHONDONTWRITEBYTECODE, compile tracework at every start (not as installed)",
     )
     parser.add_argument(
         "--monorepo",
@@ -1020,6 +1029,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quarter, a half and all of --files)",
     )
     args = parser.parse_args(argv)
+    # as installed (bytecode kept) unless asked otherwise: an editable tracework under
+    # PYTHONDONTWRITEBYTECODE would compile its modules at every start, as no user's does
+    pyc = args.pyc or (bool(os.environ.get("PYTHONDONTWRITEBYTECODE")) and not args.from_source)
     if args.files < 10 or args.quotes < 1 or args.repeat < 1:
         parser.error("need --files ≥ 10, --quotes ≥ 1 and --repeat ≥ 1")
     mode = MONOREPO if args.monorepo else DEFAULT
@@ -1027,7 +1039,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with build_root(args.keep) as root:
             if not sizes or sizes == [args.files]:
-                bench(args.files, args.quotes, args.repeat, root, args.pyc, mode)
+                bench(args.files, args.quotes, args.repeat, root, pyc, mode)
             else:
                 at_sizes(
                     args.files,
@@ -1035,7 +1047,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     sizes,
                     args.repeat,
                     root,
-                    pyc=args.pyc,
+                    pyc=pyc,
                     mode=mode,
                     keep=args.keep is not None,
                 )
