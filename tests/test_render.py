@@ -156,6 +156,20 @@ def test_bad_parameters_are_refused_before_a_kernel_starts(report, tw, workspace
     result = tw("render", "nosuch")
     assert result.exit_code == 2 and "no notebook" in result.output
     assert not (workspace.reports / "demo").exists()
+    # the command itself, in a process of its own: its one message and hint, and nothing
+    # else.  A kernel started before the inputs were read and killed while it booted
+    # printed its client thread's traceback about every other run: five runs see it.
+    for _ in range(5):
+        done = subprocess.run(
+            [sys.executable, "-m", "tracework", "render", "nosuch"],
+            cwd=workspace.root,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 2
+        assert done.stderr.startswith("tracework: error: no notebook at "), done.stderr
+        assert len(done.stderr.splitlines()) == 2, done.stderr  # the message and its hint
 
 
 @pytest.mark.slow

@@ -108,13 +108,13 @@ def render(name: str, commit: str | None, analysis_date: str | None, as_json: bo
     from tracework.render.inputs import prepare
 
     ws = find_workspace()
-    # the kernel boots while the inputs are read and the rest of the render loads; bad
-    # input, a broken history included, is refused before the kernel is used, and the
-    # kernel is killed unused
+    # bad input, a broken history included, is refused before a kernel starts (a kernel
+    # killed while it boots would print its client's errors over the one message); then
+    # the kernel boots while the rest of the render loads
+    plan = prepare(ws, name, commit, analysis_date)
+    read_history(ws.reports / plan.name / "history.json")
     booting = WarmKernel(ws.root)
     try:
-        plan = prepare(ws, name, commit, analysis_date)
-        read_history(ws.reports / plan.name / "history.json")
         from tracework.records.artefacts import to_json
         from tracework.render.pipeline import render as do_render
 
