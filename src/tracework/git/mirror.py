@@ -148,6 +148,7 @@ class Mirror:
             )
         self._trees: dict[str, dict[str, TreeEntry]] = {}
         self._recent: dict[str, Blob] = {}  # read_blob's, oldest first
+        self._recent_lock = threading.Lock()
 
     def _git(
         self, *args: str, input: bytes | None = None, reading: str | None = None
@@ -407,12 +408,14 @@ class Mirror:
         """One blob (see :meth:`read_blobs`), kept among the last :data:`RECENT_BLOBS`
         read this way: a notebook reads a file once for each span it quotes of it, and
         a blob's bytes never change."""
-        blob = self._recent.pop(oid, None)
+        with self._recent_lock:
+            blob = self._recent.pop(oid, None)
         if blob is None:
             blob = self.read_blobs([oid])[oid]
-        self._recent[oid] = blob  # the newest last
-        if len(self._recent) > RECENT_BLOBS:
-            del self._recent[next(iter(self._recent))]
+        with self._recent_lock:  # a mirror may be read from several threads
+            self._recent[oid] = blob  # the newest last
+            if len(self._recent) > RECENT_BLOBS:
+                del self._recent[next(iter(self._recent))]
         return blob
 
     # -- history -----------------------------------------------------------------
