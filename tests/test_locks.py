@@ -24,12 +24,14 @@ HOLDER = textwrap.dedent(
     with locked(Path(sys.argv[1])):
         print("held", flush=True)
         time.sleep(float(sys.argv[2]))
+        Path(sys.argv[1] + ".letting-go").touch()  # still held: written before the release
     """
 )
 
 
 def _hold(target: Path, seconds: float) -> subprocess.Popen[str]:
-    """Another process holding the lock on ``target``, once it said so."""
+    """Another process holding the lock on ``target``, once it said so; just before it
+    lets go, it leaves ``<target>.letting-go``."""
     proc = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(target), str(seconds)],
         stdout=subprocess.PIPE,
@@ -42,18 +44,19 @@ def _hold(target: Path, seconds: float) -> subprocess.Popen[str]:
 
 def test_a_lock_another_process_holds_times_out_and_is_had_once_it_lets_go(tmp_path):
     target = tmp_path / "register.yaml"
-    holder = _hold(target, 1.0)
-    held_at = time.monotonic()
+    holder = _hold(target, 3.0)  # held well past the 0.2 s a waiter gives it
+    letting_go = tmp_path / "register.yaml.letting-go"
     try:
+        start = time.monotonic()
         with (
             pytest.raises(fsio.LockTimeout, match="locked by another process"),
             fsio.locked(target, timeout=0.2),
         ):
             pytest.fail("the lock was had while another process held it")
-        assert time.monotonic() - held_at >= 0.2
-        with fsio.locked(target, timeout=10):  # waits for the holder to let go
-            assert time.monotonic() - held_at >= 1.0
-        assert holder.wait(timeout=10) == 0
+        assert time.monotonic() - start >= 0.2
+        with fsio.locked(target, timeout=60):  # waits for the holder to let go
+            assert letting_go.exists()  # had only after the holder was done with it
+        assert holder.wait(timeout=60) == 0
     finally:
         holder.kill()
         holder.wait()

@@ -348,7 +348,7 @@ def host_main(fd: int) -> None:
             with swallowed(log, f"importing {name} ahead"):  # a kernel says why, again
                 importlib.import_module(name)
         with swallowed(log, "warming up the kernel host"):
-            _warm_up()
+            warm_lexers()
     finally:
         sys.stderr.flush()
         os.dup2(stderr, 2)
@@ -391,8 +391,10 @@ def host_main(fd: int) -> None:
                 os.waitpid(pid, 0)
 
 
-def _warm_up() -> None:
-    """Compile what nearly every report's first quote compiles, once for all kernels.
+def warm_lexers() -> None:
+    """Compile what nearly every report's first quote compiles: once for all kernels in
+    the kernel host, and in a kernel of its own while it waits for its first cell
+    (:data:`tracework.kernels.warm.PRELOAD`).
 
     pygments matches a file name against every lexer's patterns and compiles a lexer's
     tables on first use: 0.06 s of CPU in each kernel otherwise.  Library tables only;

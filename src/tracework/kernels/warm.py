@@ -38,13 +38,14 @@ from tracework.kernels.host import waited_out as _waited_out
 from tracework.kernels.spec import ensure_kernelspec
 from tracework.logs import swallowed
 
-#: What a notebook's ``import tracework as tw; tw.open(...)`` loads, and the Python lexer
-#: its first quote's card uses, and no more: the kernel never renders, and
+#: What a notebook's ``import tracework as tw; tw.open(...)`` loads, and the lexers its
+#: first quote's card compiles (:func:`~tracework.kernels.host.warm_lexers`; nothing in a
+#: kernel forked from the host, which did it), and no more: the kernel never renders, and
 #: ``tracework.render`` would pull in nbformat, nbconvert and jsonschema, over a second of
 #: CPU per kernel for nothing.
 PRELOAD = (
-    "import tracework.notebook.workbench, tracework.views.code  # warm-up, before any report\n"
-    "tracework.views.code.warm()"
+    "import tracework.notebook.workbench, tracework.kernels.host  # warm-up, before any report\n"
+    "tracework.kernels.host.warm_lexers()"
 )
 
 log = logging.getLogger(__name__)

@@ -15,11 +15,11 @@ if another writer gave an id or a span to other evidence meanwhile.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 from tracework.git.mirror import Mirror
-from tracework.git.subjects import open_mirror
 from tracework.register.append import Change
 from tracework.register.evidence import file_entry
 from tracework.register.models import Quote, Register
@@ -54,11 +54,11 @@ def _key(quote: Quote) -> _Key:
 class PendingQuotes:
     """The quotes a cell made that the register file does not hold yet."""
 
-    def __init__(self, ws: Workspace, register_path: Path) -> None:
+    def __init__(self, ws: Workspace, register_path: Path, mirror: Callable[[str], Mirror]) -> None:
         self.ws, self.register_path = ws, register_path
+        self.mirror = mirror  # a subject's mirror, the session's: its trees read once
         self.changes: dict[str, Change] = {}
         self._held: dict[_Key, str] | None = None  # each span to the first id holding it
-        self._mirrors: dict[str, Mirror] = {}  # one per subject: its trees read once
 
     def forget(self) -> None:
         """The register was read again: nothing is pending, the index is stale."""
@@ -86,9 +86,7 @@ class PendingQuotes:
         pending write."""
         refuse_bad_request(path, quote_id, replace, "notebook")
         source = register.git_source(sid)
-        mirror = self._mirrors.get(source.subject)
-        if mirror is None:
-            mirror = self._mirrors[source.subject] = open_mirror(self.ws, source.subject)
+        mirror = self.mirror(source.subject)
         located = locate_named(mirror, source.commit, sid, path, request, "notebook")
         quote, entry = located.quote, located.entry
         decided = decide_id(

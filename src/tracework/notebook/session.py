@@ -43,7 +43,8 @@ class RegisterSession:
 
     def __init__(self, ws: Workspace, path: Path, *, commit: str | None, mode: Mode) -> None:
         self.ws, self.path, self.mode = ws, path, mode
-        self._pending = PendingQuotes(ws, path) if mode == "author" else None
+        self._mirrors: dict[str, Mirror] = {}
+        self._pending = PendingQuotes(ws, path, self.mirror) if mode == "author" else None
         #: why a cell's quotes could not be written (None: written, or nothing to write)
         self.unwritten: str | None = None
         #: whether quotes wait for the cell's end to be written (else each is written at once)
@@ -51,7 +52,6 @@ class RegisterSession:
         self.checks = SourceChecks(self)
         #: quoted files' texts at their pins, read once: (subject, pin, path) → text
         self._pinned_texts: dict[tuple[str, str, str], str | None] = {}
-        self._mirrors: dict[str, Mirror] = {}
         self.read()
         register = self.register
         gits = [(sid, s) for sid, s in register.sources.items() if isinstance(s, GitSource)]

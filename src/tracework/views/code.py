@@ -113,13 +113,6 @@ def _lexed_file(path: str, text: str) -> _LexedFile:
     return _LexedFile(lexer_for(path), text)
 
 
-def warm() -> None:
-    """Compile the Python lexer's rules, which pygments does at a lexer's first use
-    (about 50 ms): a kernel does it while it waits for its first cell, not in the first
-    card that shows a quote."""
-    lexer_for("warm.py")
-
-
 def _indent(pieces: list[tuple[str, str]]) -> int:
     """The columns of a line's leading white space, tabs at :data:`TAB`."""
     text = "".join(t for _, t in pieces)
