@@ -358,7 +358,8 @@ def test_the_page_reloads_on_each_save_shows_errors_and_recovers(
 
         # a save: the page reloads itself with the change
         nb.cells[4].source = BODY.replace("LABEL", "The second label")
-        _save(path, nb)
+        with page.expect_event("load", timeout=120_000):  # the reload itself, not the clock
+            _save(path, nb)
         expect(page.locator("main")).to_contain_text("The second label", timeout=120_000)
         assert reloads and page.locator("#tw-preview-error").count() == 0
 
