@@ -14,7 +14,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tracework.jsonout import dumps
+import tracework.jsonout as jsonout
+from tracework.jsonout import dumps, write_json
 
 # Every code point, lone surrogates (file names that are not UTF-8) and astral ones included.
 TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=12)
@@ -44,6 +45,25 @@ def test_same_text_as_the_standard_library(data: Any, indent: bool) -> None:
     assert text == stdlib(data, indent)
     assert text.isascii()
     assert json.loads(text) == json.loads(stdlib(data, indent))
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(TEXT, st.lists(DATA, max_size=9) | DATA, max_size=5), st.booleans())
+@example({"items": [], "after": 1}, False)
+@example({}, False)
+@example({"items": ["\udcff", "\u202e", {"a": None}]}, False)  # a chunk the stdlib encodes
+def test_written_with_iterators_is_dumps_of_the_lists(data: dict[str, Any], indent: bool) -> None:
+    """``write_json`` draws each list given as an iterator a chunk at a time, and its
+    bytes are exactly ``dumps`` of the whole object and a newline."""
+    import io
+
+    streamed = {k: iter(v) if isinstance(v, list) else v for k, v in data.items()}
+    out = io.BytesIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonout, "CHUNK", 2)  # several chunks from a short list
+        write_json(out, streamed, indent=indent)
+    assert out.getvalue() == (dumps(data, indent=indent) + "\n").encode()
 
 
 def test_subclasses_and_named_tuples_are_encoded_as_the_standard_library_does() -> None:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Iterator, Mapping
+from itertools import islice
+from typing import IO, Any
 
 import orjson
 
@@ -41,6 +43,38 @@ def dumps(data: Any, *, indent: bool = False) -> str:
     if text.isascii() and "\x7f" not in text:  # two fast scans; the usual case
         return text
     return _UNESCAPED.sub(_escape, text)
+
+
+def write_json(out: IO[bytes], data: Mapping[str, Any], *, indent: bool = False) -> None:
+    """``dumps(data)`` and a newline, written to ``out``.
+
+    A value that is an iterator is written as the array it yields, :data:`CHUNK` items
+    at a time: a check of 100,000 files and 200,000 quotes prints 85 MB of JSON, and
+    holding its items as dicts, then as one text, then as its bytes would take most of
+    the check's memory.  Compact text only; indented text (for a person) is made whole.
+    """
+    if indent:
+        whole = {k: list(v) if isinstance(v, Iterator) else v for k, v in data.items()}
+        out.write(dumps(whole, indent=True).encode() + b"\n")
+        return
+    opening = "{"
+    for key, value in data.items():
+        out.write(f"{opening}{dumps(key)}:".encode())
+        opening = ","
+        if not isinstance(value, Iterator):
+            out.write(dumps(value).encode())
+            continue
+        out.write(b"[")
+        between = ""
+        while chunk := list(islice(value, CHUNK)):
+            out.write(f"{between}{dumps(chunk)[1:-1]}".encode())
+            between = ","
+        out.write(b"]")
+    out.write(b"}\n" if opening == "," else b"{}\n")
+
+
+#: Items of an iterator :func:`write_json` encodes at a time.
+CHUNK = 4096
 
 
 def _escape(match: re.Match[str]) -> str:

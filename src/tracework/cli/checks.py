@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import click
 
-from tracework.cli.common import find_workspace, naming, print_json
+from tracework.cli.common import find_workspace, naming, print_streamed_json
 from tracework.cli.output import print_check
 
 
@@ -43,7 +43,7 @@ def check(
             if record:
                 record_check(path, report, date)
         if as_json:
-            print_json(report.as_json())
+            print_streamed_json(report.streamed_json())
         else:
             print_check(report)
     sys.exit(0 if report.ok else 1)

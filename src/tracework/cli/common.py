@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import errno
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
@@ -55,6 +55,16 @@ def print_json(data: Any) -> None:
     from tracework.jsonout import dumps
 
     click.echo(dumps(data, indent=sys.stdout.isatty()))
+
+
+def print_streamed_json(data: Mapping[str, object]) -> None:
+    """:func:`print_json` of an object whose iterators are drawn as they are written
+    (see :func:`tracework.jsonout.write_json`)."""
+    from tracework.jsonout import write_json
+
+    sys.stdout.flush()  # anything printed as text goes first
+    write_json(sys.stdout.buffer, data, indent=sys.stdout.isatty())
+    sys.stdout.buffer.flush()
 
 
 @contextmanager

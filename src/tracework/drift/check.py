@@ -202,6 +202,20 @@ class CheckReport:
             "unchecked": list(self.unchecked),
         }
 
+    def streamed_json(self) -> dict[str, object]:
+        """:meth:`as_json` with its items an iterator, each made as
+        :func:`tracework.jsonout.write_json` draws it: a large check's items are never all
+        held as dicts at once."""
+        return {
+            "ok": self.ok,
+            "register": self.register,
+            "commit": self.commit,
+            "sources": self._sources_json(),
+            "items": (i.as_json() for i in self.items),
+            "assertions": [a.as_json() for a in self.assertions],
+            "unchecked": list(self.unchecked),
+        }
+
     def _sources_json(self) -> list[GitSourceJson | DocumentSourceJson | CaptureSourceJson]:
         sources: list[GitSourceJson | DocumentSourceJson | CaptureSourceJson] = []
         for s in self.sources:
@@ -482,14 +496,30 @@ def _check_source(
         if commit != source.commit
         else Changes({}, frozenset())
     )
-    # The paths in the order the loops below first ask for them: files, then quotes
+    # The paths in the order the first pass reads them: files, then quoted files
     # (each followed by its new name when renamed).
     registered = dict.fromkeys([*source.files, *(q.path for q in quotes.values())])
     wanted = dict.fromkeys(p for path in registered for p in (path, changes.renamed.get(path)) if p)
+    quoted: dict[str, list[tuple[str, QuoteData]]] = {}
+    for qid, quote in quotes.items():
+        quoted.setdefault(quote.path, []).append((qid, quote))
+    held: dict[str, CheckItem] = {}  # quotes the first pass found at their own lines
     with BlobCache(mirror, tree) as cache, BlobCache(mirror, pin_tree) as pin_cache:
         cache.prefetch(wanted)
-        for path, expected in source.files.items():
-            result.items.append(_check_file(sid, path, expected, tree, cache, changes))
+        # The first pass, in the order git reads the blobs, while it reads the next
+        # ones: each file checked, then the quotes its blob holds at their own lines
+        # (the common case, at the pin or not, without relocate's machinery: the same
+        # bytes at the same lines of the same path, relocate's first answer).
+        for path in registered:
+            expected = source.files.get(path)
+            if expected is not None:
+                result.items.append(_check_file(sid, path, expected, tree, cache, changes))
+            here = quoted.get(path)
+            lines = cache.lines(path) if here is not None else None
+            if lines is not None:
+                for qid, quote in here or ():
+                    if lines.holds_at(quote.lines[0], span_bytes(quote.text, quote.raw_b64)):
+                        held[qid] = _verified(sid, qid, quote)
 
         touched_read = False
 
@@ -545,13 +575,10 @@ def _check_source(
         checked = [c.commit for c in reversed(register.checks) if c.source == sid]
         origins = _Origins(mirror, source.commit, checked, commit, tree, cache, changes)
         try:
-            for qid, quote in quotes.items():
-                # the common case, at the pin or not, without relocate's machinery: the
-                # same bytes at the same lines of the same path (relocate's first answer)
-                lines = cache.lines(quote.path)
-                needle = span_bytes(quote.text, quote.raw_b64)
-                if lines is not None and lines.holds_at(quote.lines[0], needle):
-                    result.items.append(_verified(sid, qid, quote))
+            for qid, quote in quotes.items():  # in the register's order
+                verified = held.get(qid)
+                if verified is not None:
+                    result.items.append(verified)
                     continue
                 if at_pin:  # not at the pin's lines: not recorded at this pin (a re-pin since)
                     result.items.append(_quote_item(sid, quote, origins.relocate(qid, quote)))
@@ -755,24 +782,35 @@ def _check_assertions(
 
 
 def _verified(sid: str, qid: str, quote: QuoteData) -> CheckItem:
-    """What :func:`_quote_item` makes of relocate's verdict "verified, same lines"."""
-    return CheckItem(
-        "quote",
-        qid,
-        sid,
-        quote.path,
-        "verified",
-        quote.lines,
-        None,
-        None,
-        None,
-        None,
-        "same lines",
-        False,
-        None,
-        quote.sha256,
-        quote.sha256,
+    """What :func:`_quote_item` makes of relocate's verdict "verified, same lines".
+
+    Every field given, in order, so the tuple is made without the named tuple's
+    ``__new__`` (a Python function): this runs once for nearly every quote.
+    """
+    return _new_tuple(
+        CheckItem,
+        (
+            "quote",
+            qid,
+            sid,
+            quote.path,
+            "verified",
+            quote.lines,
+            None,
+            None,
+            None,
+            None,
+            "same lines",
+            False,
+            None,
+            quote.sha256,
+            quote.sha256,
+            None,
+        ),
     )
+
+
+_new_tuple = tuple.__new__
 
 
 def read_at_pin(

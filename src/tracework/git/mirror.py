@@ -12,10 +12,11 @@ import hashlib
 import re
 import subprocess
 import threading
-from collections.abc import Iterable
-from contextlib import suppress
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from tempfile import TemporaryFile
 from typing import IO, Literal, NamedTuple
 
 from tracework.errors import (
@@ -54,19 +55,20 @@ class RefTarget(NamedTuple):
 
 
 class TreeEntry(NamedTuple):
-    """One path in a commit's tree (a named tuple: a check makes one per path)."""
+    """One path in a commit's tree (a named tuple: a check makes one per path).
+
+    Its kind is read from the mode once, when the tree is listed: a check asks for it
+    several times a file.
+    """
 
     path: str
     mode: str
     oid: str
+    kind: EntryKind
 
-    @property
-    def kind(self) -> EntryKind:
-        if self.mode == "120000":
-            return "symlink"
-        if self.mode == "160000":
-            return "submodule"
-        return "file"
+
+#: The kind of a tree entry by its mode: a symlink, a submodule, else a file.
+_KIND_OF_MODE: dict[str, EntryKind] = {"120000": "symlink", "160000": "submodule"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,16 +358,18 @@ class Mirror:
             out = proc.stdout
             entries: dict[str, TreeEntry] = {}
             folders: list[str] = []
-            for record in out.split(b"\0"):
+            kind_of_mode = _KIND_OF_MODE
+            # decoded once: NUL, tab and space are never part of a UTF-8 sequence, so
+            # the whole listing decodes as each of its paths would on its own
+            for record in decode_path(out).split("\0"):
                 if not record:
                     continue
-                meta, _, raw_path = record.partition(b"\t")
-                mode, kind, oid = meta.decode().split(" ")
-                path = decode_path(raw_path)
+                meta, _, path = record.partition("\t")
+                mode, kind, oid = meta.split(" ")
                 if kind == "tree":
                     folders.append(path)
                 else:
-                    entries[path] = TreeEntry(path, mode, oid)
+                    entries[path] = TreeEntry(path, mode, oid, kind_of_mode.get(mode, "file"))
             problem = _tree_problem(out, entries, folders)
             if problem is not None:
                 raise GitError(
@@ -530,18 +534,25 @@ class BlobStream:
         self.blobs: dict[str, Blob] = {}
         self._found: dict[str, Blob | None] = {}
         self._asking = not oids  # names asked one at a time, answered at once
-        buffered = [] if self._asking else ["--buffer"]
-        self._proc = subprocess.Popen(
-            ["git", f"--git-dir={git_dir}", "cat-file", "--batch", *buffered],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=hardened_env(),
-        )
-        assert self._proc.stdin is not None and self._proc.stdout is not None
+        if self._asking:
+            self._proc = subprocess.Popen(
+                ["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=hardened_env(),
+            )
+        else:
+            with _names_file(oids) as names:
+                self._proc = subprocess.Popen(
+                    ["git", f"--git-dir={git_dir}", "cat-file", "--batch", "--buffer"],
+                    stdin=names,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    env=hardened_env(),
+                )
+        assert self._proc.stdout is not None
         self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
-        self._feeder = threading.Thread(target=_feed, args=(self._proc.stdin, oids), daemon=True)
-        self._feeder.start()
         self._wanted = frozenset(oids)
 
     def __contains__(self, oid: str) -> bool:
@@ -580,9 +591,9 @@ class BlobStream:
         if self._proc.returncode is None:
             if len(self.blobs) < len(self._wanted):
                 self._proc.kill()
-            self._feeder.join()
-            with suppress(OSError):  # git died while the feeder or a question wrote
-                self._stdin.close()
+            if self._stdin is not None:
+                with suppress(OSError):  # git died while a question was written
+                    self._stdin.close()
             self._stdout.close()
             self._proc.wait()
 
@@ -593,7 +604,7 @@ class BlobStream:
         self.close()
 
     def _ask(self, spec: str) -> None:
-        if self._proc.returncode is not None:
+        if self._proc.returncode is not None or self._stdin is None:
             raise self._ended()
         try:
             self._stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
@@ -624,7 +635,7 @@ class BlobStream:
         not there, or not a blob, is None when ``missing_ok`` (a path a commit lacks),
         else an error (an object id the mirror should hold)."""
         stream = self._stdout
-        header = stream.readline().decode(errors="replace").split()
+        header = stream.readline().split()
         if len(header) != 3:
             if missing_ok and len(header) == 2:  # "<name> missing" or "<name> ambiguous"
                 return None
@@ -632,13 +643,14 @@ class BlobStream:
                 f"object {name[:12]} is missing or unreadable in {self._name}",
                 hint=f"the mirror may be incomplete; run {_fetch_command(self._git_dir)} again",
             )
-        oid, kind, size_text = header
+        raw_oid, kind, size_text = header
         size = int(size_text)
-        if kind != "blob":
+        if kind != b"blob":
             _drain(stream, size + 1)
             if missing_ok:
                 return None
-            raise GitError(f"object {name[:12]} is a {kind}, not a file")
+            raise GitError(f"object {name[:12]} is a {kind.decode(errors='replace')}, not a file")
+        oid = raw_oid.decode()
         if self._size_cap is None or size <= self._size_cap:
             data = _read_exact(stream, size)
             stream.read(1)
@@ -750,17 +762,15 @@ def _hunk(header: str) -> tuple[int, int, int, int]:
     return int(a), 1 if alen is None else int(alen), int(b), 1 if blen is None else int(blen)
 
 
-def _feed(stdin: IO[bytes], oids: list[str]) -> None:
-    """Write the names given up front and end the input (so git lets out what it
-    buffered); a stream given none keeps its input open for names asked later."""
-    if not oids:
-        return
-    try:
-        for start in range(0, len(oids), 512):
-            stdin.write("".join(f"{o}\n" for o in oids[start : start + 512]).encode())
-        stdin.close()
-    except BrokenPipeError:  # git died; the reader reports it
-        pass
+@contextmanager
+def _names_file(names: list[str]) -> Iterator[IO[bytes]]:
+    """The names, one a line, in an unlinked file that git reads as its input: nothing
+    to feed from a thread, so git never waits on this process (a busy interpreter
+    hands a feeder thread the GIL only every few milliseconds)."""
+    with TemporaryFile() as handle:
+        handle.write("".join(f"{name}\n" for name in names).encode("utf-8", "surrogateescape"))
+        handle.seek(0)
+        yield handle
 
 
 def _read_exact(stream: IO[bytes], size: int) -> bytes:

@@ -222,7 +222,7 @@ def _recall_all(path: Path) -> _Recalled | None:
         return None
     heading = raw.rfind(b"\nquotes:\n", 0, point.offset)
     try:
-        rows = CompiledRows(content.decode("utf-8"), point.quotes_close)
+        rows = CompiledRows(str(content, "utf-8"), point.quotes_close)
     except (*store._SHAPE_ERRORS, UnicodeDecodeError):
         return None
     if heading < 0:

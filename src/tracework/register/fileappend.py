@@ -167,7 +167,7 @@ def write_files(path: Path, sid: str, plan: Plan) -> bool:
         if record is None or content is None:
             return False
         try:
-            text = content.decode("utf-8")
+            text = str(content, "utf-8")
             sources, (first, end) = rowsplice.source_rows(text)
         except (*store._SHAPE_ERRORS, UnicodeDecodeError):
             return False

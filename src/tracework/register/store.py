@@ -204,14 +204,16 @@ def models_sha256() -> str:
         return ""
 
 
-def _seal(digest: str, content: bytes) -> str | None:
+def _seal(digest: str, content: bytes | memoryview) -> str | None:
     """HMAC-SHA256, under this user's key, of what the copy was made from and its rows;
     None when there is no key (the copy is then neither written nor trusted)."""
     key = seal_key()
     if key is None:
         return None
     made_from = f"{COMPILED_FORMAT}\n{__version__}\n{models_sha256()}\n{digest}\n".encode()
-    return hmac.new(key, made_from + content, hashlib.sha256).hexdigest()
+    mac = hmac.new(key, made_from, hashlib.sha256)
+    mac.update(content)  # not joined to the header first: no copy of the rows
+    return mac.hexdigest()
 
 
 @cache
@@ -236,16 +238,18 @@ def _compiled_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.compiled.json")
 
 
-def _read_compiled(path: Path, digest: str) -> bytes | None:
-    """The compiled copy's JSON if its header matches everything it was made from."""
+def _read_compiled(path: Path, digest: str) -> memoryview | None:
+    """The compiled copy's JSON if its header matches everything it was made from (a
+    view of the bytes read: the rows of a large register are tens of megabytes)."""
     try:
         data = _compiled_path(path).read_bytes()
-        first, _, content = data.partition(b"\n")
-        if len(first) > 1024:  # not a header: another layout, or damage
+        end = data.find(b"\n", 0, 1025)
+        if end == -1:  # not a header: another layout, or damage
             return None
-        header = _Header(**load_json(first))
+        header = _Header(**load_json(data[:end]))
     except (OSError, ValueError, TypeError):  # DataError is a ValueError
         return None
+    content = memoryview(data)[end + 1 :]
     seal = _seal(digest, content)
     expected = _Header(COMPILED_FORMAT, __version__, models_sha256(), digest, seal or "")
     return content if seal and header == expected else None
