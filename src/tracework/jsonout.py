@@ -33,16 +33,20 @@ _UNESCAPED = re.compile(r"[^\x00-\x7e]")
 
 def dumps(data: Any, *, indent: bool = False) -> str:
     """``data`` as ASCII JSON text: compact, or indented by two spaces."""
+    return _encoded(data, indent).decode("ascii")
+
+
+def _encoded(data: Any, indent: bool) -> bytes:
+    """:func:`dumps` as the bytes of its ASCII text."""
     try:
         raw = orjson.dumps(data, option=_PASSTHROUGH | (orjson.OPT_INDENT_2 if indent else 0))
     except TypeError:  # refused or passed through: lone surrogates, non-str keys, subclasses…
         if indent:
-            return json.dumps(data, ensure_ascii=True, indent=2)
-        return json.dumps(data, ensure_ascii=True, separators=(",", ":"))
-    text = raw.decode("utf-8")
-    if text.isascii() and "\x7f" not in text:  # two fast scans; the usual case
-        return text
-    return _UNESCAPED.sub(_escape, text)
+            return json.dumps(data, ensure_ascii=True, indent=2).encode("ascii")
+        return json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    if raw.isascii() and b"\x7f" not in raw:  # two fast scans; the usual case
+        return raw
+    return _UNESCAPED.sub(_escape, raw.decode("utf-8")).encode("ascii")
 
 
 def write_json(out: IO[bytes], data: Mapping[str, Any], *, indent: bool = False) -> None:
@@ -55,22 +59,23 @@ def write_json(out: IO[bytes], data: Mapping[str, Any], *, indent: bool = False)
     """
     if indent:
         whole = {k: list(v) if isinstance(v, Iterator) else v for k, v in data.items()}
-        out.write(dumps(whole, indent=True).encode() + b"\n")
+        out.write(_encoded(whole, True) + b"\n")
         return
-    opening = "{"
+    opening = b"{"
     for key, value in data.items():
-        out.write(f"{opening}{dumps(key)}:".encode())
-        opening = ","
+        out.write(opening + _encoded(key, False) + b":")
+        opening = b","
         if not isinstance(value, Iterator):
-            out.write(dumps(value).encode())
+            out.write(_encoded(value, False))
             continue
         out.write(b"[")
-        between = ""
+        between = b""
         while chunk := list(islice(value, CHUNK)):
-            out.write(f"{between}{dumps(chunk)[1:-1]}".encode())
-            between = ","
+            out.write(between)
+            out.write(memoryview(_encoded(chunk, False))[1:-1])  # the items, not the brackets
+            between = b","
         out.write(b"]")
-    out.write(b"}\n" if opening == "," else b"{}\n")
+    out.write(b"}\n" if opening == b"," else b"{}\n")
 
 
 #: Items of an iterator :func:`write_json` encodes at a time.

@@ -55,7 +55,9 @@ def _collector_paused() -> Iterator[None]:
 
     A check builds tens of thousands of objects that all live until it ends, and
     forms no cycles among them; the collector would only re-scan them, again and
-    again (about 5% of a large check's time).  Reference counting still frees memory.
+    again (about 5% of a large check's time).  They are frozen before it is enabled
+    again, or its first pass would scan every one of them once more (a quarter of a
+    second at 100,000 files).  Reference counting still frees them.
     """
     import gc
 
@@ -65,6 +67,7 @@ def _collector_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            gc.freeze()
             gc.enable()
 
 

@@ -8,6 +8,7 @@ check of thousands of files fast.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import re
 import subprocess
@@ -39,6 +40,8 @@ _FULL_REF = re.compile(r"refs/(?:heads|tags)/[A-Za-z0-9_][A-Za-z0-9._/-]*")
 DEFAULT_SIZE_CAP = 4 * 1024 * 1024
 #: Blobs :meth:`Mirror.read_blob` keeps (each at most its size cap: a 4 MiB cap, 64 MiB).
 RECENT_BLOBS = 16
+#: Bytes of git's answers read at a time, and held in the pipe, when blobs are streamed.
+READ_BUFFER = 1 << 20
 
 EntryKind = Literal["file", "symlink", "submodule"]
 RegisteredKind = Literal["file", "symlink", "submodule", "lfs-pointer"]
@@ -550,7 +553,10 @@ class BlobStream:
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
                     env=hardened_env(),
+                    bufsize=READ_BUFFER,
                 )
+            with suppress(OSError):  # a larger pipe: git runs further ahead of the reader
+                fcntl.fcntl(self._proc.stdout, fcntl.F_SETPIPE_SZ, READ_BUFFER)
         assert self._proc.stdout is not None
         self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
         self._wanted = frozenset(oids)

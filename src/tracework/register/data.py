@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
+_new_tuple = tuple.__new__
+
 
 class FileEntryData(NamedTuple):
     """The data of a :class:`tracework.register.models.FileEntry`."""
@@ -32,13 +34,16 @@ class FileEntryData(NamedTuple):
     def from_row(r: list[Any]) -> FileEntryData:
         if len(r) != 6:
             raise ValueError(f"FileEntry has 6 fields, not {len(r)}")
-        return FileEntryData(
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            r[5],
+        return _new_tuple(
+            FileEntryData,
+            (
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+            ),
         )
 
 
@@ -55,12 +60,15 @@ class GitSourceData(NamedTuple):
     def from_row(r: list[Any]) -> GitSourceData:
         if len(r) != 5:
             raise ValueError(f"GitSource has 5 fields, not {len(r)}")
-        return GitSourceData(
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            {k0: FileEntryData.from_row(v0) for k0, v0 in r[4].items()},
+        return _new_tuple(
+            GitSourceData,
+            (
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                {k0: FileEntryData.from_row(v0) for k0, v0 in r[4].items()},
+            ),
         )
 
 
@@ -75,10 +83,13 @@ class DocumentSourceData(NamedTuple):
     def from_row(r: list[Any]) -> DocumentSourceData:
         if len(r) != 3:
             raise ValueError(f"DocumentSource has 3 fields, not {len(r)}")
-        return DocumentSourceData(
-            r[0],
-            r[1],
-            r[2],
+        return _new_tuple(
+            DocumentSourceData,
+            (
+                r[0],
+                r[1],
+                r[2],
+            ),
         )
 
 
@@ -95,12 +106,15 @@ class CaptureSourceData(NamedTuple):
     def from_row(r: list[Any]) -> CaptureSourceData:
         if len(r) != 5:
             raise ValueError(f"CaptureSource has 5 fields, not {len(r)}")
-        return CaptureSourceData(
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
+        return _new_tuple(
+            CaptureSourceData,
+            (
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+            ),
         )
 
 
@@ -115,10 +129,13 @@ class AnchorData(NamedTuple):
     def from_row(r: list[Any]) -> AnchorData:
         if len(r) != 3:
             raise ValueError(f"Anchor has 3 fields, not {len(r)}")
-        return AnchorData(
-            r[0],
-            r[1],
-            r[2],
+        return _new_tuple(
+            AnchorData,
+            (
+                r[0],
+                r[1],
+                r[2],
+            ),
         )
 
 
@@ -137,14 +154,17 @@ class QuoteData(NamedTuple):
     def from_row(r: list[Any]) -> QuoteData:
         if len(r) != 7:
             raise ValueError(f"Quote has 7 fields, not {len(r)}")
-        return QuoteData(
-            r[0],
-            r[1],
-            tuple(r[2]),
-            None if r[3] is None else AnchorData.from_row(r[3]),
-            r[4],
-            r[5],
-            r[6],
+        return _new_tuple(
+            QuoteData,
+            (
+                r[0],
+                r[1],
+                tuple(r[2]),
+                None if r[3] is None else AnchorData.from_row(r[3]),
+                r[4],
+                r[5],
+                r[6],
+            ),
         )
 
 
@@ -160,11 +180,14 @@ class CheckEntryData(NamedTuple):
     def from_row(r: list[Any]) -> CheckEntryData:
         if len(r) != 4:
             raise ValueError(f"CheckEntry has 4 fields, not {len(r)}")
-        return CheckEntryData(
-            r[0],
-            r[1],
-            r[2],
-            r[3],
+        return _new_tuple(
+            CheckEntryData,
+            (
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+            ),
         )
 
 
@@ -182,13 +205,16 @@ class AssertionData(NamedTuple):
     def from_row(r: list[Any]) -> AssertionData:
         if len(r) != 6:
             raise ValueError(f"Assertion has 6 fields, not {len(r)}")
-        return AssertionData(
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            r[5],
+        return _new_tuple(
+            AssertionData,
+            (
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+            ),
         )
 
 
@@ -206,13 +232,16 @@ class RegisterData(NamedTuple):
     def from_row(r: list[Any]) -> RegisterData:
         if len(r) != 6:
             raise ValueError(f"Register has 6 fields, not {len(r)}")
-        return RegisterData(
-            r[0],
-            r[1],
-            {k0: _BY_KIND_1[v0[0]](v0) for k0, v0 in r[2].items()},
-            {k0: QuoteData.from_row(v0) for k0, v0 in r[3].items()},
-            [CheckEntryData.from_row(v0) for v0 in r[4]],
-            [AssertionData.from_row(v0) for v0 in r[5]],
+        return _new_tuple(
+            RegisterData,
+            (
+                r[0],
+                r[1],
+                {k0: _BY_KIND_1[v0[0]](v0) for k0, v0 in r[2].items()},
+                {k0: QuoteData.from_row(v0) for k0, v0 in r[3].items()},
+                [CheckEntryData.from_row(v0) for v0 in r[4]],
+                [AssertionData.from_row(v0) for v0 in r[5]],
+            ),
         )
 
 

@@ -45,6 +45,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
+_new_tuple = tuple.__new__
+
 
 '''
 
@@ -164,7 +166,8 @@ class _Writer:
             "",
         ]
         lines += [f"    {f}: {self.type_text(info.annotation)}" for f, info in fields.items()]
-        # positional, in field order: the cheapest way to build a named tuple
+        # every field, in order, given to tuple.__new__: the cheapest way to build a
+        # named tuple (its own __new__ is one more Python call per row)
         args = [
             f"{self.convert(info.annotation, f'r[{i}]')}," for i, info in enumerate(fields.values())
         ]
@@ -175,8 +178,11 @@ class _Writer:
             f"        if len(r) != {len(fields)}:",
             f'            raise ValueError(f"{model.__name__} has {len(fields)} fields, '
             'not {len(r)}")',
-            f"        return {name}(",
-            *(f"            {a}" for a in args),
+            f"        return _new_tuple(",
+            f"            {name},",
+            "            (",
+            *(f"                {a}" for a in args),
+            "            ),",
             "        )",
         ]
         return "\n".join(lines) + "\n"
