@@ -26,6 +26,7 @@ import hmac
 import json
 import os
 import secrets
+import threading
 from contextlib import suppress
 from functools import cache
 from pathlib import Path
@@ -106,10 +107,28 @@ def load_data(path: Path) -> RegisterData:
     shape :mod:`tracework.register.data` refuses) is parsed and validated afresh.
     """
     _must_exist(path)
-    content = _read_compiled(path, sha256_file(path))  # streamed: read whole only to parse
-    if content is not None:
-        with suppress(*_SHAPE_ERRORS):
-            return RegisterData.from_row(orjson.loads(content))  # 3× json's speed here
+    parts = _compiled_parts(path)
+    if parts is not None:
+        header, content = parts
+        trusted: list[bool] = []
+
+        def judge() -> None:  # hashlib lets go of the GIL: this runs beside the parse
+            try:  # the YAML streamed: read whole only to parse it
+                trusted.append(_made_from(header, sha256_file(path), content))
+            except OSError:
+                trusted.append(False)
+
+        judging = threading.Thread(target=judge, name="compiled-copy-seal")
+        judging.start()
+        try:  # parsed while it is judged, and used only once it is trusted
+            rows = orjson.loads(content)  # 3× json's speed here
+        except orjson.JSONDecodeError:
+            rows = None
+        finally:
+            judging.join()
+        if rows is not None and trusted == [True]:
+            with suppress(*_SHAPE_ERRORS):
+                return RegisterData.from_row(rows)
     raw = _read_yaml(path)
     return data_of(_load_yaml(path, raw, sha256_hex(raw)))
 
@@ -239,20 +258,34 @@ def _compiled_path(path: Path) -> Path:
 
 
 def _read_compiled(path: Path, digest: str) -> memoryview | None:
-    """The compiled copy's JSON if its header matches everything it was made from (a
-    view of the bytes read: the rows of a large register are tens of megabytes)."""
+    """The compiled copy's JSON if its header matches everything it was made from, the
+    YAML whose hash is ``digest`` included."""
+    parts = _compiled_parts(path)
+    if parts is None:
+        return None
+    header, content = parts
+    return content if _made_from(header, digest, content) else None
+
+
+def _compiled_parts(path: Path) -> tuple[_Header, memoryview] | None:
+    """The compiled copy's header and rows, not yet trusted (a view of the bytes read:
+    the rows of a large register are tens of megabytes); None if it has no header."""
     try:
         data = _compiled_path(path).read_bytes()
         end = data.find(b"\n", 0, 1025)
         if end == -1:  # not a header: another layout, or damage
             return None
-        header = _Header(**load_json(data[:end]))
+        return _Header(**load_json(data[:end])), memoryview(data)[end + 1 :]
     except (OSError, ValueError, TypeError):  # DataError is a ValueError
         return None
-    content = memoryview(data)[end + 1 :]
+
+
+def _made_from(header: _Header, digest: str, content: bytes | memoryview) -> bool:
+    """Whether a copy's header and seal say it was made from the YAML whose hash is
+    ``digest``, by this tracework and these models, and its rows are as written."""
     seal = _seal(digest, content)
     expected = _Header(COMPILED_FORMAT, __version__, models_sha256(), digest, seal or "")
-    return content if seal and header == expected else None
+    return seal is not None and header == expected
 
 
 def write_compiled(path: Path, digest: str, register: Register) -> None:
