@@ -555,9 +555,10 @@ class BlobStream:
                     env=hardened_env(),
                     bufsize=READ_BUFFER,
                 )
+        assert self._proc.stdout is not None
+        if not self._asking:
             with suppress(OSError):  # a larger pipe: git runs further ahead of the reader
                 fcntl.fcntl(self._proc.stdout, fcntl.F_SETPIPE_SZ, READ_BUFFER)
-        assert self._proc.stdout is not None
         self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
         self._wanted = frozenset(oids)
 
