@@ -556,9 +556,10 @@ class BlobStream:
                     bufsize=READ_BUFFER,
                 )
         assert self._proc.stdout is not None
-        if not self._asking:
+        resize = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux's
+        if not self._asking and resize is not None:
             with suppress(OSError):  # a larger pipe: git runs further ahead of the reader
-                fcntl.fcntl(self._proc.stdout, fcntl.F_SETPIPE_SZ, READ_BUFFER)
+                fcntl.fcntl(self._proc.stdout, resize, READ_BUFFER)
         self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
         self._wanted = frozenset(oids)
 
