@@ -508,6 +508,7 @@ def _check_source(
     for qid, quote in quotes.items():
         quoted.setdefault(quote.path, []).append((qid, quote))
     held: dict[str, CheckItem] = {}  # quotes the first pass found at their own lines
+    unheld: dict[str, None] = {}  # the files of the others, the only ones drift reads at the pin
     with BlobCache(mirror, tree) as cache, BlobCache(mirror, pin_tree) as pin_cache:
         cache.prefetch(wanted)
         # The first pass, in the order git reads the blobs, while it reads the next
@@ -519,11 +520,16 @@ def _check_source(
             if expected is not None:
                 result.items.append(_check_file(sid, path, expected, tree, cache, changes))
             here = quoted.get(path)
-            lines = cache.lines(path) if here is not None else None
-            if lines is not None:
-                for qid, quote in here or ():
-                    if lines.holds_at(quote.lines[0], span_bytes(quote.text, quote.raw_b64)):
-                        held[qid] = _verified(sid, qid, quote)
+            if here is None:
+                continue
+            lines = cache.lines(path)
+            for qid, quote in here:
+                if lines is not None and lines.holds_at(
+                    quote.lines[0], span_bytes(quote.text, quote.raw_b64)
+                ):
+                    held[qid] = _verified(sid, qid, quote)
+                else:
+                    unheld[path] = None
 
         touched_read = False
 
@@ -538,16 +544,13 @@ def _check_source(
 
         def pin_lines_of(path: str) -> Lines | None:
             nonlocal pin_read
-            if not pin_read:  # one blob read for every quoted file not the same at the target
+            if not pin_read:  # one blob read for every drifting file not the same at the target
                 pin_read = True
                 pin_cache.prefetch(
                     sorted(
-                        {
-                            q.path
-                            for q in quotes.values()
-                            if q.path in pin_tree
-                            and (q.path not in tree or pin_tree[q.path].oid != tree[q.path].oid)
-                        }
+                        p
+                        for p in unheld
+                        if p in pin_tree and (p not in tree or pin_tree[p].oid != tree[p].oid)
                     )
                 )
             return pin_cache.lines(path)
@@ -559,15 +562,11 @@ def _check_source(
             old, new = pin_tree.get(old_path), tree.get(new_path)
             if old is None or new is None or old.oid == new.oid:
                 return []
-            if batch is None:  # one git diff for every edited quoted file
-                edited = sorted(  # quoted files whose blob differs at the target
-                    {
-                        q.path
-                        for q in quotes.values()
-                        if q.path in pin_tree
-                        and q.path in tree
-                        and pin_tree[q.path].oid != tree[q.path].oid
-                    }
+            if batch is None:  # one git diff for every edited file a quote drifts in
+                edited = sorted(  # whose blob differs at the target
+                    p
+                    for p in unheld
+                    if p in pin_tree and p in tree and pin_tree[p].oid != tree[p].oid
                 )
                 batch = mirror.line_hunks_many(source.commit, commit, edited)
             if old_path == new_path and old_path in batch:
