@@ -492,7 +492,14 @@ def _check_source(
     mirror: Mirror, register: RegisterData, sid: str, source: GitSourceData, commit: str
 ) -> SourceCheck:
     result = SourceCheck(sid, source.subject, source.commit, commit)
-    quotes = {qid: q for qid, q in register.quotes.items() if q.source == sid}
+    # a register validates that every quote cites a git source and a file registered
+    # under it: with one git source, every quote is this source's
+    git_sources = sum(isinstance(s, GitSourceData) for s in register.sources.values())
+    quotes = (
+        register.quotes
+        if git_sources == 1
+        else {qid: q for qid, q in register.quotes.items() if q.source == sid}
+    )
     tree = mirror.tree(commit)
     pin_tree = mirror.tree(source.commit) if quotes and commit != source.commit else tree
     changes = (
@@ -500,10 +507,11 @@ def _check_source(
         if commit != source.commit
         else Changes({}, frozenset())
     )
-    # The paths in the order the first pass reads them: files, then quoted files
-    # (each followed by its new name when renamed).
-    registered = dict.fromkeys([*source.files, *(q.path for q in quotes.values())])
-    wanted = dict.fromkeys(p for path in registered for p in (path, changes.renamed.get(path)) if p)
+    # The paths in the order the first pass reads them: the files, each followed by
+    # its new name when renamed (a quote's file is one of them: a quote of another
+    # would only be left to relocate, which reads what it needs).
+    renamed = changes.renamed
+    wanted = dict.fromkeys(p for path in source.files for p in (path, renamed.get(path)) if p)
     quoted: dict[str, list[tuple[str, QuoteData]]] = {}
     for qid, quote in quotes.items():
         quoted.setdefault(quote.path, []).append((qid, quote))
@@ -515,10 +523,8 @@ def _check_source(
         # ones: each file checked, then the quotes its blob holds at their own lines
         # (the common case, at the pin or not, without relocate's machinery: the same
         # bytes at the same lines of the same path, relocate's first answer).
-        for path in registered:
-            expected = source.files.get(path)
-            if expected is not None:
-                result.items.append(_check_file(sid, path, expected, tree, cache, changes))
+        for path, expected in source.files.items():
+            result.items.append(_check_file(sid, path, expected, tree, cache, changes))
             here = quoted.get(path)
             if here is None:
                 continue
