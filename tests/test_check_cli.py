@@ -443,6 +443,26 @@ def test_a_validated_register_and_its_data_check_alike(pinned, tw, workspace):
     assert {i.state for i in by_data.items} == {"changed", "moved", "missing"}
 
 
+def test_the_printed_json_is_the_reports_json_object(pinned, tw, workspace):
+    """``check --json`` writes its items as it makes them; the bytes are those of the
+    report's whole JSON object, at the pin and with drift (a diff, a candidate, a
+    non-ASCII path among them)."""
+    from tracework.jsonout import dumps
+
+    repo = pinned({"cafe.py": CAFE, "caf\u00e9/menu.txt": "espresso\nlatte\n"})
+    assert tw("quote", "demo", "SRC-1", "cafe.py", "--symbol", "Cafe.brew").exit_code == 0
+    assert tw("quote", "demo", "SRC-1", "caf\u00e9/menu.txt", "--lines", "2-2").exit_code == 0
+    repo.write("caf\u00e9/menu.txt", "latte\nespresso\nlatte\n").write("cafe.py", "\n" + CAFE)
+    head = repo.commit("more milk")
+    assert tw("fetch", "toy").exit_code == 0
+    data = reg.load_data(workspace.register_file("demo"))
+    for at in ([], ["--at", head]):
+        printed = tw("check", "demo", "--json", *at).stdout_bytes
+        report = check_register(workspace, data, at=at[1] if at else None)
+        assert printed == (dumps(report.as_json()) + "\n").encode()
+    assert {i.state for i in report.items} >= {"moved", "ambiguous"}
+
+
 def test_documents_are_registered_by_hash_and_checked_again(pinned, tw, workspace, tmp_path):
     pinned({"a.txt": "alpha\n"})
     assert tw("register", "add-file", "demo", "SRC-1", "a.txt").exit_code == 0
