@@ -1,5 +1,5 @@
-"""``python -m tracework``: the same CLI as the ``tracework`` command."""
+"""``python -m tracework``: the same program as the ``tracework`` command."""
 
-from tracework.cli import main
+from tracework.cli import run
 
-main()
+run()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tracework.errors import ChecksFailed, RenderError, TraceworkError
 from tracework.fsio import write_atomic
 from tracework.kernels.spec import ensure_kernelspec
-from tracework.kernels.warm import WarmKernel, shutdown
+from tracework.kernels.warm import WarmKernel, ready_client, shutdown
 from tracework.logs import swallowed
 from tracework.render.notebooks import load_nbformat
 from tracework.text import cell_name
@@ -316,8 +316,9 @@ def _how_it_ended(km: Any) -> str:
 
 
 def _clients_of(km: Any) -> list[Any]:
-    """Make the kernel clients ``km`` makes from now on asynchronous, and list them, to
-    be closed after the run.
+    """Make the kernel clients ``km`` makes from now on asynchronous, and ready as soon
+    as the kernel answers (:func:`~tracework.kernels.warm.ready_client`), and list them,
+    to be closed after the run.
 
     nbclient runs cells on an asyncio loop and awaits its client: a blocking client (what
     a synchronous ``KernelManager`` makes) blocks that loop in each wait, so the task that
@@ -328,10 +329,7 @@ def _clients_of(km: Any) -> list[Any]:
     in a batch worker.  A kernel given for run after run (kept warm by its caller) is
     wrapped once: each run lists the clients made during it alone.
     """
-    # the Jupyter stack loads with the kernel, never at start-up (see execute)
-    from jupyter_client.asynchronous.client import AsyncKernelClient
-
-    km.client_factory = AsyncKernelClient
+    km.client_factory = ready_client()  # asynchronous; ready without 0.2 s of silence
     clients: list[Any] = []
     make = getattr(km, "_tracework_make_client", None) or km.client
     km._tracework_make_client = make  # the manager's own, for the next run

@@ -8,11 +8,14 @@ here from records.json, the register and the manifest.  Every HTML the
 notebook holds — Markdown cells, HTML and Markdown outputs, tracework's own displays —
 goes through nbconvert's sanitising path with :func:`tracework.render.pagesafety.clean_html`
 as its filter, and the finished page through one rule for hidden characters.
+nbconvert's accessibility pass over the page is made without its BeautifulSoup tree
+(:mod:`tracework.render.accessibility`: the same bytes, in half the time).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import html
 import threading
 from html.parser import HTMLParser
@@ -490,6 +493,42 @@ def drift_html(records: ReportRecords) -> str:
 _exporters = threading.local()
 
 
+@functools.cache
+def _page_exporter() -> type[HTMLExporter]:
+    """nbconvert's ``HTMLExporter``, its accessibility pass made without a tree
+    (:func:`~tracework.render.accessibility.accessible_page`, the same bytes)."""
+    from nbconvert import HTMLExporter
+    from nbconvert.exporters.templateexporter import TemplateExporter
+    from nbconvert.filters.highlight import Highlight2HTML
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    from tracework.render.accessibility import accessible_page  # BeautifulSoup's driver
+
+    class PageExporter(HTMLExporter):
+        def from_notebook_node(  # type: ignore[override]
+            self, nb: nbformat.NotebookNode, resources: Resources | None = None, **kw: object
+        ) -> tuple[str, Resources]:
+            # HTMLExporter.from_notebook_node (nbconvert 7.17) up to its BeautifulSoup pass
+            langinfo = nb.metadata.get("language_info", {})
+            lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
+            highlight_code = self.filters.get(
+                "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)
+            )
+            resources = self._init_resources(resources)  # type: ignore[no-untyped-call]
+            filter_data_type = WidgetsDataTypeFilter(
+                notebook_metadata=self._nb_metadata, parent=self, resources=resources
+            )
+            self.register_filter("highlight_code", highlight_code)  # type: ignore[no-untyped-call]
+            self.register_filter("filter_data_type", filter_data_type)  # type: ignore[no-untyped-call]
+            body, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+            page, missing_alt = accessible_page(body)
+            if missing_alt:  # as nbconvert says it
+                self.log.warning("Alternative text is missing on %s image(s).", missing_alt)
+            return page, resources
+
+    return PageExporter
+
+
 def html_exporter() -> HTMLExporter:
     """This thread's nbconvert exporter for report pages, built on first use.
 
@@ -501,14 +540,13 @@ def html_exporter() -> HTMLExporter:
     """
     exporter: HTMLExporter | None = getattr(_exporters, "html", None)
     if exporter is None:
-        from nbconvert import HTMLExporter
         from nbconvert.preprocessors import TagRemovePreprocessor
 
         # here, not at the top: scaffold imports nbformat, which must come after
         # load_nbformat (a second of CPU otherwise; the notebook was read by now)
         from tracework.notebook.scaffold import GUIDE_TAG
 
-        exporter = HTMLExporter(
+        exporter = _page_exporter()(
             template_name="tracework",
             extra_template_basedirs=[str(TEMPLATES)],
             exclude_input=True,
@@ -528,9 +566,8 @@ def html_exporter() -> HTMLExporter:
 def warmed_exporter() -> HTMLExporter:
     """:func:`html_exporter`, warm: the first time in a thread, one page of a notebook
     of two cells is exported and thrown away, so the templates (nbconvert's and the
-    page's own fragments) are compiled and the page's accessibility pass (BeautifulSoup,
-    its CSS selectors) loaded.  That is most
-    of a cold render's first page; a render calls this while its kernel boots.  The
+    page's own fragments) are compiled and the page's accessibility pass loaded.  That is
+    most of a cold render's first page; a render calls this while its kernel boots.  The
     exporter gives the same bytes after it (each export passes its own notebook and
     resources, as a batch's many reports do)."""
     exporter = html_exporter()
