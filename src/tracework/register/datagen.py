@@ -178,7 +178,7 @@ class _Writer:
             f"        if len(r) != {len(fields)}:",
             f'            raise ValueError(f"{model.__name__} has {len(fields)} fields, '
             'not {len(r)}")',
-            f"        return _new_tuple(",
+            "        return _new_tuple(",
             f"            {name},",
             "            (",
             *(f"                {a}" for a in args),
