@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import queue
-from collections.abc import Iterator
+import threading
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,27 @@ def km(tmp_path: Path) -> Iterator[Any]:
     yield manager
     booting.discard()
     kernels.shutdown(manager)
+
+
+def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """``asyncio.run`` in a thread of its own: a test before this one in the session may
+    leave an event loop running in the main thread (a browser test's), where
+    ``asyncio.run`` refuses to start."""
+    result: list[Any] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(asyncio.run(coroutine))
+        except BaseException as exc:  # handed to the test's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
 
 
 async def _outputs_of(client: Any, code: str) -> list[str]:
@@ -54,7 +76,7 @@ def test_a_ready_client_receives_the_first_cell_s_output(km):
         finally:
             client.stop_channels()
 
-    assert asyncio.run(first_cell()) == ["first\n"]
+    assert _run(first_cell()) == ["first\n"]
 
 
 def test_a_dead_kernel_is_an_error_not_a_wait(km):
@@ -69,4 +91,4 @@ def test_a_dead_kernel_is_an_error_not_a_wait(km):
             client.stop_channels()
 
     with pytest.raises(RuntimeError, match="died"):
-        asyncio.run(asyncio.wait_for(ready(), timeout=30))
+        _run(asyncio.wait_for(ready(), timeout=30))
