@@ -519,15 +519,16 @@ class Mirror:
 class BlobStream:
     """The one reader of blobs: a ``git cat-file --batch`` process, read only as far as asked.
 
-    Blobs named up front (by object id) are written to git by a feeder thread, and git
-    answers with ``--buffer``, so a caller asking for them in the order given
-    (:meth:`get`) works on the blobs read so far while git decompresses the next ones
-    on another core.  A stream given no names answers :meth:`at` instead, for
-    ``<commit>:<path>`` asked one at a time when the next name depends on the last
-    answer (a bisection): there git answers each name as it comes, since ``--buffer``
-    holds answers back until the input ends.  The size comes from each object's header
-    before its content is read; a blob over the size cap is streamed into the hash and
-    its bytes are not kept.  Close it (or use it as a context manager) to end git early.
+    Blobs named up front (by object id) are git's input, an unlinked file of their
+    names, and git answers with ``--buffer`` through a 1 MiB pipe, so a caller asking for
+    them in the order given (:meth:`get`) works on the blobs read so far while git
+    decompresses the next ones on another core.  A stream given no names answers
+    :meth:`at` instead, for ``<commit>:<path>`` asked one at a time when the next name
+    depends on the last answer (a bisection): there git answers each name as it comes,
+    since ``--buffer`` holds answers back until the input ends.  The size comes from
+    each object's header before its content is read; a blob over the size cap is
+    streamed into the hash and its bytes are not kept.  Close it (or use it as a context
+    manager) to end git early.
     """
 
     def __init__(self, git_dir: Path, oids: list[str], size_cap: int | None) -> None:
